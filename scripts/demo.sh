@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The main job on a fresh machine: install what is missing, fetch the embedded model, ingest
+# the sample campaign built into the binary and list what was detected. No Ollama, no Discord.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/oraculo/target}"
+
+bash scripts/install-deps.sh
+cargo run --locked --quiet -- ingest
+cargo run --locked --quiet -- sources

@@ -1,0 +1,322 @@
+//! The command line: every subcommand calls the same core functions the bot calls.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{CliOverrides, Config, EmbedderConfig};
+use crate::index::{Index, campaign_index_dir};
+use crate::retrieve::{Audience, CompendiumIndex, SearchRequest, Turn};
+use crate::ingest::{IngestProgress, IngestSummary, Quiet, ingest_campaign, resolve_campaign_dir};
+
+/// Oráculo: answers a campaign's questions from the game master's notes, citing them.
+#[derive(Debug, Parser)]
+#[command(name = "oraculo", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Reads a campaign folder into the index (incremental: unchanged notes cost nothing).
+    Ingest(CampaignArgs),
+    /// Lists every label the index holds, so a DM can check what was detected.
+    Sources(CampaignArgs),
+    /// Lists the compendium: entities, their aliases and the sessions where each appears.
+    Compendium(CompendiumArgs),
+    /// Shows the fused candidate pool for a question (dense, BM25 and entity ranks, RRF).
+    Search(SearchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompendiumArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// Count GM-only fragments too.
+    #[arg(long)]
+    pub gm: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// A JSON list of {"role": "user"|"assistant", "content": "…"} turns before the question.
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// Search as the GM: GM-only fragments included.
+    #[arg(long)]
+    pub gm: bool,
+    /// Final answer-set size the pool is built for (each path searches max(2k, k+5)).
+    #[arg(long, default_value_t = crate::retrieve::DEFAULT_K)]
+    pub k: usize,
+    /// The question.
+    pub question: String,
+}
+
+/// Where the campaign, its index and the configuration are.
+#[derive(Debug, Args)]
+pub struct CampaignArgs {
+    /// The campaign's notes folder (default: the config's, else the embedded sample campaign).
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+    /// Where indexes and models live (default: ORACULO_DATA, else ~/.local/share/oraculo).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// A config.toml (default: ORACULO_CONFIG, else none).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl CampaignArgs {
+    fn load_config(&self) -> anyhow::Result<Config> {
+        Config::load(&CliOverrides {
+            config_file: self.config.clone(),
+            data_dir: self.data.clone(),
+            campaign_dir: self.campaign.clone(),
+        })
+    }
+}
+
+/// Runs one subcommand.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Ingest(args) => ingest(&args).await,
+        Command::Sources(args) => sources(&args).await,
+        Command::Compendium(args) => compendium(&args).await,
+        Command::Search(args) => search(&args).await,
+    }
+}
+
+async fn ingest(args: &CampaignArgs) -> anyhow::Result<()> {
+    let config = args.load_config()?;
+    let campaign_dir = resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
+        .context("writing the sample campaign")?;
+    let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
+    let batch_size = match &config.embedder {
+        EmbedderConfig::Embedded { batch_size, .. } => *batch_size,
+        EmbedderConfig::Ollama(ollama) => ollama.batch_size,
+    };
+    let mut index = Index::open(&campaign_index_dir(&config.data_dir, &campaign_dir)).await?;
+    let bar = if !args.json && std::io::stderr().is_terminal() { Some(ProgressBar::default()) } else { None };
+    let progress: &dyn IngestProgress = match &bar {
+        Some(bar) => bar,
+        None => &Quiet,
+    };
+    let summary = ingest_campaign(&mut index, &campaign_dir, &config.campaign, embedder.as_ref(), batch_size, progress)
+        .await
+        .with_context(|| format!("ingesting {}", campaign_dir.display()))?;
+    if let Some(bar) = bar {
+        bar.bar.finish_and_clear();
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        print!("{}", render_summary(&summary));
+    }
+    Ok(())
+}
+
+async fn sources(args: &CampaignArgs) -> anyhow::Result<()> {
+    let config = args.load_config()?;
+    let campaign_dir = resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
+        .context("writing the sample campaign")?;
+    let index = Index::open_existing(&campaign_index_dir(&config.data_dir, &campaign_dir)).await?;
+    let sources = index.store.sources()?;
+    let warnings = index.store.diagnostics()?;
+    if args.json {
+        let json = serde_json::json!({ "campaign": campaign_dir.display().to_string(), "sources": sources, "warnings": warnings });
+        println!("{json}");
+        return Ok(());
+    }
+    let width = sources.iter().map(|s| s.label.chars().count()).max().unwrap_or(5).max(5);
+    println!("{:width$}  {:7}  {:>7}  {:>9}  source", "label", "kind", "session", "fragments");
+    for source in &sources {
+        let session = source.session.map(|s| s.to_string()).unwrap_or_else(|| "-".into());
+        let dm = if source.n_dm_only > 0 { format!(" ({} GM-only)", source.n_dm_only) } else { String::new() };
+        println!(
+            "{:width$}  {:7}  {:>7}  {:>9}  {}{}",
+            source.label,
+            source.kind.as_str(),
+            session,
+            source.n_fragments,
+            source.source_path,
+            dm
+        );
+    }
+    print_warnings(&warnings);
+    Ok(())
+}
+
+/// Opens the index of the configured campaign, which an ingest must have built.
+async fn open_campaign_index(config: &Config) -> anyhow::Result<(PathBuf, Index)> {
+    let campaign_dir = resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
+        .context("writing the sample campaign")?;
+    let index = Index::open_existing(&campaign_index_dir(&config.data_dir, &campaign_dir)).await?;
+    Ok((campaign_dir, index))
+}
+
+async fn compendium(args: &CompendiumArgs) -> anyhow::Result<()> {
+    let config = args.campaign.load_config()?;
+    let (campaign_dir, index) = open_campaign_index(&config).await?;
+    let audience = if args.gm { Audience::Gm } else { Audience::Player };
+    let listing = index.store.compendium_listing(audience.visibility_filter())?;
+    if args.campaign.json {
+        let json = serde_json::json!({ "campaign": campaign_dir.display().to_string(), "entities": listing });
+        println!("{json}");
+        return Ok(());
+    }
+    for entity in &listing {
+        let aliases = if entity.aliases.is_empty() { String::new() } else { format!(" ({})", entity.aliases.join(", ")) };
+        println!("{} [{}]{}", entity.name, entity.kind.as_str(), aliases);
+        if !entity.description.is_empty() {
+            println!("    {}", entity.description);
+        }
+        let sessions: Vec<String> = entity.sessions.iter().map(|s| s.to_string()).collect();
+        println!("    sessions: {}", if sessions.is_empty() { "-".to_string() } else { sessions.join(", ") });
+        if !entity.other_labels.is_empty() {
+            println!("    also in: {}", entity.other_labels.join("; "));
+        }
+    }
+    println!("\n{} entities", listing.len());
+    Ok(())
+}
+
+async fn search(args: &SearchArgs) -> anyhow::Result<()> {
+    let config = args.campaign.load_config()?;
+    let history = read_history(args.history.as_deref())?;
+    let (_, index) = open_campaign_index(&config).await?;
+    let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
+    let compendium = CompendiumIndex::load(&index.store)?;
+    let request = SearchRequest {
+        question: &args.question,
+        history: &history,
+        audience: if args.gm { Audience::Gm } else { Audience::Player },
+        k: args.k.max(1),
+    };
+    let result = crate::retrieve::search(&index, &compendium, embedder.as_ref(), &request).await?;
+    if args.campaign.json {
+        println!("{}", serde_json::to_string(&result)?);
+        return Ok(());
+    }
+    if result.followup_expanded {
+        println!("Follow-up: searched as \"{}\"", result.search_query);
+    }
+    if !result.entities.is_empty() {
+        let named: Vec<String> =
+            result.entities.iter().map(|e| format!("{} [{}] as \"{}\"", e.name, e.kind, e.alias)).collect();
+        println!("Entities: {}", named.join("; "));
+    }
+    let rank = |r: Option<usize>| r.map(|r| r.to_string()).unwrap_or_else(|| "-".into());
+    let width = result.candidates.iter().map(|c| c.label.chars().count()).max().unwrap_or(5).max(5);
+    println!("{:>3}  {:>5}  {:width$}  {:>5}  {:>5}  {:>6}  {:>7}  source", "#", "id", "label", "dense", "bm25", "entity", "rrf");
+    for (position, candidate) in result.candidates.iter().enumerate() {
+        println!(
+            "{:>3}  {:>5}  {:width$}  {:>5}  {:>5}  {:>6}  {:>7.5}  {}",
+            position + 1,
+            candidate.fragment_id,
+            candidate.label,
+            rank(candidate.ranks.dense),
+            rank(candidate.ranks.bm25),
+            rank(candidate.ranks.entity),
+            candidate.rrf_score,
+            candidate.source_path
+        );
+    }
+    let t = &result.timings;
+    println!(
+        "\n{} candidates; embed {:.1} ms, dense {:.1} ms, bm25 {:.1} ms, entity {:.1} ms, fuse {:.1} ms",
+        result.candidates.len(),
+        t.embed_query_ms,
+        t.dense_ms,
+        t.bm25_ms,
+        t.entity_ms,
+        t.fuse_ms
+    );
+    Ok(())
+}
+
+/// Reads `--history`: a JSON list of turns.
+fn read_history(path: Option<&std::path::Path>) -> anyhow::Result<Vec<Turn>> {
+    let Some(path) = path else {
+        return Ok(Vec::new());
+    };
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading history {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("history {}: expected a JSON list of {{\"role\", \"content\"}} turns", path.display()))
+}
+
+fn render_summary(summary: &IngestSummary) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("Campaign: {}\n", summary.campaign));
+    out.push_str(&format!(
+        "Files: {} ({} changed, {} removed)\n",
+        summary.files, summary.files_changed, summary.files_removed
+    ));
+    out.push_str(&format!(
+        "Sessions: {}  Sheets: {}  World documents: {}\n",
+        summary.sessions, summary.sheets, summary.world_documents
+    ));
+    out.push_str(&format!("Fragments: {} ({} GM-only)\n", summary.fragments, summary.dm_only_fragments));
+    out.push_str(&format!("Compendium: {} entities\n", summary.entities));
+    out.push_str(&format!(
+        "Embedding ({}): {} windows in {} calls; {} stale vectors dropped\n",
+        summary.embedder, summary.windows_embedded, summary.embedding_calls, summary.vectors_dropped
+    ));
+    out.push_str(&format!("Done in {:.2} s\n", summary.seconds));
+    if !summary.warnings.is_empty() {
+        out.push_str(&format!("Warnings ({}):\n", summary.warnings.len()));
+        for warning in &summary.warnings {
+            out.push_str(&format!("  {}\n", render_diagnostic(warning)));
+        }
+    }
+    out
+}
+
+fn print_warnings(warnings: &[crate::corpus::Diagnostic]) {
+    if !warnings.is_empty() {
+        println!("\nWarnings from the last ingest ({}):", warnings.len());
+        for warning in warnings {
+            println!("  {}", render_diagnostic(warning));
+        }
+    }
+}
+
+fn render_diagnostic(diagnostic: &crate::corpus::Diagnostic) -> String {
+    match diagnostic.line {
+        Some(line) => format!("{}:{}: {}", diagnostic.path, line, diagnostic.message),
+        None => format!("{}: {}", diagnostic.path, diagnostic.message),
+    }
+}
+
+/// A terminal progress bar over the windows being embedded.
+struct ProgressBar {
+    bar: indicatif::ProgressBar,
+}
+
+impl Default for ProgressBar {
+    fn default() -> ProgressBar {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("embedding {bar:40} {pos}/{len} windows ({eta})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        ProgressBar { bar }
+    }
+}
+
+impl IngestProgress for ProgressBar {
+    fn embedding_started(&self, total: usize) {
+        self.bar.set_length(total as u64);
+    }
+
+    fn embedded(&self, n: usize) {
+        self.bar.inc(n as u64);
+    }
+}

@@ -1,0 +1,395 @@
+//! Configuration, read once and validated before any work starts.
+//!
+//! Precedence, lowest to highest: built-in defaults → `config.toml` → `ORACULO_*` environment
+//! variables → command-line flags. Two stages, as in ripgrep: [`RawConfig`] is a faithful
+//! parse (unknown keys rejected, everything optional); [`Config`] is validated and ready.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+use crate::corpus::{CorpusConfig, LabelLanguage, NoteKind, default_kind_folders};
+use crate::llm::ollama::OllamaEmbedderConfig;
+use crate::llm::ollama_chat::OllamaChatConfig;
+use crate::llm::openai::{ApiKey, OpenAiChatConfig};
+
+/// Folders never read: Obsidian's settings and trash, and template folders whose notes are
+/// placeholders, not campaign facts.
+pub const DEFAULT_IGNORED: &[&str] =
+    &[".obsidian", ".trash", ".git", "Plantillas", "Templates", "_templates", "templates"];
+/// A note bigger than this is skipped with a warning: a 100-session chronicle is ~1 MB, so a
+/// bigger "note" is an export or a dump, and reading it would stall the ingest.
+pub const DEFAULT_MAX_NOTE_BYTES: u64 = 8 * 1024 * 1024;
+/// Ollama's usual address.
+pub const DEFAULT_OLLAMA_URL: &str = "http://127.0.0.1:11434";
+/// The production embedder: multilingual, 8192-token window.
+pub const DEFAULT_OLLAMA_EMBED_MODEL: &str = "bge-m3";
+/// The production chat model: the one that answers, annotates and reranks.
+pub const DEFAULT_OLLAMA_CHAT_MODEL: &str = "qwen2.5:14b";
+/// How long Ollama keeps the chat model loaded after a request: longer than the gap
+/// between questions at a table, so a question never waits for a reload.
+pub const DEFAULT_KEEP_ALIVE: &str = "30m";
+/// llama.cpp's `llama-server` listens here by default.
+pub const DEFAULT_OPENAI_URL: &str = "http://127.0.0.1:8080";
+/// The answer budget in tokens: a long answer (~400 Spanish words) with room to spare.
+pub const DEFAULT_CHAT_MAX_TOKENS: usize = 1024;
+/// Context window cap for server backends: Qwen2.5's native window. Each request asks for
+/// only what its prompt needs (rounded up to 1024), so the cap costs nothing until used.
+pub const DEFAULT_SERVER_N_CTX: usize = 32768;
+/// Context window of the embedded model: 8 session fragments (~2k tokens each) fit, and the
+/// 1.5B model's cache stays near 230 MB.
+pub const DEFAULT_EMBEDDED_N_CTX: usize = 8192;
+
+/// `config.toml` as written. Every key optional; unknown keys are an error naming the key.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    pub data_dir: Option<PathBuf>,
+    pub campaign: Option<RawCampaign>,
+    pub embedder: Option<RawEmbedder>,
+    pub ollama: Option<RawOllama>,
+    pub chat: Option<RawChat>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCampaign {
+    pub dir: Option<PathBuf>,
+    pub label_language: Option<LabelLanguage>,
+    pub ignore: Option<Vec<String>>,
+    pub secret_paths: Option<Vec<String>>,
+    pub kind_folders: Option<BTreeMap<String, String>>,
+    pub max_note_bytes: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEmbedder {
+    pub backend: Option<String>,
+    pub model: Option<String>,
+    pub model_path: Option<PathBuf>,
+    pub batch_size: Option<usize>,
+    pub window_words: Option<usize>,
+}
+
+/// `[chat]`. The API key is deliberately absent: it comes from `ORACULO_OPENAI_API_KEY`
+/// only, so it never sits in a file that gets shared.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawChat {
+    pub backend: Option<String>,
+    pub model: Option<String>,
+    pub url: Option<String>,
+    pub gguf: Option<PathBuf>,
+    pub threads: Option<usize>,
+    pub n_ctx: Option<usize>,
+    pub keep_alive: Option<String>,
+    pub max_tokens: Option<usize>,
+    pub timeout_secs: Option<u64>,
+    pub retries: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOllama {
+    pub url: Option<String>,
+    pub timeout_secs: Option<u64>,
+    pub retries: Option<u32>,
+}
+
+/// Validated configuration. Sub-configs are passed explicitly to each stage.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub campaign: CampaignConfig,
+    pub embedder: EmbedderConfig,
+    pub chat: ChatConfig,
+    /// The answer budget every generation asks for, in tokens (`chat.max_tokens`).
+    pub chat_max_tokens: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct CampaignConfig {
+    /// `None`: the embedded sample campaign.
+    pub dir: Option<PathBuf>,
+    pub corpus: CorpusConfig,
+    /// Folder or file names (any depth, case-insensitive) the ingest never reads.
+    pub ignore: Vec<String>,
+    pub max_note_bytes: u64,
+}
+
+#[derive(Debug, Clone)]
+pub enum EmbedderConfig {
+    /// multilingual-e5-small in-process; `None` looks in `<data_dir>/models/`.
+    Embedded { model_path: Option<PathBuf>, batch_size: usize },
+    Ollama(OllamaEmbedderConfig),
+}
+
+/// Which chat model answers, annotates and reranks; `llm::connect_chat` builds it.
+#[derive(Debug, Clone)]
+pub enum ChatConfig {
+    /// llama.cpp in-process. `gguf: None` picks from `<data_dir>/models/` (the 1.5B model if
+    /// fetched, else SmolLM2-135M; see `LlamaCppChat::default_path`).
+    Embedded { gguf: Option<PathBuf>, threads: usize, n_ctx: usize },
+    Ollama(OllamaChatConfig),
+    OpenAi(OpenAiChatConfig),
+}
+
+/// Overrides from the command line, the highest layer.
+#[derive(Debug, Default, Clone)]
+pub struct CliOverrides {
+    pub config_file: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub campaign_dir: Option<PathBuf>,
+}
+
+impl RawConfig {
+    /// Parses `text` (the content of `path`, named in errors).
+    pub fn parse(text: &str, path: &Path) -> anyhow::Result<RawConfig> {
+        toml::from_str(text).with_context(|| format!("reading config {}", path.display()))
+    }
+}
+
+impl Config {
+    /// Loads every layer: the file named by `--config` (or `ORACULO_CONFIG`), then the
+    /// environment, then the flags.
+    pub fn load(overrides: &CliOverrides) -> anyhow::Result<Config> {
+        let file = overrides.config_file.clone().or_else(|| std::env::var_os("ORACULO_CONFIG").map(PathBuf::from));
+        let raw = match &file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+                RawConfig::parse(&text, path)?
+            }
+            None => RawConfig::default(),
+        };
+        let env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+        Config::from_layers(raw, &env, overrides)
+    }
+
+    /// Validates the layers; `env` reads one environment variable (a closure so tests
+    /// never touch the process environment).
+    pub fn from_layers(
+        raw: RawConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+        overrides: &CliOverrides,
+    ) -> anyhow::Result<Config> {
+        let data_dir = overrides
+            .data_dir
+            .clone()
+            .or_else(|| env("ORACULO_DATA").map(PathBuf::from))
+            .or(raw.data_dir)
+            .or_else(|| env("XDG_DATA_HOME").map(|d| PathBuf::from(d).join("oraculo")))
+            .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/share/oraculo")))
+            .context("no data dir: set data_dir in the config, ORACULO_DATA, or --data")?;
+
+        let campaign = raw.campaign.unwrap_or_default();
+        let mut kind_folders = default_kind_folders();
+        for (folder, kind) in campaign.kind_folders.unwrap_or_default() {
+            let kind = NoteKind::parse(&kind).with_context(|| {
+                format!("campaign.kind_folders.{folder} = {kind:?}: expected \"session\", \"sheet\" or \"world\"")
+            })?;
+            kind_folders.insert(folder, kind);
+        }
+        let corpus = CorpusConfig {
+            label_language: campaign.label_language.unwrap_or_default(),
+            kind_folders,
+            secret_paths: campaign.secret_paths.unwrap_or_default(),
+        };
+        let max_note_bytes = campaign.max_note_bytes.unwrap_or(DEFAULT_MAX_NOTE_BYTES);
+        if max_note_bytes == 0 {
+            bail!("campaign.max_note_bytes must be above 0");
+        }
+        let campaign = CampaignConfig {
+            dir: overrides.campaign_dir.clone().or(campaign.dir),
+            corpus,
+            ignore: campaign.ignore.unwrap_or_else(|| DEFAULT_IGNORED.iter().map(|s| s.to_string()).collect()),
+            max_note_bytes,
+        };
+
+        let embedder_raw = raw.embedder.unwrap_or_default();
+        let ollama_raw = raw.ollama.unwrap_or_default();
+        // Before the embedder takes its parts of [ollama]: the chat reaches the same server.
+        let (chat, chat_max_tokens) = chat_config(raw.chat.unwrap_or_default(), &ollama_raw, env)?;
+        let backend = env("ORACULO_EMBEDDER").or(embedder_raw.backend).unwrap_or_else(|| "embedded".into());
+        let batch_size = embedder_raw.batch_size.unwrap_or(16);
+        if batch_size == 0 {
+            bail!("embedder.batch_size must be above 0");
+        }
+        let embedder = match backend.as_str() {
+            "embedded" => EmbedderConfig::Embedded { model_path: embedder_raw.model_path, batch_size },
+            "ollama" => {
+                let url = env("ORACULO_OLLAMA_URL").or(ollama_raw.url).unwrap_or_else(|| DEFAULT_OLLAMA_URL.into());
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    bail!("ollama.url = {url:?}: expected an http:// or https:// address");
+                }
+                EmbedderConfig::Ollama(OllamaEmbedderConfig {
+                    url,
+                    model: embedder_raw.model.unwrap_or_else(|| DEFAULT_OLLAMA_EMBED_MODEL.into()),
+                    timeout: Duration::from_secs(ollama_raw.timeout_secs.unwrap_or(120)),
+                    retries: ollama_raw.retries.unwrap_or(3),
+                    batch_size,
+                    window_words: embedder_raw.window_words,
+                })
+            }
+            other => bail!("embedder.backend = {other:?}: expected \"embedded\" or \"ollama\""),
+        };
+        Ok(Config { data_dir, campaign, embedder, chat, chat_max_tokens })
+    }
+}
+
+/// Validates `[chat]`; the Ollama backend reaches the server `[ollama]` describes.
+fn chat_config(
+    chat: RawChat,
+    ollama: &RawOllama,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<(ChatConfig, usize)> {
+    let backend = env("ORACULO_CHAT").or(chat.backend).unwrap_or_else(|| "embedded".into());
+    let max_tokens = chat.max_tokens.unwrap_or(DEFAULT_CHAT_MAX_TOKENS);
+    if max_tokens == 0 {
+        bail!("chat.max_tokens must be above 0");
+    }
+    let n_ctx = chat.n_ctx.unwrap_or(if backend == "embedded" { DEFAULT_EMBEDDED_N_CTX } else { DEFAULT_SERVER_N_CTX });
+    if n_ctx <= max_tokens {
+        bail!("chat.n_ctx = {n_ctx} leaves no room for a prompt beside chat.max_tokens = {max_tokens}");
+    }
+    let check_url = |key: &str, url: &str| -> anyhow::Result<()> {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            bail!("{key} = {url:?}: expected an http:// or https:// address");
+        }
+        Ok(())
+    };
+    let config = match backend.as_str() {
+        "embedded" => {
+            let threads = chat.threads.unwrap_or_else(default_threads);
+            if threads == 0 {
+                bail!("chat.threads must be above 0");
+            }
+            ChatConfig::Embedded { gguf: chat.gguf, threads, n_ctx }
+        }
+        "ollama" => {
+            let url = env("ORACULO_OLLAMA_URL").or_else(|| ollama.url.clone()).unwrap_or_else(|| DEFAULT_OLLAMA_URL.into());
+            check_url("ollama.url", &url)?;
+            let keep_alive = chat.keep_alive.unwrap_or_else(|| DEFAULT_KEEP_ALIVE.into());
+            if keep_alive.trim().is_empty() {
+                bail!("chat.keep_alive is empty: use a duration such as \"30m\", or \"-1\" to keep the model loaded");
+            }
+            ChatConfig::Ollama(OllamaChatConfig {
+                url,
+                model: chat.model.unwrap_or_else(|| DEFAULT_OLLAMA_CHAT_MODEL.into()),
+                timeout: Duration::from_secs(ollama.timeout_secs.unwrap_or(120)),
+                retries: ollama.retries.unwrap_or(3),
+                keep_alive,
+                context_window: n_ctx,
+            })
+        }
+        "openai" => {
+            let url = chat.url.unwrap_or_else(|| DEFAULT_OPENAI_URL.into());
+            check_url("chat.url", &url)?;
+            let model = chat
+                .model
+                .context("chat.model is required with backend \"openai\": the name the server serves the model under")?;
+            ChatConfig::OpenAi(OpenAiChatConfig {
+                url,
+                model,
+                api_key: env("ORACULO_OPENAI_API_KEY").map(ApiKey::new),
+                timeout: Duration::from_secs(chat.timeout_secs.unwrap_or(120)),
+                retries: chat.retries.unwrap_or(3),
+                context_window: n_ctx,
+            })
+        }
+        other => bail!("chat.backend = {other:?}: expected \"embedded\", \"ollama\" or \"openai\""),
+    };
+    Ok((config, max_tokens))
+}
+
+/// llama.cpp threads when `chat.threads` is unset: every core this process may use, at most 8
+/// (beyond that generation is bound by memory bandwidth, not cores).
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(toml_text: &str, env: &[(&str, &str)]) -> anyhow::Result<Config> {
+        let raw = RawConfig::parse(toml_text, Path::new("config.toml"))?;
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let lookup = move |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        Config::from_layers(raw, &lookup, &CliOverrides::default())
+    }
+
+    #[test]
+    fn example_config_parses_and_validates() {
+        let text = include_str!("../config.toml.example");
+        let config = check(text, &[("HOME", "/home/dm")]).expect("config.toml.example must stay valid");
+        assert!(matches!(config.embedder, EmbedderConfig::Ollama(_)));
+        match config.chat {
+            ChatConfig::Ollama(chat) => {
+                assert_eq!(chat.model, DEFAULT_OLLAMA_CHAT_MODEL);
+                assert_eq!(chat.keep_alive, DEFAULT_KEEP_ALIVE);
+            }
+            other => panic!("the example's chat backend is Ollama, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn chat_defaults_to_the_embedded_model_and_env_picks_another() {
+        let config = check("", &[("HOME", "/h")]).unwrap();
+        assert!(matches!(config.chat, ChatConfig::Embedded { gguf: None, n_ctx: DEFAULT_EMBEDDED_N_CTX, .. }));
+        assert_eq!(config.chat_max_tokens, DEFAULT_CHAT_MAX_TOKENS);
+
+        let text = "[chat]\nbackend = \"openai\"\nmodel = \"qwen\"\nurl = \"http://gpu:8000/v1\"\n";
+        let config = check(text, &[("HOME", "/h"), ("ORACULO_OPENAI_API_KEY", "sk-1")]).unwrap();
+        let ChatConfig::OpenAi(chat) = config.chat else { panic!("openai") };
+        assert_eq!(chat.api_key.as_ref().map(ApiKey::expose), Some("sk-1"));
+        assert!(!format!("{chat:?}").contains("sk-1"));
+
+        let config = check(text, &[("HOME", "/h"), ("ORACULO_CHAT", "ollama")]).unwrap();
+        assert!(matches!(config.chat, ChatConfig::Ollama(_)));
+    }
+
+    #[test]
+    fn chat_errors_name_the_key() {
+        for (text, key) in [
+            ("[chat]\nbackend = \"gpt\"\n", "chat.backend"),
+            ("[chat]\nbackend = \"openai\"\n", "chat.model"),
+            ("[chat]\napi_key = \"sk-in-a-file\"\n", "api_key"),
+            ("[chat]\nmax_tokens = 0\n", "chat.max_tokens"),
+            ("[chat]\nn_ctx = 512\nmax_tokens = 1024\n", "chat.n_ctx"),
+            ("[chat]\nthreads = 0\n", "chat.threads"),
+        ] {
+            let err = check(text, &[("HOME", "/h")]).unwrap_err();
+            assert!(format!("{err:#}").contains(key), "{text}: {err:#}");
+        }
+    }
+
+    #[test]
+    fn defaults_need_only_a_home() {
+        let config = check("", &[("HOME", "/home/dm")]).unwrap();
+        assert_eq!(config.data_dir, PathBuf::from("/home/dm/.local/share/oraculo"));
+        assert!(matches!(config.embedder, EmbedderConfig::Embedded { .. }));
+        assert!(config.campaign.ignore.iter().any(|i| i == ".obsidian"));
+    }
+
+    #[test]
+    fn env_beats_file() {
+        let text = "data_dir = \"/from/file\"\n[embedder]\nbackend = \"embedded\"\n";
+        let config = check(text, &[("ORACULO_DATA", "/from/env"), ("ORACULO_EMBEDDER", "ollama")]).unwrap();
+        assert_eq!(config.data_dir, PathBuf::from("/from/env"));
+        assert!(matches!(config.embedder, EmbedderConfig::Ollama(_)));
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_key() {
+        let err = check("[campaign]\ndirr = \"x\"\n", &[("HOME", "/h")]).unwrap_err();
+        assert!(format!("{err:#}").contains("dirr"), "{err:#}");
+        let err = check("[embedder]\nbackend = \"gpt\"\n", &[("HOME", "/h")]).unwrap_err();
+        assert!(format!("{err:#}").contains("embedder.backend"), "{err:#}");
+        let err = check("[campaign.kind_folders]\nBestiario = \"monster\"\n", &[("HOME", "/h")]).unwrap_err();
+        assert!(format!("{err:#}").contains("Bestiario"), "{err:#}");
+    }
+}

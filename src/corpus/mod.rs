@@ -1,0 +1,414 @@
+//! Corpus: Markdown notes → [`Note`]s → labelled, session-sized [`Fragment`]s.
+//!
+//! Pure: text in, fragments and [`Diagnostic`]s out. Nothing here touches the disk, SQLite,
+//! LanceDB or HTTP; the ingest (`crate::ingest`) reads the files and hands their text over.
+//! Bad input is data, not an error: every problem becomes a `Diagnostic` naming the file,
+//! and the rest of the note is kept.
+//!
+//! The stages, one file each, in the order a note goes through them:
+//! - `text`: accent folding, word counts and content hashes shared by the others.
+//! - `session`: session numbers from header lines and file names.
+//! - `markdown`: front matter, GM secrets, wikilinks, embeds, placeholders and tags, line by line.
+//! - `note`: [`parse_note`] decides a note's kind and cuts it into labelled [`Block`]s.
+//! - `split`: [`fragment_campaign`] makes labels unique and sizes blocks into [`Fragment`]s.
+//!
+//! Line numbers everywhere are 1-based and count the whole file, front matter included.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+mod markdown;
+mod note;
+mod session;
+mod split;
+mod text;
+
+pub use note::parse_note;
+pub use session::{detect_session_header, session_from_file_name};
+pub use split::{fragment_campaign, split_block};
+pub use text::{content_hash, fold};
+
+/// A session is one fragment unless it exceeds this: ~1 session of notes (design notes, "troceo").
+pub const SESSION_MAX_WORDS: usize = 1200;
+/// Overlap when a single section must be windowed blindly: ~10% of `SESSION_MAX_WORDS`.
+pub const OVERLAP_WORDS: usize = 120;
+
+/// A numbered game session. Never a bare `u32` in signatures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionNumber(pub u32);
+
+impl fmt::Display for SessionNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// What a fragment's source is: a session's notes, a character sheet, or a world document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoteKind {
+    Session,
+    Sheet,
+    World,
+}
+
+impl NoteKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoteKind::Session => "session",
+            NoteKind::Sheet => "sheet",
+            NoteKind::World => "world",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<NoteKind> {
+        match s {
+            "session" => Some(NoteKind::Session),
+            "sheet" => Some(NoteKind::Sheet),
+            "world" => Some(NoteKind::World),
+            _ => None,
+        }
+    }
+}
+
+/// Who may see a fragment. DM-secret text is `DmOnly` from the moment the corpus reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    Player,
+    DmOnly,
+}
+
+impl Visibility {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::Player => "player",
+            Visibility::DmOnly => "dm_only",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Visibility> {
+        match s {
+            "player" => Some(Visibility::Player),
+            "dm_only" => Some(Visibility::DmOnly),
+            _ => None,
+        }
+    }
+}
+
+/// The language of the labels the model cites and the user sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LabelLanguage {
+    /// `Sesión N`, `Ficha: <name>`, `Mundo: <name>`.
+    #[default]
+    Es,
+    /// `Session N`, `Sheet: <name>`, `World: <name>`.
+    En,
+}
+
+/// How the corpus reads a campaign. Built by `crate::config`; passed explicitly.
+#[derive(Debug, Clone)]
+pub struct CorpusConfig {
+    pub label_language: LabelLanguage,
+    /// Folder name (compared case- and accent-insensitively, any depth) → kind.
+    /// Folders not listed give no hint.
+    pub kind_folders: BTreeMap<String, NoteKind>,
+    /// Path prefixes (relative to the campaign root, `/`-separated) whose notes are DM-only
+    /// as a whole.
+    pub secret_paths: Vec<String>,
+}
+
+/// One problem with one file. The ingest reports it and goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// Relative to the campaign root, `/`-separated.
+    pub path: String,
+    /// 1-based line in the file, when the problem has one.
+    pub line: Option<u32>,
+    pub message: String,
+}
+
+/// A wikilink seen in a note: `[[target|shown]]` or `[[target]]` (`shown` is `None`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    pub target: String,
+    pub shown: Option<String>,
+    /// `![[...]]`: recorded, never expanded.
+    pub embed: bool,
+}
+
+/// One Markdown file after front matter and structure are read.
+#[derive(Debug, Clone)]
+pub struct Note {
+    /// Relative to the campaign root, `/`-separated.
+    pub path: String,
+    pub kind: NoteKind,
+    /// Front matter `title`, else the file stem.
+    pub title: String,
+    pub aliases: Vec<String>,
+    pub tags: Vec<String>,
+    /// From front matter `session:` or the file name; chronicles carry theirs per block.
+    pub session: Option<SessionNumber>,
+    pub links: Vec<Link>,
+    /// The labelled blocks of this note before sizing: one per session in a chronicle,
+    /// one for a session file, sheet or world document.
+    pub blocks: Vec<Block>,
+}
+
+/// A labelled run of a note's text, before it is cut to size.
+#[derive(Debug, Clone)]
+pub struct Block {
+    pub kind: NoteKind,
+    pub session: Option<SessionNumber>,
+    /// The label before campaign-wide de-duplication (`Sesión 12`, `Ficha: Baika`).
+    pub label: String,
+    /// Name used to make a duplicated label distinguishable (usually the file stem).
+    pub disambiguator: String,
+    /// 1-based, inclusive.
+    pub line_start: u32,
+    pub line_end: u32,
+    /// Markdown with wikilinks rendered as their shown text, secrets and comments removed.
+    pub text: String,
+    /// Secret passages of this block (`%%…%%`, `[!secret]`/`[!gm]` callouts, `<!-- gm -->`),
+    /// each with its 1-based line span. Their text is not in `text`.
+    pub secrets: Vec<SecretPassage>,
+    /// The whole block is DM-only (a secret path).
+    pub visibility: Visibility,
+}
+
+#[derive(Debug, Clone)]
+pub struct SecretPassage {
+    pub line_start: u32,
+    pub line_end: u32,
+    pub text: String,
+}
+
+/// The retrievable unit: one session, or one part of a session that exceeded the cap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fragment {
+    /// Exact citation tag, unique per source within the campaign.
+    pub label: String,
+    pub kind: NoteKind,
+    /// Relative to the campaign root, `/`-separated.
+    pub source_path: String,
+    pub session: Option<SessionNumber>,
+    /// 0-based index among the fragments that share this label.
+    pub part: u32,
+    /// Markdown headings enclosing the fragment's first line, outermost first.
+    pub heading_path: Vec<String>,
+    pub text: String,
+    pub word_count: usize,
+    /// 1-based, inclusive, in the source file.
+    pub line_start: u32,
+    pub line_end: u32,
+    pub visibility: Visibility,
+    /// sha256 (hex) of the visibility and the text: what decides re-embedding.
+    pub content_hash: String,
+}
+
+/// The folder names the corpus recognises out of the box (English and Spanish).
+/// `crate::config` starts from these and lets `config.toml` add or replace entries.
+pub fn default_kind_folders() -> BTreeMap<String, NoteKind> {
+    const SHEETS: &[&str] = &[
+        "PCs",
+        "PJs",
+        "NPCs",
+        "PNJs",
+        "Personajes",
+        "Fichas",
+        "Characters",
+        "Aliados",
+        "Enemigos",
+        "Muertos",
+        "Deidades",
+    ];
+    const SESSIONS: &[&str] = &["Sesiones", "Sessions", "Session Notes", "Crónicas"];
+    let sheets = SHEETS.iter().map(|name| (name.to_string(), NoteKind::Sheet));
+    let sessions = SESSIONS.iter().map(|name| (name.to_string(), NoteKind::Session));
+    sheets.chain(sessions).collect()
+}
+
+/// Folders of note templates (Obsidian's Templates plugin): placeholders, not campaign facts.
+const TEMPLATE_FOLDERS: &[&str] = &["plantillas", "templates", "_templates"];
+
+/// Whether a campaign-relative path names a note the corpus should read: a Markdown file
+/// outside hidden folders (`.obsidian/`, `.trash/`, `.git/`) and template folders
+/// (`Plantillas/`, `Templates/`).
+pub fn is_campaign_note(path: &str) -> bool {
+    let mut components = path.split('/').filter(|component| !component.is_empty());
+    let Some(file_name) = components.next_back() else {
+        return false;
+    };
+    let hidden_folder = components.any(|component| {
+        (component.starts_with('.') && component != "..") || TEMPLATE_FOLDERS.contains(&fold(component).as_str())
+    });
+    let extension = file_name.rsplit_once('.').map(|(_, extension)| extension.to_ascii_lowercase());
+    let is_markdown = matches!(extension.as_deref(), Some("md" | "markdown"));
+    is_markdown && !hidden_folder && !file_name.starts_with('.')
+}
+
+impl CorpusConfig {
+    /// Whether `path` lies under one of `secret_paths` (case- and accent-insensitive, whole
+    /// path components only: `Secretos` covers `Secretos/x.md`, not `Secretos viejos/x.md`).
+    pub fn is_secret_path(&self, path: &str) -> bool {
+        let path = fold(path.trim_start_matches("./"));
+        self.secret_paths.iter().any(|prefix| {
+            let prefix = fold(prefix.trim_start_matches("./").trim_end_matches('/'));
+            !prefix.is_empty()
+                && (path == prefix || path.strip_prefix(&prefix).is_some_and(|rest| rest.starts_with('/')))
+        })
+    }
+
+    /// The kind the deepest recognised folder of `path` gives, if any.
+    pub fn kind_from_folders(&self, path: &str) -> Option<NoteKind> {
+        let folders: Vec<&str> = path.split('/').collect();
+        let folders = &folders[..folders.len().saturating_sub(1)];
+        folders.iter().rev().find_map(|folder| {
+            let folder = fold(folder.trim());
+            self.kind_folders.iter().find(|(name, _)| fold(name) == folder).map(|(_, kind)| *kind)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    /// A word that appears only inside the fixtures' GM secrets: it must never reach a
+    /// player fragment.
+    const SECRET_CANARY: &str = "Umbravela";
+
+    fn crate_root() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// Every campaign note under `campaign_dir`: (`/`-separated relative path, text), sorted.
+    fn read_campaign(campaign_dir: &Path) -> Vec<(String, String)> {
+        let mut pending = vec![campaign_dir.to_path_buf()];
+        let mut notes = Vec::new();
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixture folders are readable") {
+                let path = entry.expect("fixture entries are readable").path();
+                let relative = path.strip_prefix(campaign_dir).expect("under the campaign");
+                let relative: Vec<String> =
+                    relative.components().map(|part| part.as_os_str().to_string_lossy().into_owned()).collect();
+                let relative = relative.join("/");
+                if path.is_dir() {
+                    pending.push(path);
+                } else if is_campaign_note(&relative) {
+                    let text = std::fs::read_to_string(&path).expect("fixture notes are UTF-8");
+                    notes.push((relative, text));
+                }
+            }
+        }
+        notes.sort();
+        notes
+    }
+
+    /// Parses and fragments the campaign at `campaign` (relative to the crate root, with
+    /// `Secretos` as secret path) and checks one row of counts from the fixtures README:
+    /// notes, session blocks, sheet blocks, world blocks, fragments, DM-only fragments,
+    /// diagnostics. Also checks spans and that no player fragment holds `SECRET_CANARY`.
+    /// Returns the fragments for further checks.
+    fn check(campaign: &str, expect: [usize; 7]) -> Vec<Fragment> {
+        let config = CorpusConfig {
+            label_language: LabelLanguage::Es,
+            kind_folders: default_kind_folders(),
+            secret_paths: vec!["Secretos".to_string()],
+        };
+        let sources = read_campaign(&crate_root().join(campaign));
+        let mut notes = Vec::new();
+        let mut diagnostics = Vec::new();
+        for (path, text) in &sources {
+            let (note, note_diagnostics) = parse_note(path, text, &config);
+            notes.push(note);
+            diagnostics.extend(note_diagnostics);
+        }
+        let (fragments, fragment_diagnostics) = fragment_campaign(&notes, &config);
+        diagnostics.extend(fragment_diagnostics);
+        let blocks: Vec<&Block> = notes.iter().flat_map(|note| &note.blocks).collect();
+        let n_blocks = |kind: NoteKind| blocks.iter().filter(|block| block.kind == kind).count();
+        let n_dm_only = fragments.iter().filter(|fragment| fragment.visibility == Visibility::DmOnly).count();
+        let actual = [
+            notes.len(),
+            n_blocks(NoteKind::Session),
+            n_blocks(NoteKind::Sheet),
+            n_blocks(NoteKind::World),
+            fragments.len(),
+            n_dm_only,
+            diagnostics.len(),
+        ];
+        let labels: Vec<String> = fragments
+            .iter()
+            .map(|fragment| format!("{} #{} {}", fragment.label, fragment.part, fragment.visibility.as_str()))
+            .collect();
+        assert_eq!(actual, expect, "{campaign}: {labels:#?}\n{diagnostics:#?}");
+
+        for fragment in &fragments {
+            let n_lines =
+                sources.iter().find(|(path, _)| *path == fragment.source_path).map(|(_, text)| text.lines().count());
+            assert!(fragment.line_start <= fragment.line_end, "{}", fragment.label);
+            assert!(fragment.line_end as usize <= n_lines.unwrap_or(0), "{}", fragment.label);
+            if fragment.visibility == Visibility::Player {
+                assert!(!fragment.text.contains(SECRET_CANARY), "{} leaks a secret", fragment.label);
+            }
+        }
+        fragments
+    }
+
+    /// The count rows of `tests/fixtures/README.md`: `| path | n | n | n | n | n | n | n |`.
+    fn readme_rows() -> Vec<(String, [usize; 7])> {
+        let readme = std::fs::read_to_string(crate_root().join("tests/fixtures/README.md"))
+            .expect("tests/fixtures/README.md exists");
+        readme
+            .lines()
+            .filter_map(|line| {
+                let cells: Vec<&str> = line.trim().trim_matches('|').split('|').map(str::trim).collect();
+                let counts: Vec<usize> = cells.get(1..)?.iter().map(|cell| cell.parse().ok()).collect::<Option<_>>()?;
+                let counts: [usize; 7] = counts.try_into().ok()?;
+                Some((cells[0].trim_matches('`').to_string(), counts))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fixture_campaigns_match_their_readme() {
+        let rows = readme_rows();
+        let campaigns: Vec<&str> = rows.iter().map(|(campaign, _)| campaign.as_str()).collect();
+        assert_eq!(
+            campaigns,
+            [
+                "tests/fixtures/cronica",
+                "tests/fixtures/por_sesion",
+                "tests/fixtures/boveda",
+                "tests/fixtures/broken",
+                "sample"
+            ]
+        );
+        for (campaign, expect) in rows {
+            let fragments = check(&campaign, expect);
+            if campaign == "tests/fixtures/boveda" {
+                // What the retrieval tests rely on (see the README).
+                let player_sessions = |word: &str| -> Vec<u32> {
+                    let mut sessions: Vec<u32> = fragments
+                        .iter()
+                        .filter(|fragment| fragment.visibility == Visibility::Player && fragment.text.contains(word))
+                        .filter_map(|fragment| fragment.session.map(|session| session.0))
+                        .collect();
+                    sessions.sort();
+                    sessions.dedup();
+                    sessions
+                };
+                assert_eq!(player_sessions("Baika").len(), 6);
+                assert_eq!(player_sessions("cayó en combate"), [5]);
+                assert!(player_sessions("murió").is_empty());
+            }
+        }
+    }
+}

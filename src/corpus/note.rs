@@ -1,0 +1,593 @@
+//! One note: decide its kind, find its sessions, and cut it into labelled [`Block`]s.
+//!
+//! Kind, first rule that applies: front matter `type`; a `#NPC`/`#PC`/`#PNJ`/`#PJ` front matter
+//! tag; a recognised folder; a session number in the front matter or file name; such a tag
+//! inline among the first lines; session headers inside the file; otherwise a world document.
+//! Inline tags come late on purpose: session notes tag the NPCs they meet. A tag after the
+//! first session header never counts.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::RangeInclusive;
+
+use super::markdown::{self, Body, diagnostic};
+use super::session::session_from_file_name;
+use super::text::{file_stem, fold};
+use super::{Block, CorpusConfig, Diagnostic, LabelLanguage, Note, NoteKind, SecretPassage, SessionNumber, Visibility};
+
+/// Inline tags decide a note's kind only among its first lines: a sheet starts with its
+/// `#NPC`, while a session that tags an NPC halfway through is still a session.
+const LEADING_TAG_LINES: usize = 5;
+
+/// Reads one Markdown note. `path` is relative to the campaign root and `/`-separated.
+///
+/// Never fails: problems (broken front matter, unclosed secrets, an empty file…) come back
+/// as diagnostics, and whatever text could be read is kept.
+pub fn parse_note(path: &str, text: &str, config: &CorpusConfig) -> (Note, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let stem = file_stem(path);
+    let visibility = if config.is_secret_path(path) { Visibility::DmOnly } else { Visibility::Player };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut note = Note {
+        path: path.to_string(),
+        kind: NoteKind::World,
+        title: stem.to_string(),
+        aliases: Vec::new(),
+        tags: Vec::new(),
+        session: None,
+        links: Vec::new(),
+        blocks: Vec::new(),
+    };
+    if text.contains('\0') {
+        diagnostics.push(diagnostic(path, None, "binary file (contains NUL bytes); skipped"));
+        return (note, diagnostics);
+    }
+
+    let lines: Vec<&str> = text.lines().collect();
+    let mut front = markdown::read_front_matter(path, &lines, &mut diagnostics);
+    let body = markdown::read_body(path, &lines, &front, &mut diagnostics);
+    if let Some(title) = front.title.take() {
+        note.title = title;
+    }
+    note.aliases = std::mem::take(&mut front.aliases);
+    note.tags = merge_tags(&front.tags, &body.tags);
+    note.session = front.session.or_else(|| session_from_file_name(path));
+
+    let kind_hint = front
+        .kind
+        .or_else(|| sheet_tag(front.tags.iter()))
+        .or_else(|| config.kind_from_folders(path))
+        .or_else(|| note.session.map(|_| NoteKind::Session))
+        .or_else(|| sheet_tag(leading_tags(&body, front.body_start)));
+    let is_empty = body.visible.iter().all(|line| line.trim().is_empty()) && body.secrets.is_empty();
+    if is_empty {
+        diagnostics.push(diagnostic(path, None, "empty note"));
+        note.kind = kind_hint.unwrap_or(NoteKind::World);
+        note.links = body.links;
+        return (note, diagnostics);
+    }
+
+    let reader = BlockReader { body: &body, config, visibility, title: &note.title, stem };
+    let whole_note = front.body_start..=lines.len() - 1;
+    match kind_hint {
+        Some(kind @ (NoteKind::Sheet | NoteKind::World)) => {
+            note.kind = kind;
+            note.blocks.push(reader.named_block(kind, whole_note));
+        }
+        Some(NoteKind::Session) | None => {
+            let headers = &body.session_headers;
+            let named: BTreeSet<SessionNumber> = headers.iter().map(|&(_, session)| session).collect();
+            match (note.session, named.first().copied()) {
+                _ if named.len() > 1 => {
+                    note.kind = NoteKind::Session;
+                    note.blocks = reader.chronicle_blocks(headers, whole_note);
+                }
+                (Some(session), Some(header_session)) if header_session != session => {
+                    let header_line = headers.first().map(|&(line_index, _)| line_number(line_index));
+                    let message = format!(
+                        "a header names session {header_session} but the file says session {session}; \
+                         kept as session {session}"
+                    );
+                    diagnostics.push(diagnostic(path, header_line, &message));
+                    note.kind = NoteKind::Session;
+                    note.blocks.push(reader.session_block(session, stem.to_string(), whole_note));
+                }
+                (Some(session), _) | (None, Some(session)) => {
+                    note.kind = NoteKind::Session;
+                    note.blocks.push(reader.session_block(session, stem.to_string(), whole_note));
+                }
+                (None, None) => {
+                    if kind_hint == Some(NoteKind::Session) {
+                        diagnostics.push(diagnostic(
+                            path,
+                            None,
+                            "looks like session notes but no session number was found in the front \
+                             matter, the file name or a header; kept as a world document",
+                        ));
+                    }
+                    note.kind = NoteKind::World;
+                    note.blocks.push(reader.named_block(NoteKind::World, whole_note));
+                }
+            }
+        }
+    }
+    note.links = body.links;
+    (note, diagnostics)
+}
+
+/// `Sesión 12` / `Session 12`.
+pub(crate) fn session_label(language: LabelLanguage, session: SessionNumber) -> String {
+    match language {
+        LabelLanguage::Es => format!("Sesión {session}"),
+        LabelLanguage::En => format!("Session {session}"),
+    }
+}
+
+/// `Ficha: Baika` / `Mundo: Puerto Galerna` (and `Sheet:` / `World:` in English).
+pub(crate) fn named_label(language: LabelLanguage, kind: NoteKind, name: &str) -> String {
+    let prefix = match (language, kind) {
+        (LabelLanguage::Es, NoteKind::Sheet) => "Ficha",
+        (LabelLanguage::Es, _) => "Mundo",
+        (LabelLanguage::En, NoteKind::Sheet) => "Sheet",
+        (LabelLanguage::En, _) => "World",
+    };
+    format!("{prefix}: {name}")
+}
+
+/// Everything a block of this note shares.
+struct BlockReader<'a> {
+    body: &'a Body,
+    config: &'a CorpusConfig,
+    visibility: Visibility,
+    title: &'a str,
+    stem: &'a str,
+}
+
+impl BlockReader<'_> {
+    /// The blocks of a chronicle: one per header, plus a world block for any text before
+    /// the first header.
+    fn chronicle_blocks(&self, headers: &[(usize, SessionNumber)], whole_note: RangeInclusive<usize>) -> Vec<Block> {
+        let mut blocks = Vec::new();
+        let first_header = headers[0].0;
+        if first_header > *whole_note.start() {
+            let preamble = *whole_note.start()..=first_header - 1;
+            let has_text = self.body.visible[preamble.clone()].iter().any(|line| !line.trim().is_empty());
+            let has_secret = self.secrets_in(&preamble).next().is_some();
+            if has_text || has_secret {
+                blocks.push(self.named_block(NoteKind::World, preamble));
+            }
+        }
+        let mut n_headers: BTreeMap<SessionNumber, usize> = BTreeMap::new();
+        for &(_, session) in headers {
+            *n_headers.entry(session).or_default() += 1;
+        }
+        for (header_idx, &(line_index, session)) in headers.iter().enumerate() {
+            let end = headers.get(header_idx + 1).map_or(*whole_note.end(), |&(next, _)| next - 1);
+            let disambiguator = if n_headers[&session] > 1 {
+                format!("{}, l. {}", self.stem, line_index + 1)
+            } else {
+                self.stem.to_string()
+            };
+            blocks.push(self.session_block(session, disambiguator, line_index..=end));
+        }
+        blocks
+    }
+
+    fn session_block(&self, session: SessionNumber, disambiguator: String, lines: RangeInclusive<usize>) -> Block {
+        let label = session_label(self.config.label_language, session);
+        self.block(NoteKind::Session, Some(session), label, disambiguator, lines)
+    }
+
+    fn named_block(&self, kind: NoteKind, lines: RangeInclusive<usize>) -> Block {
+        let label = named_label(self.config.label_language, kind, self.title);
+        self.block(kind, None, label, self.stem.to_string(), lines)
+    }
+
+    fn block(
+        &self,
+        kind: NoteKind,
+        session: Option<SessionNumber>,
+        label: String,
+        disambiguator: String,
+        lines: RangeInclusive<usize>,
+    ) -> Block {
+        Block {
+            kind,
+            session,
+            label,
+            disambiguator,
+            line_start: line_number(*lines.start()),
+            line_end: line_number(*lines.end()),
+            text: self.body.visible[lines.clone()].join("\n"),
+            secrets: self.secrets_in(&lines).cloned().collect(),
+            visibility: self.visibility,
+        }
+    }
+
+    /// The secret passages that start inside `lines` (`body.secrets` is in file order).
+    fn secrets_in(&self, lines: &RangeInclusive<usize>) -> impl Iterator<Item = &SecretPassage> {
+        let (first, last) = (line_number(*lines.start()), line_number(*lines.end()));
+        let start = self.body.secrets.partition_point(|secret| secret.line_start < first);
+        self.body.secrets[start..].iter().take_while(move |secret| secret.line_start <= last)
+    }
+}
+
+/// The inline tags on the first `LEADING_TAG_LINES` non-blank body lines, before any session
+/// header: a chronicle that tags an NPC in its first session is still a chronicle.
+fn leading_tags(body: &Body, body_start: usize) -> impl Iterator<Item = &String> {
+    let last_leading_line = body
+        .visible
+        .iter()
+        .enumerate()
+        .skip(body_start)
+        .filter(|(_, line)| !line.trim().is_empty())
+        .take(LEADING_TAG_LINES)
+        .last()
+        .map_or(0, |(line_index, _)| line_index);
+    let first_header = body.session_headers.first().map_or(usize::MAX, |&(line_index, _)| line_index);
+    body.tags
+        .iter()
+        .filter(move |&&(line_index, _)| line_index <= last_leading_line && line_index < first_header)
+        .map(|(_, tag)| tag)
+}
+
+fn sheet_tag<'a>(mut tags: impl Iterator<Item = &'a String>) -> Option<NoteKind> {
+    tags.any(|tag| {
+        let first_level = tag.split('/').next().unwrap_or(tag);
+        matches!(fold(first_level).as_str(), "npc" | "pc" | "pnj" | "pj")
+    })
+    .then_some(NoteKind::Sheet)
+}
+
+/// Front matter tags, then inline tags, without repeats (compared folded).
+fn merge_tags(front_tags: &[String], inline_tags: &[(usize, String)]) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    let all_tags = front_tags.iter().chain(inline_tags.iter().map(|(_, tag)| tag));
+    all_tags.filter(|tag| seen.insert(fold(tag))).cloned().collect()
+}
+
+fn line_number(line_index: usize) -> u32 {
+    u32::try_from(line_index + 1).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write;
+
+    use super::super::default_kind_folders;
+    use super::*;
+
+    const ES: LabelLanguage = LabelLanguage::Es;
+    const EN: LabelLanguage = LabelLanguage::En;
+
+    /// Parses `text` as the note at `path` (with `Secretos` as a secret path) and renders the
+    /// note's kind, title, session, tags and each block with its span, text and secrets.
+    fn check(label_language: LabelLanguage, path: &str, text: &str, expect: &str) {
+        let config = CorpusConfig {
+            label_language,
+            kind_folders: default_kind_folders(),
+            secret_paths: vec!["Secretos".to_string()],
+        };
+        let (note, diagnostics) = parse_note(path, text, &config);
+        let mut actual = String::new();
+        let session = note.session.map_or("-".to_string(), |session| session.to_string());
+        writeln!(actual, "{} {:?} session {session}", note.kind.as_str(), note.title).unwrap();
+        if !note.tags.is_empty() {
+            writeln!(actual, "tags: {}", note.tags.join(", ")).unwrap();
+        }
+        for block in &note.blocks {
+            let visibility = if block.visibility == Visibility::DmOnly { " dm_only" } else { "" };
+            writeln!(
+                actual,
+                "[{}] ({}) {}-{} {}{visibility}",
+                block.label,
+                block.disambiguator,
+                block.line_start,
+                block.line_end,
+                block.kind.as_str()
+            )
+            .unwrap();
+            assert_eq!(
+                block.text.split('\n').count() as u32,
+                block.line_end - block.line_start + 1,
+                "block text keeps one line per source line"
+            );
+            let text: Vec<&str> = block.text.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+            if !text.is_empty() {
+                writeln!(actual, "  {}", text.join(" ⏎ ")).unwrap();
+            }
+            for secret in &block.secrets {
+                writeln!(actual, "  secret {}-{}: {}", secret.line_start, secret.line_end, secret.text.trim()).unwrap();
+            }
+        }
+        for diagnostic in &diagnostics {
+            let line = diagnostic.line.map_or("-".to_string(), |line| line.to_string());
+            writeln!(actual, "diagnostic {line}: {}", diagnostic.message).unwrap();
+        }
+        assert_eq!(actual.trim_end(), expect.trim(), "\n--- actual ---\n{actual}");
+    }
+
+    #[test]
+    fn kinds() {
+        check(
+            ES,
+            "Lugares/Puerto.md",
+            "El puerto.",
+            r#"
+world "Puerto" session -
+[Mundo: Puerto] (Puerto) 1-1 world
+  El puerto."#,
+        );
+        check(
+            ES,
+            "PNJs/Baika.md",
+            "---\ntitle: Baika la Tejedora\n---\nTeje.",
+            r#"
+sheet "Baika la Tejedora" session -
+[Ficha: Baika la Tejedora] (Baika) 4-4 sheet
+  Teje."#,
+        );
+        check(
+            ES,
+            "notas/baika.md",
+            "#NPC #puerto\nTeje redes.",
+            r#"
+sheet "baika" session -
+tags: NPC, puerto
+[Ficha: baika] (baika) 1-2 sheet
+  #NPC #puerto ⏎ Teje redes."#,
+        );
+        check(
+            ES,
+            "notas/x.md",
+            "---\ntype: Personaje\n---\nAlguien.",
+            r#"
+sheet "x" session -
+[Ficha: x] (x) 4-4 sheet
+  Alguien."#,
+        );
+        check(
+            ES,
+            "Crónicas/Resumen.md",
+            "---\ntype: lugar\n---\n## Sesión 3\nNada.",
+            r#"
+world "Resumen" session -
+[Mundo: Resumen] (Resumen) 4-5 world
+  ## Sesión 3 ⏎ Nada."#,
+        );
+        check(
+            ES,
+            "PERSONAJES/Muertos/Tomás.md",
+            "Cayó.",
+            r#"
+sheet "Tomás" session -
+[Ficha: Tomás] (Tomás) 1-1 sheet
+  Cayó."#,
+        );
+        check(
+            ES,
+            "Sesiones/Sesion 8.md",
+            "Llegamos. Vimos a Baika #NPC más tarde.\n\n\n\n\n\nFin #NPC",
+            r#"
+session "Sesion 8" session 8
+tags: NPC
+[Sesión 8] (Sesion 8) 1-7 session
+  Llegamos. Vimos a Baika #NPC más tarde. ⏎ Fin #NPC"#,
+        );
+        check(
+            ES,
+            "cronica.md",
+            "## Sesión 1\nConocimos a Baika #NPC.\n## Sesión 2\nOtra vez.",
+            r#"
+session "cronica" session -
+tags: NPC
+[Sesión 1] (cronica) 1-2 session
+  ## Sesión 1 ⏎ Conocimos a Baika #NPC.
+[Sesión 2] (cronica) 3-4 session
+  ## Sesión 2 ⏎ Otra vez."#,
+        );
+        check(
+            ES,
+            "Secretos viejos/Plan.md",
+            "Público.",
+            r#"
+world "Plan" session -
+[Mundo: Plan] (Plan) 1-1 world
+  Público."#,
+        );
+        check(
+            ES,
+            "Secretos/Plan.md",
+            "El plan %%real%%.",
+            r#"
+world "Plan" session -
+[Mundo: Plan] (Plan) 1-1 world dm_only
+  El plan .
+  secret 1-1: real"#,
+        );
+    }
+
+    #[test]
+    fn session_files() {
+        check(
+            ES,
+            "Sesiones/2024-05-19 Sesión 4.md",
+            "Texto de la cuarta.",
+            r#"
+session "2024-05-19 Sesión 4" session 4
+[Sesión 4] (2024-05-19 Sesión 4) 1-1 session
+  Texto de la cuarta."#,
+        );
+        check(
+            ES,
+            "Sesiones/El regreso.md",
+            "---\nsession: 6\n---\n# Sesión 6 — El regreso\nVolvimos.",
+            r#"
+session "El regreso" session 6
+[Sesión 6] (El regreso) 4-5 session
+  # Sesión 6 — El regreso ⏎ Volvimos."#,
+        );
+        check(
+            ES,
+            "Sesiones/Sesion 3.md",
+            "# Resumen [[Sesion 2|Sesión Anterior]]\nPasó algo.\n## Sesión 3\nHoy.",
+            r#"
+session "Sesion 3" session 3
+[Sesión 3] (Sesion 3) 1-4 session
+  # Resumen Sesión Anterior ⏎ Pasó algo. ⏎ ## Sesión 3 ⏎ Hoy."#,
+        );
+        check(
+            ES,
+            "Sesiones/Sesion 8.md",
+            "## Sesión 7\nRecuerdo.",
+            r#"
+session "Sesion 8" session 8
+[Sesión 8] (Sesion 8) 1-2 session
+  ## Sesión 7 ⏎ Recuerdo.
+diagnostic 1: a header names session 7 but the file says session 8; kept as session 8"#,
+        );
+        check(
+            ES,
+            "notas/suelta.md",
+            "Intro.\n**Sesión 5**\nAlgo.",
+            r#"
+session "suelta" session -
+[Sesión 5] (suelta) 1-3 session
+  Intro. ⏎ **Sesión 5** ⏎ Algo."#,
+        );
+        check(
+            ES,
+            "Sesiones/Notas sueltas.md",
+            "Sin número.",
+            r#"
+world "Notas sueltas" session -
+[Mundo: Notas sueltas] (Notas sueltas) 1-1 world
+  Sin número.
+diagnostic -: looks like session notes but no session number was found in the front matter, the file name or a header; kept as a world document"#,
+        );
+    }
+
+    #[test]
+    fn chronicles() {
+        check(
+            ES,
+            "Crónica.md",
+            r#"---
+title: Crónica de Galerna
+---
+# Crónica
+
+Intro %%nota%%.
+## Sesión 1 — El puerto
+Uno, ya lo vimos en la sesión 2.
+**Sesion 2**
+Dos.
+Sesión 3 - La cripta
+Tres.
+## Session 3
+Tres bis."#,
+            r#"
+session "Crónica de Galerna" session -
+[Mundo: Crónica de Galerna] (Crónica) 4-6 world
+  # Crónica ⏎ Intro .
+  secret 6-6: nota
+[Sesión 1] (Crónica) 7-8 session
+  ## Sesión 1 — El puerto ⏎ Uno, ya lo vimos en la sesión 2.
+[Sesión 2] (Crónica) 9-10 session
+  **Sesion 2** ⏎ Dos.
+[Sesión 3] (Crónica, l. 11) 11-12 session
+  Sesión 3 - La cripta ⏎ Tres.
+[Sesión 3] (Crónica, l. 13) 13-14 session
+  ## Session 3 ⏎ Tres bis."#,
+        );
+        check(
+            ES,
+            "Sesiones/Sesion 4.md",
+            "## Sesión 4\nA.\n```\n## Sesión 5\n```\n## Sesión 5\nB.",
+            r#"
+session "Sesion 4" session 4
+[Sesión 4] (Sesion 4) 1-5 session
+  ## Sesión 4 ⏎ A. ⏎ ``` ⏎ ## Sesión 5 ⏎ ```
+[Sesión 5] (Sesion 4) 6-7 session
+  ## Sesión 5 ⏎ B."#,
+        );
+        check(
+            ES,
+            "cronica.md",
+            "\n\n## Sesión 1\nA.\n## Sesión 2\nB.",
+            r#"
+session "cronica" session -
+[Sesión 1] (cronica) 3-4 session
+  ## Sesión 1 ⏎ A.
+[Sesión 2] (cronica) 5-6 session
+  ## Sesión 2 ⏎ B."#,
+        );
+    }
+
+    #[test]
+    fn empty_and_binary_notes() {
+        check(
+            ES,
+            "vacia.md",
+            "",
+            r#"
+world "vacia" session -
+diagnostic -: empty note"#,
+        );
+        check(
+            ES,
+            "Sesiones/Sesion 2.md",
+            "---\ntitle: Nada\n---\n\n  \n{{Historia}}\n![[mapa.png]]",
+            r#"
+session "Nada" session 2
+diagnostic -: empty note"#,
+        );
+        check(
+            ES,
+            "raro.md",
+            "abc\0def",
+            r#"
+world "raro" session -
+diagnostic -: binary file (contains NUL bytes); skipped"#,
+        );
+        check(
+            ES,
+            "solo_secreto.md",
+            "%% solo para el máster %%",
+            r#"
+world "solo_secreto" session -
+[Mundo: solo_secreto] (solo_secreto) 1-1 world
+  secret 1-1: solo para el máster"#,
+        );
+    }
+
+    #[test]
+    fn english_labels() {
+        check(
+            EN,
+            "Session Notes/Session 45.md",
+            "Text.",
+            r#"
+session "Session 45" session 45
+[Session 45] (Session 45) 1-1 session
+  Text."#,
+        );
+        check(
+            EN,
+            "PCs/Ayla.md",
+            "Text.",
+            r#"
+sheet "Ayla" session -
+[Sheet: Ayla] (Ayla) 1-1 sheet
+  Text."#,
+        );
+        check(
+            EN,
+            "Places/Harbour.md",
+            "Text.",
+            r#"
+world "Harbour" session -
+[World: Harbour] (Harbour) 1-1 world
+  Text."#,
+        );
+    }
+}

@@ -1,0 +1,122 @@
+//! Index: where a campaign's fragments live between ingests.
+//!
+//! Two stores, one campaign folder under the data dir:
+//! - `index.sqlite`: files, fragments, FTS5 (BM25), links, meta; schema from `migrations/`.
+//! - `vectors/`: a LanceDB database with one table of window vectors per embedder.
+//!
+//! Architecture invariant: SQLite is the source of truth and is committed last. Vectors are
+//! written first, keyed by content hash; a query reaches a vector only through a fragment that
+//! SQLite has committed, so a crash between the two writes is invisible to readers, and the next
+//! ingest reuses what was written and drops what is orphaned.
+
+pub mod store;
+pub mod vectors;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+pub use store::{
+    CompendiumRecords, EntityListing, FileRecord, FragmentHead, IngestChanges, MentionRecord, SourceSummary, Store,
+    StoredFragment,
+};
+pub use vectors::{VectorHit, VectorRow, VectorStore, vector_table_name};
+
+/// What failed in the index. Each variant names the file or folder involved.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("sqlite index {path}: {source}")]
+    Sqlite {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("sqlite: {0}")]
+    Query(#[from] rusqlite::Error),
+    #[error("vector table in {path}: {source}")]
+    Lance {
+        path: String,
+        #[source]
+        source: lancedb::Error,
+    },
+    #[error("vector table in {path}: {detail}")]
+    Vectors { path: String, detail: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("another ingest of this campaign is running (lock {path}); wait for it to finish")]
+    Busy { path: String },
+    #[error("no index for this campaign yet at {path}: run `oraculo ingest` first")]
+    NotBuilt { path: String },
+}
+
+/// The index of one campaign: its SQLite store and its vector store.
+#[derive(Debug)]
+pub struct Index {
+    pub store: Store,
+    pub vectors: VectorStore,
+    dir: PathBuf,
+}
+
+/// Held while an ingest writes; a second ingest of the same campaign is refused, not queued.
+#[derive(Debug)]
+pub struct IngestLock {
+    _file: File,
+}
+
+impl Index {
+    /// Opens the index in `dir`, creating it (and its schema) when absent.
+    pub async fn open(dir: &Path) -> Result<Index, IndexError> {
+        std::fs::create_dir_all(dir).map_err(|source| IndexError::Io { path: dir.display().to_string(), source })?;
+        let store = Store::open(&dir.join("index.sqlite"))?;
+        let vectors = VectorStore::open(&dir.join("vectors")).await?;
+        Ok(Index { store, vectors, dir: dir.to_path_buf() })
+    }
+
+    /// Opens an index that an ingest has built; `NotBuilt` otherwise (never creates one).
+    pub async fn open_existing(dir: &Path) -> Result<Index, IndexError> {
+        if !dir.join("index.sqlite").is_file() {
+            return Err(IndexError::NotBuilt { path: dir.display().to_string() });
+        }
+        Index::open(dir).await
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Takes the campaign's ingest lock, or `Busy` if another process holds it.
+    pub fn lock_for_ingest(&self) -> Result<IngestLock, IndexError> {
+        let path = self.dir.join("ingest.lock");
+        let io = |source| IndexError::Io { path: path.display().to_string(), source };
+        let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => Ok(IngestLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(IndexError::Busy { path: path.display().to_string() }),
+            Err(std::fs::TryLockError::Error(source)) => Err(io(source)),
+        }
+    }
+
+    /// The live vector table's name, as the last complete ingest recorded it.
+    pub fn vector_table(&self) -> Result<Option<String>, IndexError> {
+        self.store.meta(store::META_VECTOR_TABLE)
+    }
+}
+
+/// Where a campaign's index lives: `<data>/campaigns/<folder name>-<hash of its path>`.
+/// Two campaigns with the same folder name in different places never share an index.
+pub fn campaign_index_dir(data_dir: &Path, campaign_dir: &Path) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let absolute = std::fs::canonicalize(campaign_dir).unwrap_or_else(|_| campaign_dir.to_path_buf());
+    let name: String = absolute
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "campaign".into())
+        .chars()
+        .map(|c| if c.is_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .collect();
+    let digest = hex::encode(Sha256::digest(absolute.to_string_lossy().as_bytes()));
+    data_dir.join("campaigns").join(format!("{name}-{}", &digest[..10]))
+}

@@ -1,0 +1,596 @@
+//! The SQLite file: schema migrations, fragments, FTS5, files, links, meta.
+//!
+//! Writes of one ingest happen in one transaction ([`Store::apply_ingest`]): a reader sees
+//! the previous campaign or the new one, never a mix.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use tracing::{debug, info_span};
+
+use super::IndexError;
+use crate::compendium::{Compendium, Entity, EntityKind, EntitySource};
+use crate::corpus::{Diagnostic, Fragment, Link, NoteKind, SessionNumber, Visibility, fold};
+
+/// The schema, in order. Each is applied once and recorded in `schema_migrations`.
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_index", include_str!("../../migrations/0001_index.sql")),
+    ("0002_room_for_retrieval", include_str!("../../migrations/0002_room_for_retrieval.sql")),
+];
+
+/// The meta key naming the live LanceDB table.
+pub const META_VECTOR_TABLE: &str = "vector_table";
+/// The meta key naming the embedder that made the live table.
+pub const META_EMBEDDER: &str = "embedder";
+/// The meta key recording which compendium rules built the stored entities.
+pub const META_COMPENDIUM_VERSION: &str = "compendium_version";
+/// The meta key giving the live table's vector dimension.
+pub const META_DIMENSION: &str = "embedder_dimension";
+
+/// What one file contributes to the index.
+#[derive(Debug, Clone)]
+pub struct FileRecord {
+    pub path: String,
+    pub content_hash: String,
+    pub kind: NoteKind,
+    pub title: String,
+    pub aliases: Vec<String>,
+    pub tags: Vec<String>,
+    pub n_bytes: u64,
+    pub fragments: Vec<Fragment>,
+    pub links: Vec<Link>,
+}
+
+impl FileRecord {
+    /// sha256 over everything stored for this file: equal fingerprints mean nothing to write.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        let stored = serde_json::json!({
+            "hash": self.content_hash,
+            "kind": self.kind,
+            "title": self.title,
+            "aliases": self.aliases,
+            "tags": self.tags,
+            "fragments": self.fragments,
+            "links": self.links,
+        });
+        hasher.update(stored.to_string().as_bytes());
+        hex::encode(hasher.finalize())
+    }
+}
+
+/// A fragment as stored, with its row id.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StoredFragment {
+    pub id: i64,
+    #[serde(flatten)]
+    pub fragment: Fragment,
+}
+
+/// A fragment without its text: what a candidate list needs.
+#[derive(Debug, Clone)]
+pub struct FragmentHead {
+    pub id: i64,
+    pub label: String,
+    pub kind: NoteKind,
+    pub source_path: String,
+    pub session: Option<SessionNumber>,
+    pub part: u32,
+    pub visibility: Visibility,
+    pub content_hash: String,
+}
+
+/// One label with what `oraculo sources` shows for it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SourceSummary {
+    pub label: String,
+    pub kind: NoteKind,
+    pub source_path: String,
+    pub session: Option<SessionNumber>,
+    pub n_fragments: u32,
+    pub n_dm_only: u32,
+    pub n_words: u64,
+}
+
+/// What an ingest changes, computed before anything is written.
+#[derive(Debug, Default)]
+pub struct IngestChanges {
+    /// New or changed files: their fragments replace whatever the path had.
+    pub upserts: Vec<FileRecord>,
+    /// Files that are gone from the campaign.
+    pub removals: Vec<String>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Meta keys to set in the same transaction (the live vector table, the embedder).
+    pub meta: Vec<(String, String)>,
+    /// The whole compendium, rebuilt (`None`: keep the stored one).
+    pub compendium: Option<CompendiumRecords>,
+}
+
+/// The compendium as the ingest computed it, with mentions keyed by fragment label and part
+/// (row ids are only known inside the transaction).
+#[derive(Debug, Default)]
+pub struct CompendiumRecords {
+    pub compendium: Compendium,
+    pub mentions: Vec<MentionRecord>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MentionRecord {
+    /// Index into `compendium.entities`.
+    pub entity: usize,
+    pub label: String,
+    pub part: u32,
+    pub count: u32,
+}
+
+/// One entity as `oraculo compendium` lists it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EntityListing {
+    pub name: String,
+    pub kind: EntityKind,
+    pub aliases: Vec<String>,
+    pub description: String,
+    pub note_path: Option<String>,
+    /// Sessions whose fragments mention it, ascending.
+    pub sessions: Vec<SessionNumber>,
+    /// Labels of the other fragments (sheets, world documents) that mention it.
+    pub other_labels: Vec<String>,
+}
+
+/// The SQLite side of the index.
+pub struct Store {
+    connection: Connection,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the file and applies pending migrations.
+    pub fn open(path: &Path) -> Result<Store, IndexError> {
+        let sqlite = |source| IndexError::Sqlite { path: path.display().to_string(), source };
+        let connection = Connection::open(path).map_err(sqlite)?;
+        // WAL: readers (the bot answering) never block on a reingest's writer.
+        connection
+            .execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;")
+            .map_err(sqlite)?;
+        let mut store = Store { connection };
+        store.migrate().map_err(sqlite)?;
+        Ok(store)
+    }
+
+    fn migrate(&mut self) -> rusqlite::Result<()> {
+        self.connection.execute_batch(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (
+                version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+                applied_at TEXT NOT NULL DEFAULT (datetime('now')))",
+        )?;
+        let applied: i64 = self
+            .connection
+            .query_row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [], |row| row.get(0))?;
+        for (index, (name, sql)) in MIGRATIONS.iter().enumerate() {
+            let version = index as i64 + 1;
+            if version <= applied {
+                continue;
+            }
+            let transaction = self.connection.transaction()?;
+            transaction.execute_batch(sql)?;
+            transaction.execute("INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)", params![version, name])?;
+            transaction.commit()?;
+            debug!(version, name, "applied migration");
+        }
+        Ok(())
+    }
+
+    /// The schema version (the number of migrations applied).
+    pub fn schema_version(&self) -> Result<i64, IndexError> {
+        Ok(self.connection.query_row("SELECT MAX(version) FROM schema_migrations", [], |row| row.get(0))?)
+    }
+
+    /// path → fingerprint of every file the last complete ingest stored.
+    pub fn file_fingerprints(&self) -> Result<HashMap<String, String>, IndexError> {
+        let mut statement = self.connection.prepare("SELECT path, fingerprint FROM files")?;
+        let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn meta(&self, key: &str) -> Result<Option<String>, IndexError> {
+        Ok(self
+            .connection
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
+            .optional()?)
+    }
+
+    /// Writes one ingest's changes in a single transaction.
+    pub fn apply_ingest(&mut self, changes: &IngestChanges) -> Result<(), IndexError> {
+        let _span = info_span!("index.write_sqlite", n_upserts = changes.upserts.len(), n_removals = changes.removals.len())
+            .entered();
+        let transaction = self.connection.transaction()?;
+        // Removals first, so a label moving from one file to another never collides.
+        for path in changes.removals.iter().chain(changes.upserts.iter().map(|file| &file.path)) {
+            transaction.execute("DELETE FROM files WHERE path = ?1", [path])?;
+        }
+        for file in &changes.upserts {
+            insert_file(&transaction, file)?;
+        }
+        transaction.execute("DELETE FROM diagnostics", [])?;
+        for diagnostic in &changes.diagnostics {
+            transaction.execute(
+                "INSERT INTO diagnostics (path, line, message) VALUES (?1, ?2, ?3)",
+                params![diagnostic.path, diagnostic.line, diagnostic.message],
+            )?;
+        }
+        if let Some(records) = &changes.compendium {
+            write_compendium(&transaction, records)?;
+        }
+        for (key, value) in &changes.meta {
+            transaction.execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                params![key, value],
+            )?;
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    /// Every content hash a stored fragment has: the vectors that must exist.
+    pub fn content_hashes(&self) -> Result<Vec<String>, IndexError> {
+        let mut statement = self.connection.prepare("SELECT DISTINCT content_hash FROM fragments")?;
+        let rows = statement.query_map([], |row| row.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Labels with their kind, source, session and fragment counts, sessions first by number.
+    pub fn sources(&self) -> Result<Vec<SourceSummary>, IndexError> {
+        let mut statement = self.connection.prepare(
+            "SELECT label, kind, source_path, session, COUNT(*),
+                    SUM(visibility = 'dm_only'), SUM(word_count)
+             FROM fragments GROUP BY label, source_path
+             ORDER BY CASE kind WHEN 'session' THEN 0 WHEN 'sheet' THEN 1 ELSE 2 END,
+                      session, label",
+        )?;
+        let rows = statement.query_map([], |row| {
+            let kind: String = row.get(1)?;
+            Ok(SourceSummary {
+                label: row.get(0)?,
+                kind: NoteKind::parse(&kind).unwrap_or(NoteKind::World),
+                source_path: row.get(2)?,
+                session: row.get::<_, Option<u32>>(3)?.map(SessionNumber),
+                n_fragments: row.get(4)?,
+                n_dm_only: row.get(5)?,
+                n_words: row.get::<_, i64>(6)? as u64,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The diagnostics the last complete ingest recorded.
+    pub fn diagnostics(&self) -> Result<Vec<Diagnostic>, IndexError> {
+        let mut statement = self.connection.prepare("SELECT path, line, message FROM diagnostics ORDER BY path, line")?;
+        let rows = statement.query_map([], |row| Ok(Diagnostic { path: row.get(0)?, line: row.get(1)?, message: row.get(2)? }))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// All stored fragments, in label order; `visibility` None means every fragment.
+    pub fn fragments(&self, visibility: Option<Visibility>) -> Result<Vec<StoredFragment>, IndexError> {
+        let mut statement = self.connection.prepare(
+            "SELECT id, label, kind, source_path, session, part, heading_path, text, word_count,
+                    line_start, line_end, visibility, content_hash
+             FROM fragments WHERE ?1 IS NULL OR visibility = ?1 ORDER BY source_path, line_start, part",
+        )?;
+        let rows = statement.query_map([visibility.map(Visibility::as_str)], read_fragment)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Fragment ids whose text matches `fts_query` (already an FTS5 expression), best
+    /// BM25 first. The caller owns turning user text into a safe expression.
+    pub fn match_fts(&self, fts_query: &str, visibility: Option<Visibility>, limit: usize) -> Result<Vec<(i64, f64)>, IndexError> {
+        let mut statement = self.connection.prepare(
+            "SELECT f.id, bm25(fragments_fts) AS score
+             FROM fragments_fts JOIN fragments f ON f.id = fragments_fts.rowid
+             WHERE fragments_fts MATCH ?1 AND (?2 IS NULL OR f.visibility = ?2)
+             ORDER BY score, f.id LIMIT ?3",
+        )?;
+        let rows = statement.query_map(params![fts_query, visibility.map(Visibility::as_str), limit as i64], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// content hash → ids of the fragments with that text and an allowed visibility.
+    pub fn fragment_ids_by_hash(
+        &self,
+        hashes: &[&str],
+        visibility: Option<Visibility>,
+    ) -> Result<HashMap<String, Vec<i64>>, IndexError> {
+        let mut rows = Vec::new();
+        let mut statement = self.connection.prepare_cached(
+            "SELECT content_hash, id FROM fragments WHERE content_hash = ?1 AND (?2 IS NULL OR visibility = ?2)",
+        )?;
+        for hash in hashes {
+            let found = statement.query_map(params![hash, visibility.map(Visibility::as_str)], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            for row in found {
+                rows.push(row?);
+            }
+        }
+        let mut grouped: HashMap<String, Vec<i64>> = HashMap::new();
+        for (hash, id) in rows {
+            grouped.entry(hash).or_default().push(id);
+        }
+        for ids in grouped.values_mut() {
+            ids.sort_unstable();
+        }
+        Ok(grouped)
+    }
+
+    /// Fragments mentioning any of `entity_ids`, most central first: mentions over the square
+    /// root of the fragment's length, summed over the entities (a short note naming the entity
+    /// is about it; a long session naming it once only passes by).
+    pub fn fragments_by_centrality(
+        &self,
+        entity_ids: &[i64],
+        visibility: Option<Visibility>,
+        limit: usize,
+    ) -> Result<Vec<i64>, IndexError> {
+        let mut centrality: HashMap<i64, f64> = HashMap::new();
+        let mut statement = self.connection.prepare_cached(
+            "SELECT f.id, m.n_mentions, f.word_count FROM entity_mentions m JOIN fragments f ON f.id = m.fragment_id
+             WHERE m.entity_id = ?1 AND (?2 IS NULL OR f.visibility = ?2)",
+        )?;
+        for entity_id in entity_ids {
+            let rows = statement.query_map(params![entity_id, visibility.map(Visibility::as_str)], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
+            })?;
+            for row in rows {
+                let (id, n_mentions, word_count) = row?;
+                *centrality.entry(id).or_default() += n_mentions as f64 / (word_count.max(1) as f64).sqrt();
+            }
+        }
+        let mut ranked: Vec<(i64, f64)> = centrality.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(ranked.into_iter().take(limit).map(|(id, _)| id).collect())
+    }
+
+    /// What retrieval shows of a fragment without its text, in the order of `ids`
+    /// (ids that no longer exist are skipped).
+    pub fn fragment_heads(&self, ids: &[i64]) -> Result<Vec<FragmentHead>, IndexError> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT id, label, kind, source_path, session, part, visibility, content_hash FROM fragments WHERE id = ?1",
+        )?;
+        let mut heads = Vec::with_capacity(ids.len());
+        for id in ids {
+            let found = statement
+                .query_row([id], |row| {
+                    let kind: String = row.get(2)?;
+                    let visibility: String = row.get(6)?;
+                    Ok(FragmentHead {
+                        id: row.get(0)?,
+                        label: row.get(1)?,
+                        kind: NoteKind::parse(&kind).unwrap_or(NoteKind::World),
+                        source_path: row.get(3)?,
+                        session: row.get::<_, Option<u32>>(4)?.map(SessionNumber),
+                        part: row.get(5)?,
+                        visibility: Visibility::parse(&visibility).unwrap_or(Visibility::DmOnly),
+                        content_hash: row.get(7)?,
+                    })
+                })
+                .optional()?;
+            heads.extend(found);
+        }
+        Ok(heads)
+    }
+
+    /// One fragment by id.
+    pub fn fragment(&self, id: i64) -> Result<Option<StoredFragment>, IndexError> {
+        Ok(self
+            .connection
+            .query_row(
+                "SELECT id, label, kind, source_path, session, part, heading_path, text, word_count,
+                        line_start, line_end, visibility, content_hash FROM fragments WHERE id = ?1",
+                [id],
+                read_fragment,
+            )
+            .optional()?)
+    }
+
+    /// The stored compendium, entities in store order, with each entity's store id.
+    pub fn load_compendium(&self) -> Result<(Compendium, Vec<i64>), IndexError> {
+        let mut statement =
+            self.connection.prepare("SELECT id, name, kind, description, sources, note_path FROM entities ORDER BY id")?;
+        let rows = statement.query_map([], |row| {
+            let kind: String = row.get(2)?;
+            let sources: String = row.get(4)?;
+            Ok((
+                row.get::<_, i64>(0)?,
+                Entity {
+                    name: row.get(1)?,
+                    kind: EntityKind::parse(&kind).unwrap_or(EntityKind::Other),
+                    aliases: Vec::new(),
+                    description: row.get(3)?,
+                    sources: serde_json::from_str::<Vec<String>>(&sources)
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(|s| EntitySource::parse(s))
+                        .collect(),
+                    note_path: row.get(5)?,
+                },
+            ))
+        })?;
+        let (ids, mut entities): (Vec<i64>, Vec<Entity>) = rows.collect::<rusqlite::Result<Vec<_>>>()?.into_iter().unzip();
+        let position: HashMap<i64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        let mut aliases = self.connection.prepare("SELECT entity_id, alias FROM entity_aliases ORDER BY rowid")?;
+        let rows = aliases.query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))?;
+        for row in rows {
+            let (entity_id, alias) = row?;
+            if let Some(entity) = position.get(&entity_id).and_then(|&i| entities.get_mut(i)) {
+                if alias != entity.name {
+                    entity.aliases.push(alias);
+                }
+            }
+        }
+        Ok((Compendium { entities }, ids))
+    }
+
+    /// Every entity with its aliases and where it is mentioned (`visibility` filters the
+    /// fragments counted).
+    pub fn compendium_listing(&self, visibility: Option<Visibility>) -> Result<Vec<EntityListing>, IndexError> {
+        let (compendium, ids) = self.load_compendium()?;
+        let mut statement = self.connection.prepare_cached(
+            "SELECT DISTINCT f.session, f.label FROM entity_mentions m JOIN fragments f ON f.id = m.fragment_id
+             WHERE m.entity_id = ?1 AND (?2 IS NULL OR f.visibility = ?2) ORDER BY f.session, f.label",
+        )?;
+        let mut listings = Vec::with_capacity(ids.len());
+        for (entity, id) in compendium.entities.into_iter().zip(ids) {
+            let mut sessions = Vec::new();
+            let mut other_labels = Vec::new();
+            let rows = statement.query_map(params![id, visibility.map(Visibility::as_str)], |row| {
+                Ok((row.get::<_, Option<u32>>(0)?, row.get::<_, String>(1)?))
+            })?;
+            for row in rows {
+                match row? {
+                    (Some(session), _) => {
+                        if sessions.last() != Some(&SessionNumber(session)) {
+                            sessions.push(SessionNumber(session));
+                        }
+                    }
+                    (None, label) => other_labels.push(label),
+                }
+            }
+            listings.push(EntityListing {
+                name: entity.name,
+                kind: entity.kind,
+                aliases: entity.aliases,
+                description: entity.description,
+                note_path: entity.note_path,
+                sessions,
+                other_labels,
+            });
+        }
+        listings.sort_by(|a, b| fold(&a.name).cmp(&fold(&b.name)));
+        Ok(listings)
+    }
+
+    /// Whether an ingest has written a compendium with `version`'s rules.
+    pub fn compendium_version(&self) -> Result<Option<String>, IndexError> {
+        self.meta(META_COMPENDIUM_VERSION)
+    }
+
+    /// Raw access for the stages built on this store (retrieval, compendium).
+    pub fn connection(&self) -> &Connection {
+        &self.connection
+    }
+}
+
+fn insert_file(transaction: &Transaction<'_>, file: &FileRecord) -> rusqlite::Result<()> {
+    transaction.execute(
+        "INSERT INTO files (path, content_hash, kind, title, aliases, tags, fingerprint, n_bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            file.path,
+            file.content_hash,
+            file.kind.as_str(),
+            file.title,
+            serde_json::to_string(&file.aliases).unwrap_or_else(|_| "[]".into()),
+            serde_json::to_string(&file.tags).unwrap_or_else(|_| "[]".into()),
+            file.fingerprint(),
+            file.n_bytes as i64,
+        ],
+    )?;
+    let mut insert_fragment = transaction.prepare_cached(
+        "INSERT INTO fragments (label, kind, source_path, session, part, heading_path, text, word_count,
+                                line_start, line_end, visibility, content_hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?;
+    for fragment in &file.fragments {
+        insert_fragment.execute(params![
+            fragment.label,
+            fragment.kind.as_str(),
+            file.path,
+            fragment.session.map(|s| s.0),
+            fragment.part,
+            serde_json::to_string(&fragment.heading_path).unwrap_or_else(|_| "[]".into()),
+            fragment.text,
+            fragment.word_count as i64,
+            fragment.line_start,
+            fragment.line_end,
+            fragment.visibility.as_str(),
+            fragment.content_hash,
+        ])?;
+    }
+    let mut insert_link =
+        transaction.prepare_cached("INSERT INTO links (source_path, target, shown, embed) VALUES (?1, ?2, ?3, ?4)")?;
+    for link in &file.links {
+        insert_link.execute(params![file.path, link.target, link.shown, link.embed])?;
+    }
+    Ok(())
+}
+
+fn write_compendium(transaction: &Transaction<'_>, records: &CompendiumRecords) -> rusqlite::Result<()> {
+    // Cascades to aliases and mentions.
+    transaction.execute("DELETE FROM entities", [])?;
+    let mut insert_entity = transaction.prepare_cached(
+        "INSERT INTO entities (name, kind, description, sources, note_path) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut insert_alias =
+        transaction.prepare_cached("INSERT INTO entity_aliases (entity_id, alias, folded) VALUES (?1, ?2, ?3)")?;
+    let mut ids = Vec::with_capacity(records.compendium.entities.len());
+    for entity in &records.compendium.entities {
+        let sources: Vec<&str> = entity.sources.iter().map(|s| s.as_str()).collect();
+        insert_entity.execute(params![
+            entity.name,
+            entity.kind.as_str(),
+            entity.description,
+            serde_json::to_string(&sources).unwrap_or_else(|_| "[]".into()),
+            entity.note_path,
+        ])?;
+        let id = transaction.last_insert_rowid();
+        ids.push(id);
+        for alias in std::iter::once(&entity.name).chain(entity.aliases.iter()) {
+            insert_alias.execute(params![id, alias, fold(alias)])?;
+        }
+    }
+    let mut fragment_id = transaction.prepare_cached("SELECT id FROM fragments WHERE label = ?1 AND part = ?2")?;
+    let mut insert_mention = transaction.prepare_cached(
+        "INSERT INTO entity_mentions (entity_id, fragment_id, n_mentions) VALUES (?1, ?2, ?3)
+         ON CONFLICT (entity_id, fragment_id) DO UPDATE SET n_mentions = n_mentions + excluded.n_mentions",
+    )?;
+    for mention in &records.mentions {
+        let (Some(&entity_id), Some(id)) = (
+            ids.get(mention.entity),
+            fragment_id.query_row(params![mention.label, mention.part], |row| row.get::<_, i64>(0)).optional()?,
+        ) else {
+            continue;
+        };
+        insert_mention.execute(params![entity_id, id, mention.count])?;
+    }
+    Ok(())
+}
+
+fn read_fragment(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredFragment> {
+    let kind: String = row.get(2)?;
+    let heading_path: String = row.get(6)?;
+    let visibility: String = row.get(11)?;
+    Ok(StoredFragment {
+        id: row.get(0)?,
+        fragment: Fragment {
+            label: row.get(1)?,
+            kind: NoteKind::parse(&kind).unwrap_or(NoteKind::World),
+            source_path: row.get(3)?,
+            session: row.get::<_, Option<u32>>(4)?.map(SessionNumber),
+            part: row.get(5)?,
+            heading_path: serde_json::from_str(&heading_path).unwrap_or_default(),
+            text: row.get(7)?,
+            word_count: row.get::<_, i64>(8)? as usize,
+            line_start: row.get(9)?,
+            line_end: row.get(10)?,
+            // Unknown values read as DM-only: fail closed, never leak.
+            visibility: Visibility::parse(&visibility).unwrap_or(Visibility::DmOnly),
+            content_hash: row.get(12)?,
+        },
+    })
+}

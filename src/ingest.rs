@@ -1,0 +1,481 @@
+//! Ingest: campaign folder → corpus → index. The one stage that reads the notes from disk.
+//!
+//! 1. walk the folder (ignored paths, symlink loops, non-Markdown files skipped);
+//! 2. read each note, refusing binaries and oversize files with a warning that names them;
+//! 3. parse and fragment the whole campaign (cheap: labels depend on every file);
+//! 4. embed only the fragments whose content hash has no vector yet, committing vectors to
+//!    LanceDB batch by batch (an interrupted run keeps what it paid for);
+//! 5. commit SQLite in one transaction, last; then drop orphaned vectors.
+//!
+//! Architecture invariant: a failure on one file is a [`Diagnostic`], never an abort; only the
+//! index or the embedder failing stops an ingest, and then the previous index stays as it was.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tracing::{Instrument, info, info_span, warn};
+
+use crate::config::CampaignConfig;
+use crate::corpus::{self, Diagnostic, Fragment, Note, NoteKind, Visibility};
+use crate::compendium::{Compendium, EntityMatcher};
+use crate::index::store::{META_COMPENDIUM_VERSION, META_DIMENSION, META_EMBEDDER, META_VECTOR_TABLE};
+use crate::index::{
+    CompendiumRecords, FileRecord, Index, IndexError, IngestChanges, MentionRecord, VectorRow, vector_table_name,
+};
+use crate::llm::{EmbedRole, Embedder, LlmError};
+
+/// Bump when the compendium's rules change, so the next ingest rebuilds it even if no note did.
+pub const COMPENDIUM_VERSION: &str = "1";
+/// Bytes read to decide whether a file is binary: a NUL in the first 8 KiB means it is.
+const BINARY_SNIFF_BYTES: usize = 8 * 1024;
+/// Overlap between an embedding window and the next, as a fraction of the window: a sentence
+/// cut by one window boundary is whole in the neighbouring window.
+const WINDOW_OVERLAP_DIVISOR: usize = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("campaign folder {path} cannot be read: {source}")]
+    Campaign {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error("embedding failed, the previous index is unchanged: {0}")]
+    Embed(#[from] LlmError),
+}
+
+/// What an ingest did. `oraculo ingest --json` prints exactly this.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestSummary {
+    pub campaign: String,
+    pub files: usize,
+    pub sessions: usize,
+    pub sheets: usize,
+    pub world_documents: usize,
+    pub fragments: usize,
+    pub dm_only_fragments: usize,
+    pub entities: usize,
+    pub files_changed: usize,
+    pub files_removed: usize,
+    pub warnings: Vec<Diagnostic>,
+    pub embedder: String,
+    pub embedding_calls: usize,
+    pub windows_embedded: usize,
+    pub vectors_dropped: usize,
+    pub seconds: f64,
+}
+
+/// Progress, for a terminal bar or a Discord status line. Called from the ingest's task.
+pub trait IngestProgress: Send + Sync {
+    /// `total` windows are about to be embedded.
+    fn embedding_started(&self, _total: usize) {}
+    /// `n` more windows are done.
+    fn embedded(&self, _n: usize) {}
+}
+
+/// No progress shown.
+pub struct Quiet;
+impl IngestProgress for Quiet {}
+
+/// A note read from disk, before parsing.
+struct NoteFile {
+    path: String,
+    bytes_hash: String,
+    n_bytes: u64,
+    text: String,
+}
+
+/// Reads, fragments, embeds and indexes `campaign_dir` into `index`.
+pub async fn ingest_campaign(
+    index: &mut Index,
+    campaign_dir: &Path,
+    config: &CampaignConfig,
+    embedder: &dyn Embedder,
+    batch_size: usize,
+    progress: &dyn IngestProgress,
+) -> Result<IngestSummary, IngestError> {
+    let started = Instant::now();
+    let span = info_span!("ingest", campaign = %campaign_dir.display());
+    async move {
+        let _lock = index.lock_for_ingest()?;
+        let mut diagnostics = Vec::new();
+
+        let note_files = {
+            let _span = info_span!("ingest.read").entered();
+            read_campaign(campaign_dir, config, &mut diagnostics)?
+        };
+        let (notes, fragments) = {
+            let _span = info_span!("ingest.split", n_files = note_files.len()).entered();
+            let mut notes = Vec::with_capacity(note_files.len());
+            for file in &note_files {
+                let (note, note_diagnostics) = corpus::parse_note(&file.path, &file.text, &config.corpus);
+                diagnostics.extend(note_diagnostics);
+                notes.push(note);
+            }
+            let (fragments, fragment_diagnostics) = corpus::fragment_campaign(&notes, &config.corpus);
+            diagnostics.extend(fragment_diagnostics);
+            (notes, fragments)
+        };
+        let compendium = {
+            let _span = info_span!("ingest.compendium", n_fragments = fragments.len()).entered();
+            compendium_records(&notes, &fragments)
+        };
+        let records = file_records(&note_files, &notes, fragments);
+
+        let mut summary = summarize(campaign_dir, &records);
+        summary.embedder = embedder.id().to_string();
+
+        // What SQLite must change.
+        let stored = index.store.file_fingerprints()?;
+        let present: HashSet<&str> = records.iter().map(|r| r.path.as_str()).collect();
+        let removals: Vec<String> = stored.keys().filter(|p| !present.contains(p.as_str())).cloned().collect();
+        let upserts: Vec<FileRecord> =
+            records.iter().filter(|r| stored.get(&r.path) != Some(&r.fingerprint())).cloned().collect();
+        summary.files_changed = upserts.len();
+        summary.files_removed = removals.len();
+        summary.entities = compendium.compendium.entities.len();
+        // Entities depend on every note (a link in one file names an alias of another), so the
+        // compendium is rewritten whole whenever any file changed, or its rules did.
+        let compendium_stale = !upserts.is_empty()
+            || !removals.is_empty()
+            || index.store.compendium_version()?.as_deref() != Some(COMPENDIUM_VERSION);
+
+        // What LanceDB lacks: every fragment of the new campaign needs its vectors, changed
+        // file or not (a previous run may have been cut short, or the embedder changed).
+        let table = vector_table_name(embedder.id(), embedder.dimension());
+        let embedded = index.vectors.embedded_hashes(&table).await?;
+        let mut pending: BTreeMap<&str, &Fragment> = BTreeMap::new();
+        for fragment in records.iter().flat_map(|r| r.fragments.iter()) {
+            if !embedded.contains(&fragment.content_hash) {
+                pending.insert(&fragment.content_hash, fragment);
+            }
+        }
+        let (calls, windows) =
+            embed_fragments(index, &table, embedder, pending.values().copied(), batch_size, progress).await?;
+        summary.embedding_calls = calls;
+        summary.windows_embedded = windows;
+
+        // SQLite last, in one transaction: the moment the new campaign becomes visible.
+        let meta = vec![
+            (META_VECTOR_TABLE.to_string(), table.clone()),
+            (META_EMBEDDER.to_string(), embedder.id().to_string()),
+            (META_DIMENSION.to_string(), embedder.dimension().to_string()),
+            (META_COMPENDIUM_VERSION.to_string(), COMPENDIUM_VERSION.to_string()),
+        ];
+        diagnostics.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+        for diagnostic in &diagnostics {
+            warn!(path = %diagnostic.path, line = diagnostic.line, "{}", diagnostic.message);
+        }
+        let changes = IngestChanges {
+            upserts,
+            removals,
+            diagnostics: diagnostics.clone(),
+            meta,
+            compendium: compendium_stale.then_some(compendium),
+        };
+        index.store.apply_ingest(&changes)?;
+
+        // Only now may vectors go: nothing committed refers to them any more.
+        let keep: HashSet<String> = index.store.content_hashes()?.into_iter().collect();
+        summary.vectors_dropped = index.vectors.drop_orphans(&table, &keep).await?;
+        for dropped in index.vectors.drop_other_tables(&table).await? {
+            info!(table = %dropped, "dropped the vectors of a previous embedder");
+        }
+
+        summary.warnings = diagnostics;
+        summary.seconds = started.elapsed().as_secs_f64();
+        info!(
+            n_files = summary.files,
+            n_fragments = summary.fragments,
+            n_changed = summary.files_changed,
+            n_windows = summary.windows_embedded,
+            seconds = summary.seconds,
+            "ingest complete"
+        );
+        Ok(summary)
+    }
+    .instrument(span)
+    .await
+}
+
+/// Splits `text` into windows of at most `window_words` words, overlapping by a fifth.
+pub fn embedding_windows(text: &str, window_words: usize) -> Vec<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let window_words = window_words.max(2);
+    if words.len() <= window_words {
+        return vec![words.join(" ")];
+    }
+    let step = window_words - window_words / WINDOW_OVERLAP_DIVISOR;
+    let mut windows = Vec::new();
+    let mut start = 0;
+    loop {
+        let end = (start + window_words).min(words.len());
+        windows.push(words[start..end].join(" "));
+        if end == words.len() {
+            break;
+        }
+        start += step;
+    }
+    windows
+}
+
+/// Embeds the fragments' windows, committing a batch of whole fragments at a time.
+async fn embed_fragments<'a>(
+    index: &Index,
+    table: &str,
+    embedder: &dyn Embedder,
+    fragments: impl Iterator<Item = &'a Fragment>,
+    batch_size: usize,
+    progress: &dyn IngestProgress,
+) -> Result<(usize, usize), IngestError> {
+    let windowed: Vec<(&Fragment, Vec<String>)> =
+        fragments.map(|f| (f, embedding_windows(&f.text, embedder.window_words()))).collect();
+    let total: usize = windowed.iter().map(|(_, w)| w.len()).sum();
+    let span = info_span!("ingest.embed", n_fragments = windowed.len(), n_windows = total);
+    async move {
+        if total == 0 {
+            return Ok((0, 0));
+        }
+        progress.embedding_started(total);
+        let (mut calls, mut done) = (0, 0);
+        let mut batch: Vec<(&Fragment, usize, String)> = Vec::new();
+        let mut windowed = windowed.into_iter().peekable();
+        while let Some((fragment, windows)) = windowed.next() {
+            // A fragment's windows stay in one commit: a hash present in LanceDB is complete.
+            for (window, text) in windows.into_iter().enumerate() {
+                batch.push((fragment, window, text));
+            }
+            if batch.len() >= batch_size || windowed.peek().is_none() {
+                let texts: Vec<String> = batch.iter().map(|(_, _, text)| text.clone()).collect();
+                let vectors = embedder.embed(&texts, EmbedRole::Passage).await?;
+                calls += 1;
+                if vectors.len() != texts.len() {
+                    return Err(IngestError::Embed(LlmError::BadResponse {
+                        backend: embedder.id().to_string(),
+                        detail: format!("{} vectors for {} texts", vectors.len(), texts.len()),
+                    }));
+                }
+                let rows: Vec<VectorRow> = batch
+                    .drain(..)
+                    .zip(vectors)
+                    .map(|((fragment, window, _), vector)| VectorRow {
+                        content_hash: fragment.content_hash.clone(),
+                        window: window as i32,
+                        visibility: fragment.visibility,
+                        vector,
+                    })
+                    .collect();
+                index.vectors.add(table, embedder.dimension(), &rows).await?;
+                done += rows.len();
+                progress.embedded(rows.len());
+            }
+        }
+        Ok((calls, done))
+    }
+    .instrument(span)
+    .await
+}
+
+/// The compendium of the whole campaign and its mentions in every fragment.
+fn compendium_records(notes: &[Note], fragments: &[Fragment]) -> CompendiumRecords {
+    let compendium = Compendium::build(notes);
+    let matcher = EntityMatcher::new(&compendium);
+    let mentions = crate::compendium::mentions(&compendium, &matcher, fragments)
+        .into_iter()
+        .filter_map(|mention| {
+            let fragment = fragments.get(mention.fragment)?;
+            Some(MentionRecord { entity: mention.entity, label: fragment.label.clone(), part: fragment.part, count: mention.count })
+        })
+        .collect();
+    CompendiumRecords { compendium, mentions }
+}
+
+fn file_records(files: &[NoteFile], notes: &[Note], fragments: Vec<Fragment>) -> Vec<FileRecord> {
+    let mut by_path: BTreeMap<String, Vec<Fragment>> = BTreeMap::new();
+    for fragment in fragments {
+        by_path.entry(fragment.source_path.clone()).or_default().push(fragment);
+    }
+    files
+        .iter()
+        .zip(notes)
+        .map(|(file, note)| FileRecord {
+            path: file.path.clone(),
+            content_hash: file.bytes_hash.clone(),
+            kind: note.kind,
+            title: note.title.clone(),
+            aliases: note.aliases.clone(),
+            tags: note.tags.clone(),
+            n_bytes: file.n_bytes,
+            fragments: by_path.remove(&file.path).unwrap_or_default(),
+            links: note.links.clone(),
+        })
+        .collect()
+}
+
+fn summarize(campaign_dir: &Path, records: &[FileRecord]) -> IngestSummary {
+    let mut labels: BTreeMap<(&str, NoteKind), ()> = BTreeMap::new();
+    let mut summary = IngestSummary { campaign: campaign_dir.display().to_string(), files: records.len(), ..Default::default() };
+    for fragment in records.iter().flat_map(|r| r.fragments.iter()) {
+        summary.fragments += 1;
+        if fragment.visibility == Visibility::DmOnly {
+            summary.dm_only_fragments += 1;
+        }
+        labels.insert((fragment.label.as_str(), fragment.kind), ());
+    }
+    for (_, kind) in labels.keys() {
+        match kind {
+            NoteKind::Session => summary.sessions += 1,
+            NoteKind::Sheet => summary.sheets += 1,
+            NoteKind::World => summary.world_documents += 1,
+        }
+    }
+    summary
+}
+
+/// Walks the campaign and reads every Markdown note, reporting what it cannot read.
+fn read_campaign(
+    campaign_dir: &Path,
+    config: &CampaignConfig,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<Vec<NoteFile>, IngestError> {
+    let metadata = std::fs::metadata(campaign_dir)
+        .map_err(|source| IngestError::Campaign { path: campaign_dir.display().to_string(), source })?;
+    if !metadata.is_dir() {
+        return Err(IngestError::Campaign {
+            path: campaign_dir.display().to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a folder"),
+        });
+    }
+    let ignored: Vec<String> = config.ignore.iter().map(|i| corpus::fold(i)).collect();
+    let mut files = Vec::new();
+    let walker = walkdir::WalkDir::new(campaign_dir).follow_links(true).sort_by_file_name().into_iter();
+    let walker = walker.filter_entry(|entry| {
+        entry.depth() == 0 || !ignored.contains(&corpus::fold(&entry.file_name().to_string_lossy()))
+    });
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) => {
+                let path = err.path().map(|p| relative(campaign_dir, p)).unwrap_or_else(|| ".".into());
+                let message = if err.loop_ancestor().is_some() {
+                    "symbolic link loop: not followed".to_string()
+                } else {
+                    format!("cannot read: {err}")
+                };
+                diagnostics.push(Diagnostic { path, line: None, message });
+                continue;
+            }
+        };
+        if !entry.file_type().is_file() || !is_markdown(entry.path()) {
+            continue;
+        }
+        let path = relative(campaign_dir, entry.path());
+        if let Some(file) = read_note_file(entry.path(), path, config.max_note_bytes, diagnostics) {
+            files.push(file);
+        }
+    }
+    Ok(files)
+}
+
+fn is_markdown(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(),
+        Some("md" | "markdown")
+    )
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    let relative = path.strip_prefix(root).unwrap_or(path);
+    relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+}
+
+/// Reads one note; `None` (with a diagnostic) for what cannot be a note.
+fn read_note_file(absolute: &Path, path: String, max_bytes: u64, diagnostics: &mut Vec<Diagnostic>) -> Option<NoteFile> {
+    let mut report = |message: String| diagnostics.push(Diagnostic { path: path.clone(), line: None, message });
+    let size = match std::fs::metadata(absolute) {
+        Ok(metadata) => metadata.len(),
+        Err(err) => {
+            report(format!("cannot read: {err}"));
+            return None;
+        }
+    };
+    if size > max_bytes {
+        report(format!(
+            "{:.1} MB is over the {:.1} MB limit for one note (campaign.max_note_bytes): skipped",
+            size as f64 / 1e6,
+            max_bytes as f64 / 1e6
+        ));
+        return None;
+    }
+    let bytes = match std::fs::read(absolute) {
+        Ok(bytes) => bytes,
+        Err(err) => {
+            report(format!("cannot read: {err}"));
+            return None;
+        }
+    };
+    if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
+        report("binary file (NUL bytes), not a Markdown note: skipped".into());
+        return None;
+    }
+    let bytes_hash = hex::encode(Sha256::digest(&bytes));
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            let valid_up_to = err.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(err.as_bytes()).into_owned();
+            let line = text[..valid_up_to.min(text.len())].matches('\n').count() as u32 + 1;
+            diagnostics.push(Diagnostic {
+                path: path.clone(),
+                line: Some(line),
+                message: "invalid UTF-8: undecodable bytes replaced with U+FFFD".into(),
+            });
+            text
+        }
+    };
+    Some(NoteFile { path, bytes_hash, n_bytes: size, text })
+}
+
+/// The campaign folder an ingest reads: the configured one, or the embedded sample.
+pub fn resolve_campaign_dir(configured: Option<&Path>, data_dir: &Path) -> std::io::Result<PathBuf> {
+    match configured {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => crate::sample::materialize(&data_dir.join("sample-campaign")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_windows(n_words: usize, window: usize, expected: &[(usize, usize)]) {
+        let text: Vec<String> = (0..n_words).map(|i| format!("w{i}")).collect();
+        let windows = embedding_windows(&text.join(" "), window);
+        let spans: Vec<(usize, usize)> = windows
+            .iter()
+            .map(|w| {
+                let words: Vec<&str> = w.split_whitespace().collect();
+                let first = words[0][1..].parse().unwrap();
+                (first, first + words.len())
+            })
+            .collect();
+        assert_eq!(spans, expected);
+    }
+
+    #[test]
+    fn short_text_is_one_window() {
+        check_windows(10, 250, &[(0, 10)]);
+        check_windows(250, 250, &[(0, 250)]);
+    }
+
+    #[test]
+    fn long_text_windows_overlap_by_a_fifth_and_cover_everything() {
+        check_windows(251, 250, &[(0, 250), (200, 251)]);
+        check_windows(600, 250, &[(0, 250), (200, 450), (400, 600)]);
+    }
+}

@@ -1,0 +1,214 @@
+//! Stopwords: the Spanish and English words that carry no topic of their own.
+//!
+//! BM25 retrieval drops them from questions so that "¿qué pasó con Baika?" ranks by
+//! "Baika", not by "qué" and "con"; the compendium ignores an alias made only of them.
+//! Every word is stored folded (`crate::corpus::fold`: lowercase, no accents), so callers
+//! fold first and then ask [`is_stopword`].
+//!
+//! The lists keep to function words and the handful of verbs questions are built from
+//! (ser, estar, haber, hacer, pasar, decir, tener, ir, poder…). A verb form that is also a
+//! likely topic word stays out on purpose ("llama": la Llama Quieta); "paso" stays in
+//! because "¿qué pasó?" is far more frequent than the noun. A word in both languages
+//! ("he", "has", "no") is listed once, under Spanish; homographs within Spanish ("estás" and
+//! "estas", "hacía" and "hacia") once, under the first class.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+/// Whether `folded_word` (already folded: lowercase, no accents) is a Spanish or English
+/// stopword.
+pub fn is_stopword(folded_word: &str) -> bool {
+    STOPWORDS.contains(folded_word)
+}
+
+static STOPWORDS: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| SPANISH.iter().chain(ENGLISH).flat_map(|group| group.iter().copied()).collect());
+
+/// Spanish, by word class. Accented forms appear once, folded (`qué` → `que`, `él` → `el`).
+#[rustfmt::skip]
+const SPANISH: &[&[&str]] = &[
+    // Articles and contractions.
+    &["el", "la", "los", "las", "lo", "un", "una", "unos", "unas", "al", "del"],
+    // Prepositions.
+    &[
+        "a", "ante", "bajo", "con", "contra", "de", "desde", "durante", "en", "entre", "hacia", "hasta", "mediante",
+        "para", "por", "segun", "sin", "sobre", "tras", "via", "excepto", "salvo", "acerca", "respecto",
+    ],
+    // Conjunctions and the words that open a follow-up question.
+    &[
+        "y", "e", "ni", "o", "u", "pero", "sino", "aunque", "porque", "pues", "que", "si", "como", "mientras",
+        "entonces", "luego", "despues", "antes", "ademas", "embargo", "tambien", "tampoco", "incluso", "sea",
+    ],
+    // Personal, possessive and reflexive pronouns.
+    &[
+        "yo", "tu", "ella", "ello", "nosotros", "nosotras", "vosotros", "vosotras", "ellos", "ellas", "usted",
+        "ustedes", "me", "te", "se", "nos", "os", "le", "les", "mi", "mis", "tus", "su", "sus", "nuestro",
+        "nuestra", "nuestros", "nuestras", "vuestro", "vuestra", "vuestros", "vuestras", "mio", "mia", "mios",
+        "mias", "tuyo", "tuya", "tuyos", "tuyas", "suyo", "suya", "suyos", "suyas", "conmigo", "contigo",
+        "consigo",
+    ],
+    // Demonstratives.
+    &[
+        "este", "esta", "estos", "estas", "ese", "esa", "esos", "esas", "aquel", "aquella", "aquellos",
+        "aquellas", "esto", "eso", "aquello",
+    ],
+    // Indefinites and quantifiers.
+    &[
+        "algo", "alguien", "algun", "alguno", "alguna", "algunos", "algunas", "nada", "nadie", "ningun", "ninguno",
+        "ninguna", "otro", "otra", "otros", "otras", "mismo", "misma", "mismos", "mismas", "todo", "toda",
+        "todos", "todas", "cada", "mucho", "mucha", "muchos", "muchas", "poco", "poca", "pocos", "pocas",
+        "varios", "varias", "tanto", "tanta", "tantos", "tantas", "demas", "ambos", "ambas", "cualquier",
+        "cualquiera", "cuyo", "cuya", "cuyos", "cuyas",
+    ],
+    // Question words (`por qué` is `por` + `que`; `porque` is with the conjunctions).
+    &[
+        "quien", "quienes", "cual", "cuales", "cuando", "donde", "adonde", "cuanto", "cuanta", "cuantos",
+        "cuantas",
+    ],
+    // Adverbs of degree, time, place and manner.
+    &[
+        "no", "muy", "mas", "menos", "tan", "solo", "solamente", "ya", "aun", "todavia", "aqui", "alli", "ahi",
+        "aca", "alla", "ahora", "siempre", "nunca", "jamas", "casi", "asi", "bien", "mal", "quiza", "quizas",
+        "acaso", "tal", "vez", "etc",
+    ],
+    // ser
+    &[
+        "ser", "soy", "eres", "es", "somos", "sois", "son", "era", "eras", "eramos", "erais", "eran", "fui",
+        "fuiste", "fue", "fuimos", "fuisteis", "fueron", "sera", "seras", "seremos", "seran", "seria", "serian",
+        "seas", "seamos", "sean", "fuera", "fueran", "fuese", "sido", "siendo",
+    ],
+    // estar
+    &[
+        "estar", "estoy", "estamos", "estais", "estan", "estaba", "estabas", "estabamos", "estaban",
+        "estuve", "estuvo", "estuvimos", "estuvieron", "estara", "estaran", "estaria", "esten", "estuviera",
+        "estado", "estando",
+    ],
+    // haber
+    &[
+        "haber", "he", "has", "ha", "hemos", "habeis", "han", "hay", "habia", "habias", "habiamos", "habian",
+        "hubo", "hubieron", "habra", "habran", "habria", "haya", "hayan", "hubiera", "hubiese", "habido",
+        "habiendo",
+    ],
+    // hacer
+    &[
+        "hacer", "hago", "haces", "hace", "hacemos", "haceis", "hacen", "haciamos", "hacian", "hice",
+        "hiciste", "hizo", "hicimos", "hicieron", "hara", "haran", "haria", "haga", "hagan", "hiciera", "hecho",
+        "haciendo",
+    ],
+    // pasar, ocurrir, suceder: "¿qué pasó?", "¿qué ocurrió?"
+    &[
+        "pasar", "pasa", "pasan", "pasaba", "pasaban", "paso", "pasaron", "pasara", "pasado", "pasando", "ocurrir",
+        "ocurre", "ocurrio", "ocurrieron", "ocurrido", "suceder", "sucede", "sucedio", "sucedieron", "sucedido",
+    ],
+    // decir
+    &[
+        "decir", "digo", "dices", "dice", "decimos", "dicen", "decia", "decian", "dije", "dijo", "dijimos",
+        "dijeron", "dira", "diga", "digan", "dicho", "diciendo",
+    ],
+    // tener
+    &[
+        "tener", "tengo", "tienes", "tiene", "tenemos", "tienen", "tenia", "tenian", "tuve", "tuvo", "tuvimos",
+        "tuvieron", "tendra", "tenga", "tengan", "tenido", "teniendo",
+    ],
+    // ir
+    &[
+        "ir", "voy", "vas", "va", "vamos", "van", "iba", "ibas", "ibamos", "iban", "ira", "iran", "vaya", "vayan",
+        "ido", "yendo",
+    ],
+    // poder, saber
+    &[
+        "poder", "puedo", "puedes", "puede", "podemos", "pueden", "podia", "podian", "pude", "pudo", "pudieron",
+        "podra", "podria", "pueda", "puedan", "podido", "saber", "sabe", "sabes", "sabemos", "saben", "sabia",
+        "sabian", "sabido",
+    ],
+];
+
+/// English, by word class.
+#[rustfmt::skip]
+const ENGLISH: &[&[&str]] = &[
+    // Articles, conjunctions and the words that open a follow-up question.
+    &["an", "the", "and", "or", "but", "nor", "so", "yet", "if", "then", "than", "because", "as", "also", "either"],
+    // Prepositions.
+    &[
+        "of", "at", "by", "for", "with", "about", "against", "between", "into", "through", "during", "before",
+        "after", "above", "below", "to", "from", "up", "down", "in", "out", "on", "off", "over", "under", "upon",
+        "within", "without", "towards",
+    ],
+    // Pronouns and determiners.
+    &[
+        "i", "my", "myself", "we", "us", "our", "ours", "ourselves", "you", "your", "yours", "yourself",
+        "yourselves", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself", "they",
+        "them", "their", "theirs", "themselves", "this", "that", "these", "those", "all", "any", "both", "each",
+        "few", "more", "most", "other", "some", "such", "own", "same", "another", "anyone", "someone", "something",
+        "anything", "nothing", "everyone", "everything",
+    ],
+    // Question words.
+    &["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whatever"],
+    // Adverbs.
+    &[
+        "not", "only", "too", "very", "just", "now", "here", "there", "again", "further", "ever", "still", "even",
+        "already", "almost", "really",
+    ],
+    // Auxiliaries and modals, with the pieces contractions leave (`didn't` → `didn`, `t`).
+    &[
+        "am", "is", "are", "was", "were", "be", "been", "being", "have", "having", "had", "do", "does", "did",
+        "doing", "done", "can", "could", "will", "would", "shall", "should", "may", "might", "must", "don", "doesn",
+        "didn", "isn", "wasn", "aren", "weren", "won", "wouldn", "couldn", "shouldn", "ll", "ve", "re", "s", "t",
+        "d", "m",
+    ],
+    // The verbs questions are built from: happen, say, tell, get, make, go, know.
+    &[
+        "happen", "happens", "happened", "happening", "say", "says", "said", "tell", "tells", "told", "get",
+        "gets", "got", "make", "makes", "made", "go", "goes", "went", "gone", "know", "knows", "knew", "known",
+        "let", "lets",
+    ],
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::fold;
+
+    /// One row per word: whether it is a stopword once folded.
+    fn check(cases: &[(&str, bool)]) {
+        for &(word, expect) in cases {
+            assert_eq!(is_stopword(&fold(word)), expect, "{word:?}");
+        }
+    }
+
+    #[test]
+    fn stopwords() {
+        check(&[
+            ("qué", true),
+            ("Quién", true),
+            ("cómo", true),
+            ("cuándo", true),
+            ("dónde", true),
+            ("por", true),
+            ("pasó", true),
+            ("murió", false),
+            ("él", true),
+            ("Está", true),
+            ("hubo", true),
+            ("dijo", true),
+            ("the", true),
+            ("happened", true),
+            ("Who", true),
+            ("Baika", false),
+            ("dragón", false),
+            ("Norkiel", false),
+            ("llama", false),
+            ("sesión", false),
+        ]);
+    }
+
+    #[test]
+    fn stopwords_are_stored_folded_and_once() {
+        let mut seen = HashSet::new();
+        for word in SPANISH.iter().chain(ENGLISH).flat_map(|group| group.iter()) {
+            assert_eq!(fold(word), *word, "{word:?} is not folded");
+            assert!(seen.insert(*word), "{word:?} repeats");
+        }
+        assert!((400..=700).contains(&seen.len()), "{} stopwords", seen.len());
+    }
+}

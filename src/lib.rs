@@ -1,0 +1,29 @@
+//! Oráculo answers a tabletop campaign's questions from the game master's own notes, and only
+//! from them, citing the note behind every claim. The crate reads as its pipeline:
+//!
+//! - [`corpus`]: Markdown notes → labelled, session-sized fragments. Pure; bad input becomes
+//!   diagnostics, never an abort.
+//! - [`compendium`]: entities (PCs, NPCs, places, gods…) and their aliases from sheets, world
+//!   documents and links; finds them in questions and fragments. Pure.
+//! - [`lexicon`]: Spanish and English stopwords, shared by the compendium and BM25.
+//! - [`ingest`]: walks a campaign folder, feeds the corpus, embeds what is new, writes the index.
+//! - [`index`]: SQLite (fragments, FTS5 for BM25, migrations) and LanceDB (window vectors),
+//!   committed so that a reader never sees half an ingest.
+//! - [`retrieve`]: a question → dense, BM25 and entity paths fused by reciprocal rank.
+//! - [`llm`]: transport to models: embedders (embedded e5-small, Ollama) and chat models.
+//!
+//! [`config`], [`logging`] and [`cli`] are the edges; [`sample`] is the built-in campaign.
+
+pub mod config;
+pub mod logging;
+
+pub mod corpus;
+pub mod lexicon;
+pub mod compendium;
+pub mod ingest;
+pub mod index;
+pub mod retrieve;
+pub mod llm;
+
+pub mod cli;
+pub mod sample;

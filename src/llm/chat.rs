@@ -1,0 +1,84 @@
+//! The [`ChatModel`] trait: one required method, `chat`, as in simonw/llm's `Model.execute`.
+//! Prompts arrive as text; nothing here knows what a fragment or a citation is.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::LlmError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatRole {
+    System,
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: ChatRole,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> ChatMessage {
+        ChatMessage { role: ChatRole::System, content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> ChatMessage {
+        ChatMessage { role: ChatRole::User, content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> ChatMessage {
+        ChatMessage { role: ChatRole::Assistant, content: content.into() }
+    }
+}
+
+/// One generation.
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    pub messages: Vec<ChatMessage>,
+    /// When set, the output must be JSON valid against this schema (Ollama `format`,
+    /// OpenAI `response_format`, a llama.cpp grammar).
+    pub json_schema: Option<serde_json::Value>,
+    /// The answer budget, in tokens.
+    pub max_tokens: usize,
+    pub temperature: f32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ChatResponse {
+    pub text: String,
+    pub prompt_tokens: Option<usize>,
+    pub completion_tokens: Option<usize>,
+}
+
+/// Characters per token the HTTP backends assume when they cannot tokenise: real
+/// tokenisers average ~4 for English prose and ~3.5 for Spanish, so 3 errs high.
+pub const ESTIMATE_CHARS_PER_TOKEN: usize = 3;
+/// Tokens a chat template adds around each message (ChatML's role markers take 4-5).
+pub const TOKENS_PER_MESSAGE: usize = 4;
+
+/// A token count for `text` that errs high, for backends without a local tokeniser.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(ESTIMATE_CHARS_PER_TOKEN)
+}
+
+/// Receives the answer as it is generated (a terminal, a Discord message being edited).
+pub type TokenSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// A text generator.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// Stable id: part of every cache key for what this model produced (`ollama:qwen2.5:14b`).
+    fn id(&self) -> &str;
+    /// The context window the backend is run with, in tokens.
+    fn context_window(&self) -> usize;
+    /// Tokens `text` takes in the prompt (exact where the backend can tokenise, else an
+    /// estimate that errs high).
+    fn count_tokens(&self, text: &str) -> usize;
+    /// Tokens the whole conversation takes in the prompt, template markers included.
+    fn count_message_tokens(&self, messages: &[ChatMessage]) -> usize {
+        messages.iter().map(|message| self.count_tokens(&message.content) + TOKENS_PER_MESSAGE).sum()
+    }
+    /// Generates one answer. `on_token`, when given, receives the text as it streams.
+    async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError>;
+}

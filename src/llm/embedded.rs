@@ -1,0 +1,84 @@
+//! The embedded embedder: multilingual-e5-small run in-process (see [`super::e5`]).
+//! The default on a fresh machine: no server, one model file fetched by
+//! `scripts/fetch-models.sh`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tracing::{Instrument, info_span};
+
+use super::e5::{E5Model, E5Prefix};
+use super::{EmbedRole, Embedder, LlmError};
+
+/// e5-small reads at most 512 tokens. Spanish notes run ~1.6 XLM-R tokens per word once
+/// Markdown punctuation counts, so 250 words (~400 tokens) fit with a margin.
+pub const E5_WINDOW_WORDS: usize = 250;
+/// File name of the model inside `<data>/models/`.
+pub const E5_MODEL_FILE: &str = "e5-small-q4.bin";
+
+/// multilingual-e5-small, 4-bit, in this process.
+pub struct E5Embedder {
+    model: Arc<E5Model>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for E5Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("E5Embedder").field("path", &self.path).finish()
+    }
+}
+
+impl E5Embedder {
+    /// Loads the model file; a missing file names the command that fetches it.
+    pub fn load(path: &Path) -> Result<E5Embedder, LlmError> {
+        if !path.is_file() {
+            return Err(LlmError::ModelFileMissing { path: path.display().to_string() });
+        }
+        let _span = info_span!("llm.load", model = "e5-small").entered();
+        let model = E5Model::load(path)
+            .map_err(|source| LlmError::EmbeddedModel { path: path.display().to_string(), source })?;
+        Ok(E5Embedder { model: Arc::new(model), path: path.to_path_buf() })
+    }
+
+    /// Where the model is looked for: `ORACULO_E5_MODEL`, else `<data_dir>/models/`.
+    pub fn default_path(data_dir: &Path) -> PathBuf {
+        match std::env::var_os("ORACULO_E5_MODEL") {
+            Some(path) => PathBuf::from(path),
+            None => data_dir.join("models").join(E5_MODEL_FILE),
+        }
+    }
+}
+
+#[async_trait]
+impl Embedder for E5Embedder {
+    fn id(&self) -> &str {
+        "e5-small-q4"
+    }
+
+    fn dimension(&self) -> usize {
+        self.model.dimension()
+    }
+
+    fn window_words(&self) -> usize {
+        E5_WINDOW_WORDS
+    }
+
+    async fn embed(&self, texts: &[String], role: EmbedRole) -> Result<Vec<Vec<f32>>, LlmError> {
+        let span = info_span!("llm.embed", backend = "e5-small-q4", n_texts = texts.len());
+        let model = Arc::clone(&self.model);
+        let texts = texts.to_vec();
+        let prefix = match role {
+            EmbedRole::Query => E5Prefix::Query,
+            EmbedRole::Passage => E5Prefix::Passage,
+        };
+        // CPU-bound: off the async runtime so the bot keeps answering while it runs.
+        tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            model.embed_batch(&refs, prefix)
+        })
+        .instrument(span)
+        .await
+        .map_err(|err| LlmError::Worker(err.to_string()))
+    }
+}

@@ -1,0 +1,79 @@
+//! What the HTTP chat backends share: reading a streamed body line by line (Ollama's NDJSON,
+//! the OpenAI server-sent events) with a limit on how long the server may stay silent.
+
+use std::time::Duration;
+
+use super::ollama::describe;
+
+/// Why a streamed body stopped before its end.
+#[derive(Debug)]
+pub(super) enum ReadError {
+    /// Nothing arrived for the idle timeout.
+    Idle,
+    /// The connection broke (reset, bad chunked encoding…); the cause, spelled out.
+    Broken(String),
+}
+
+/// A streamed response body, cut into lines as the bytes arrive.
+pub(super) struct LineReader {
+    response: reqwest::Response,
+    buffer: Vec<u8>,
+    idle_timeout: Duration,
+    finished: bool,
+}
+
+impl LineReader {
+    pub(super) fn new(response: reqwest::Response, idle_timeout: Duration) -> LineReader {
+        LineReader { response, buffer: Vec::new(), idle_timeout, finished: false }
+    }
+
+    /// The next line without its `\n` (or `\r\n`), `None` once the body is over. Bytes are
+    /// split only at `\n`, which never occurs inside a multi-byte UTF-8 character.
+    pub(super) async fn next_line(&mut self) -> Result<Option<String>, ReadError> {
+        loop {
+            if let Some(newline) = self.buffer.iter().position(|&byte| byte == b'\n') {
+                let mut line: Vec<u8> = self.buffer.drain(..=newline).collect();
+                line.pop();
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                return Ok(Some(String::from_utf8_lossy(&line).into_owned()));
+            }
+            if self.finished {
+                if self.buffer.is_empty() {
+                    return Ok(None);
+                }
+                let rest = std::mem::take(&mut self.buffer);
+                return Ok(Some(String::from_utf8_lossy(&rest).into_owned()));
+            }
+            match tokio::time::timeout(self.idle_timeout, self.response.chunk()).await {
+                Err(_) => return Err(ReadError::Idle),
+                Ok(Err(err)) => return Err(ReadError::Broken(describe(&err))),
+                Ok(Ok(None)) => self.finished = true,
+                Ok(Ok(Some(bytes))) => self.buffer.extend_from_slice(&bytes),
+            }
+        }
+    }
+}
+
+/// The context window to ask for: the prompt plus the answer budget, rounded up to a
+/// multiple of `granularity` (so near-equal prompts share one size), never above `cap`.
+pub(super) fn context_for(prompt_tokens: usize, max_tokens: usize, granularity: usize, cap: usize) -> usize {
+    let needed = prompt_tokens + max_tokens;
+    needed.div_ceil(granularity).max(1).saturating_mul(granularity).min(cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::context_for;
+
+    #[test]
+    fn context_rounds_up_to_the_granularity_and_stops_at_the_cap() {
+        assert_eq!(context_for(0, 0, 1024, 32768), 1024);
+        assert_eq!(context_for(10, 500, 1024, 32768), 1024);
+        assert_eq!(context_for(1000, 24, 1024, 32768), 1024);
+        assert_eq!(context_for(1000, 25, 1024, 32768), 2048);
+        assert_eq!(context_for(9000, 1024, 1024, 32768), 10240);
+        assert_eq!(context_for(40000, 1024, 1024, 32768), 32768);
+    }
+}

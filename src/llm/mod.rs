@@ -1,0 +1,139 @@
+//! Transport to models: the [`Embedder`] and [`chat::ChatModel`] traits and their backends.
+//!
+//! Embedders: e5-small in-process ([`embedded`]), Ollama ([`ollama`]).
+//! Chat models: llama.cpp in-process ([`llama_cpp`]), Ollama ([`ollama_chat`]), any
+//! OpenAI-compatible server ([`openai`]). [`connect_embedder`] and [`connect_chat`] are the
+//! only places that pick a backend.
+//!
+//! Architecture invariant: nothing here knows what a fragment, a label or a citation is.
+//! Text goes in, vectors and generated text come out.
+
+pub mod chat;
+pub mod e5;
+pub mod embedded;
+mod http;
+pub mod llama_cpp;
+pub mod ollama;
+pub mod ollama_chat;
+pub mod openai;
+
+use async_trait::async_trait;
+
+/// What failed while talking to a model. Every variant names the backend or file involved.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("cannot reach Ollama at {url}: {detail}. Is it running? Start it with `ollama serve`")]
+    Unreachable { url: String, detail: String },
+    #[error("Ollama at {url} does not have the model `{model}`: run `ollama pull {model}`")]
+    ModelNotPulled { url: String, model: String },
+    #[error("Ollama at {url} answered {status}: {body}")]
+    Status { url: String, status: u16, body: String },
+    #[error("Ollama at {url} timed out after {seconds} s")]
+    Timeout { url: String, seconds: u64 },
+    #[error("unexpected answer from {backend}: {detail}")]
+    BadResponse { backend: String, detail: String },
+    #[error("embedded model file {path} is missing: run `scripts/fetch-models.sh` (or set ORACULO_E5_MODEL)")]
+    ModelFileMissing { path: String },
+    #[error("embedded model {path}: {source}")]
+    EmbeddedModel {
+        path: String,
+        #[source]
+        source: e5::E5Error,
+    },
+    #[error("embedding worker failed: {0}")]
+    Worker(String),
+    #[error("cannot reach the OpenAI-compatible server at {url}: {detail}. Is it running (llama-server, vLLM, LM Studio)? Check chat.url")]
+    ServerUnreachable { url: String, detail: String },
+    #[error("the OpenAI-compatible server at {url} refused the API key ({status}): set ORACULO_OPENAI_API_KEY")]
+    Unauthorized { url: String, status: u16 },
+    #[error("the OpenAI-compatible server at {url} does not serve the model `{model}`: {body}. Check chat.model")]
+    ModelNotServed { url: String, model: String, body: String },
+    #[error("{backend} at {url} answered {status}: {body}")]
+    ServerStatus { backend: String, url: String, status: u16, body: String },
+    #[error("{backend} at {url} sent nothing for {seconds} s (a model still loading or a long prompt on a slow machine?): raise {setting}")]
+    ServerTimeout { backend: String, url: String, seconds: u64, setting: String },
+    #[error("the answer stream from {backend} ended before it was complete ({detail}); the server may have crashed or restarted")]
+    StreamIncomplete { backend: String, detail: String },
+    #[error("{backend} reported an error while generating: {message}")]
+    Generation { backend: String, message: String },
+    #[error("chat model file {path} is missing: run `scripts/fetch-models.sh` (add `--chat 1.5b` for the model meant for real use), or set chat.gguf")]
+    ChatModelFileMissing { path: String },
+    #[error("llama.cpp with {path}: {detail}")]
+    LlamaCpp { path: String, detail: String },
+    #[error("the JSON schema cannot be turned into a llama.cpp grammar: {detail}")]
+    Schema { detail: String },
+    #[error("the prompt takes {prompt_tokens} tokens, beyond the {context_window}-token context window of {backend}: send less context or raise chat.n_ctx")]
+    PromptTooLong { backend: String, prompt_tokens: usize, context_window: usize },
+}
+
+/// Which side of an asymmetric embedder a text is on (e5's `query: ` / `passage: `).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedRole {
+    Query,
+    Passage,
+}
+
+/// A text → vector backend. One required method, as in simonw/llm's `Model.execute`.
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    /// Stable id recorded with the vectors it made (`e5-small-q4`, `ollama:bge-m3`).
+    /// A different id means the vectors are not comparable and must be remade.
+    fn id(&self) -> &str;
+    /// Length of every vector this embedder returns.
+    fn dimension(&self) -> usize;
+    /// The longest passage, in words, that fits the model's input window; longer
+    /// fragments are embedded as several overlapping windows of this many words.
+    fn window_words(&self) -> usize;
+    /// Embeds `texts` in one call (the caller batches). Vectors are L2-normalised.
+    async fn embed(&self, texts: &[String], role: EmbedRole) -> Result<Vec<Vec<f32>>, LlmError>;
+}
+
+/// Scales `vector` to unit length (cosine distance then equals 1 - dot product).
+pub fn normalize(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in vector.iter_mut() {
+            *x /= norm;
+        }
+    }
+}
+
+/// Builds the embedder the configuration names. The only place that picks a backend:
+/// stages receive a `&dyn Embedder` and never ask which one it is.
+pub async fn connect_embedder(
+    config: &crate::config::EmbedderConfig,
+    data_dir: &std::path::Path,
+) -> Result<std::sync::Arc<dyn Embedder>, LlmError> {
+    use crate::config::EmbedderConfig;
+    match config {
+        EmbedderConfig::Embedded { model_path, .. } => {
+            let path = model_path.clone().unwrap_or_else(|| embedded::E5Embedder::default_path(data_dir));
+            Ok(std::sync::Arc::new(embedded::E5Embedder::load(&path)?))
+        }
+        EmbedderConfig::Ollama(ollama_config) => {
+            Ok(std::sync::Arc::new(ollama::OllamaEmbedder::connect(ollama_config.clone()).await?))
+        }
+    }
+}
+
+/// Builds the chat model the configuration names, loading the embedded model when that is
+/// the one (seconds, on a blocking thread). Stages receive an `Arc<dyn ChatModel>` and never
+/// ask which backend it is.
+pub async fn connect_chat(
+    config: &crate::config::ChatConfig,
+    data_dir: &std::path::Path,
+) -> Result<std::sync::Arc<dyn chat::ChatModel>, LlmError> {
+    use crate::config::ChatConfig;
+    match config {
+        ChatConfig::Embedded { gguf, threads, n_ctx } => {
+            let gguf = gguf.clone().unwrap_or_else(|| llama_cpp::LlamaCppChat::default_path(data_dir));
+            let config = llama_cpp::LlamaCppConfig { gguf, threads: *threads, n_ctx: *n_ctx };
+            let model = tokio::task::spawn_blocking(move || llama_cpp::LlamaCppChat::load(&config))
+                .await
+                .map_err(|err| LlmError::Worker(format!("loading the chat model: {err}")))??;
+            Ok(std::sync::Arc::new(model))
+        }
+        ChatConfig::Ollama(ollama_config) => Ok(std::sync::Arc::new(ollama_chat::OllamaChat::new(ollama_config.clone())?)),
+        ChatConfig::OpenAi(openai_config) => Ok(std::sync::Arc::new(openai::OpenAiChat::new(openai_config.clone())?)),
+    }
+}

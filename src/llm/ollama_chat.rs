@@ -1,0 +1,289 @@
+//! Ollama chat over HTTP: `POST /api/chat`, streamed as NDJSON (`qwen2.5:14b` by default).
+//!
+//! Every request sets `options.num_ctx` from the prompt's size plus the answer budget:
+//! Ollama's default window is small and silently drops the start of a longer prompt.
+//! `keep_alive` keeps the model resident between questions. The wire types mirror Ollama's
+//! JSON, so the test stand-in exercises this very code.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tracing::{Instrument, debug, info_span, warn};
+
+use super::LlmError;
+use super::chat::{ChatMessage, ChatModel, ChatRequest, ChatResponse, TokenSink, estimate_tokens};
+use super::http::{LineReader, ReadError, context_for};
+use super::ollama::{describe, is_transient};
+
+/// `num_ctx` is rounded up to a multiple of this, so prompts of similar size ask for the
+/// same window (Ollama reloads the model when `num_ctx` changes).
+pub const NUM_CTX_GRANULARITY: usize = 1024;
+/// First wait before retrying a failed call; doubled on each retry.
+const RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
+
+/// How to reach an Ollama server for chat. Built from `[ollama]` and `[chat]` in config.
+#[derive(Debug, Clone)]
+pub struct OllamaChatConfig {
+    /// Base URL, e.g. `http://127.0.0.1:11434`.
+    pub url: String,
+    pub model: String,
+    /// The longest the server may stay silent: before the first byte (a model loading, a
+    /// long prompt being read) and between two streamed lines.
+    pub timeout: Duration,
+    /// Extra attempts after the first on connection errors, timeouts and 5xx answers,
+    /// only while nothing has been streamed to the caller yet.
+    pub retries: u32,
+    /// How long Ollama keeps the model loaded after a request (`"30m"`, `"-1"` for ever).
+    pub keep_alive: String,
+    /// The largest `num_ctx` ever requested, in tokens.
+    pub context_window: usize,
+}
+
+#[derive(Serialize)]
+struct ChatBody<'a> {
+    model: &'a str,
+    messages: &'a [ChatMessage],
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<&'a serde_json::Value>,
+    options: ChatOptions,
+    keep_alive: &'a str,
+}
+
+#[derive(Serialize)]
+struct ChatOptions {
+    num_ctx: usize,
+    num_predict: usize,
+    temperature: f32,
+}
+
+/// One NDJSON line of a streamed `/api/chat` answer.
+#[derive(Deserialize)]
+struct ChatChunk {
+    #[serde(default)]
+    message: Option<ChunkMessage>,
+    #[serde(default)]
+    done: bool,
+    #[serde(default)]
+    done_reason: Option<String>,
+    #[serde(default)]
+    prompt_eval_count: Option<usize>,
+    #[serde(default)]
+    eval_count: Option<usize>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChunkMessage {
+    #[serde(default)]
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct ErrorResponse {
+    error: String,
+}
+
+/// Chat with a model served by Ollama.
+pub struct OllamaChat {
+    config: OllamaChatConfig,
+    client: reqwest::Client,
+    id: String,
+}
+
+impl std::fmt::Debug for OllamaChat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OllamaChat").field("id", &self.id).field("url", &self.config.url).finish()
+    }
+}
+
+impl OllamaChat {
+    /// Builds the client. Nothing is sent: the first `chat` reports a server that is down
+    /// or a model that is not pulled, with the command that fixes it.
+    pub fn new(config: OllamaChatConfig) -> Result<OllamaChat, LlmError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.timeout)
+            .build()
+            .map_err(|err| LlmError::Unreachable { url: config.url.clone(), detail: describe(&err) })?;
+        Ok(OllamaChat { id: format!("ollama:{}", config.model), config, client })
+    }
+
+    fn endpoint(&self) -> String {
+        format!("{}/api/chat", self.config.url.trim_end_matches('/'))
+    }
+
+    fn timeout_error(&self) -> LlmError {
+        LlmError::ServerTimeout {
+            backend: "Ollama".into(),
+            url: self.config.url.clone(),
+            seconds: self.config.timeout.as_secs(),
+            setting: "ollama.timeout_secs".into(),
+        }
+    }
+
+    /// The `num_ctx` for `request`: its estimated prompt plus the answer budget.
+    pub fn num_ctx_for(&self, request: &ChatRequest) -> usize {
+        let prompt_tokens = self.count_message_tokens(&request.messages);
+        if prompt_tokens + request.max_tokens > self.config.context_window {
+            warn!(
+                prompt_tokens,
+                max_tokens = request.max_tokens,
+                context_window = self.config.context_window,
+                "the prompt may not fit the context window; Ollama will drop its start"
+            );
+        }
+        context_for(prompt_tokens, request.max_tokens, NUM_CTX_GRANULARITY, self.config.context_window)
+    }
+
+    async fn chat_once(
+        &self,
+        body: &ChatBody<'_>,
+        on_token: Option<TokenSink<'_>>,
+        streamed: &mut bool,
+    ) -> Result<ChatResponse, LlmError> {
+        let url = self.endpoint();
+        let send = self.client.post(&url).json(body).send();
+        let response = match tokio::time::timeout(self.config.timeout, send).await {
+            Err(_) => return Err(self.timeout_error()),
+            Ok(Err(err)) if err.is_timeout() => return Err(self.timeout_error()),
+            Ok(Err(err)) => return Err(LlmError::Unreachable { url: self.config.url.clone(), detail: describe(&err) }),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let body = match tokio::time::timeout(self.config.timeout, response.text()).await {
+                Ok(Ok(body)) => body,
+                _ => String::new(),
+            };
+            let message = serde_json::from_str::<ErrorResponse>(&body).map(|e| e.error).unwrap_or(body);
+            if status.as_u16() == 404 && message.contains("not found") {
+                return Err(LlmError::ModelNotPulled { url: self.config.url.clone(), model: self.config.model.clone() });
+            }
+            return Err(LlmError::Status { url: self.config.url.clone(), status: status.as_u16(), body: message });
+        }
+
+        let mut lines = LineReader::new(response, self.config.timeout);
+        let mut answer = ChatResponse::default();
+        loop {
+            let line = match lines.next_line().await {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    return Err(LlmError::StreamIncomplete {
+                        backend: self.id.clone(),
+                        detail: format!("no line with \"done\": true after {} characters", answer.text.len()),
+                    });
+                }
+                Err(ReadError::Idle) => return Err(self.timeout_error()),
+                Err(ReadError::Broken(detail)) => {
+                    return Err(LlmError::StreamIncomplete { backend: self.id.clone(), detail });
+                }
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            let chunk: ChatChunk = serde_json::from_str(&line).map_err(|err| LlmError::BadResponse {
+                backend: self.id.clone(),
+                detail: format!("/api/chat streamed a line that does not parse ({err}): {}", clip(&line)),
+            })?;
+            if let Some(message) = chunk.error {
+                return Err(LlmError::Generation { backend: self.id.clone(), message });
+            }
+            if let Some(message) = chunk.message {
+                if !message.content.is_empty() {
+                    *streamed = true;
+                    if let Some(sink) = on_token {
+                        sink(&message.content);
+                    }
+                    answer.text.push_str(&message.content);
+                }
+            }
+            if chunk.done {
+                answer.prompt_tokens = chunk.prompt_eval_count;
+                answer.completion_tokens = chunk.eval_count;
+                if chunk.done_reason.as_deref() == Some("length") {
+                    warn!(backend = %self.id, max_tokens = body.options.num_predict, "the answer stopped at max_tokens");
+                }
+                return Ok(answer);
+            }
+        }
+    }
+}
+
+/// A line short enough for an error message.
+pub(super) fn clip(line: &str) -> String {
+    const MAX_CHARS: usize = 200;
+    if line.chars().count() <= MAX_CHARS {
+        line.to_string()
+    } else {
+        let head: String = line.chars().take(MAX_CHARS).collect();
+        format!("{head}…")
+    }
+}
+
+#[async_trait]
+impl ChatModel for OllamaChat {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn context_window(&self) -> usize {
+        self.config.context_window
+    }
+
+    /// Ollama does not expose the model's tokeniser: an estimate that errs high.
+    fn count_tokens(&self, text: &str) -> usize {
+        estimate_tokens(text)
+    }
+
+    async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
+        let num_ctx = self.num_ctx_for(request);
+        let span = info_span!(
+            "llm.chat",
+            backend = %self.id,
+            n_messages = request.messages.len(),
+            num_ctx,
+            max_tokens = request.max_tokens,
+            json = request.json_schema.is_some()
+        );
+        async {
+            let body = ChatBody {
+                model: &self.config.model,
+                messages: &request.messages,
+                stream: true,
+                format: request.json_schema.as_ref(),
+                options: ChatOptions { num_ctx, num_predict: request.max_tokens, temperature: request.temperature },
+                keep_alive: &self.config.keep_alive,
+            };
+            let mut attempt = 0;
+            loop {
+                let mut streamed = false;
+                match self.chat_once(&body, on_token, &mut streamed).await {
+                    Ok(answer) => {
+                        debug!(
+                            prompt_tokens = answer.prompt_tokens,
+                            completion_tokens = answer.completion_tokens,
+                            "generated"
+                        );
+                        return Ok(answer);
+                    }
+                    // Once text reached the caller a retry would repeat it: only fresh failures retry.
+                    Err(err) if !streamed && attempt < self.config.retries && is_chat_transient(&err) => {
+                        let delay = RETRY_BASE_DELAY * 2u32.pow(attempt);
+                        warn!(error = %err, attempt, delay_ms = delay.as_millis() as u64, "retrying Ollama chat");
+                        tokio::time::sleep(delay).await;
+                        attempt += 1;
+                    }
+                    Err(err) => return Err(err),
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+fn is_chat_transient(err: &LlmError) -> bool {
+    is_transient(err) || matches!(err, LlmError::ServerTimeout { .. } | LlmError::StreamIncomplete { .. })
+}

@@ -1,0 +1,18 @@
+//! The one place that builds the tracing subscriber.
+//!
+//! `ORACULO_LOG` filters (`info`, `oraculo=debug,lance=warn`, …; default `warn`), and every
+//! span logs its `time.busy` when it closes, which gives per-stage timings for free.
+//! Logs go to stderr so `--json` output on stdout stays clean.
+
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::format::FmtSpan;
+
+/// Installs the subscriber; a second call (tests) is a no-op.
+pub fn init() {
+    let filter = EnvFilter::try_from_env("ORACULO_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_span_events(FmtSpan::CLOSE)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

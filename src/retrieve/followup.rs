@@ -1,0 +1,121 @@
+//! Follow-up questions: history feeds the search, not only the model.
+//!
+//! A deterministic heuristic, no LLM call. A question that does not stand alone (it opens with
+//! a connector such as "y", "pero", "entonces", "and", "then", or it is short) and names no
+//! entity gets the conversation's last user turn prepended, for the search only; the question
+//! answered stays the original. Conservative on purpose: a proper name always wins, so
+//! "¿y qué hizo Baika?" is searched as it is.
+
+use serde::{Deserialize, Serialize};
+
+use crate::corpus::fold;
+
+/// Words that open a question leaning on the previous one.
+const CONNECTORS: &[&str] = &[
+    "y", "e", "pero", "entonces", "luego", "despues", "ademas", "tambien", "and", "but", "then", "so", "also", "after",
+];
+/// At most this many words and no name: "¿por qué?", "¿y él?", "¿cómo murió?".
+const SHORT_QUESTION_WORDS: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnRole {
+    User,
+    Assistant,
+}
+
+/// One turn of a conversation (a Discord channel or thread, a CLI chat).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    pub role: TurnRole,
+    pub content: String,
+}
+
+/// The text to search with: the question, or the last user turn + the question when the
+/// question does not stand alone. `names_entity` says whether the compendium found a name.
+pub fn expand_followup(question: &str, history: &[Turn], names_entity: bool) -> Option<String> {
+    let previous = history.iter().rev().find(|turn| turn.role == TurnRole::User)?;
+    if names_entity || has_proper_name(question) || stands_alone(question) {
+        return None;
+    }
+    Some(format!("{} {}", previous.content.trim(), question.trim()))
+}
+
+fn words(question: &str) -> Vec<&str> {
+    question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect()
+}
+
+fn stands_alone(question: &str) -> bool {
+    let words = words(question);
+    let Some(first) = words.first() else {
+        return true;
+    };
+    let opens_with_connector = CONNECTORS.contains(&fold(first).as_str());
+    !opens_with_connector && words.len() > SHORT_QUESTION_WORDS
+}
+
+/// A capitalised word that does not open the sentence: "¿y qué hizo Baika?".
+fn has_proper_name(question: &str) -> bool {
+    words(question).iter().skip(1).any(|word| word.chars().next().is_some_and(char::is_uppercase))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(question: &str, names_entity: bool, expected: Option<&str>) {
+        let history = vec![
+            Turn { role: TurnRole::User, content: "¿Qué pasó con el archiduque?".into() },
+            Turn { role: TurnRole::Assistant, content: "Huyó al norte [Sesión …].".into() },
+        ];
+        assert_eq!(expand_followup(question, &history, names_entity).as_deref(), expected, "{question}");
+    }
+
+    #[test]
+    fn questions_that_lean_on_the_previous_one_are_expanded() {
+        let expanded = |q: &str| format!("¿Qué pasó con el archiduque? {q}");
+        for question in [
+            "¿Y después?",
+            "¿y qué pasó luego con sus tropas?",
+            "Pero, ¿por qué huyó al norte sin avisar?",
+            "Entonces ¿quién lo traicionó al final?",
+            "e hijos, ¿tenía alguno?",
+            "¿Por qué?",
+            "¿Cómo murió?",
+            "And then what happened to the army?",
+            "but why did he leave the city?",
+            "So who betrayed him?",
+            "Why?",
+        ] {
+            check(question, false, Some(&expanded(question)));
+        }
+    }
+
+    #[test]
+    fn questions_that_stand_alone_are_searched_as_they_are() {
+        for question in [
+            "¿Quién forjó la espada del rey?",
+            "¿Dónde está el templo del mar?",
+            "What did the party find in the lighthouse?",
+        ] {
+            check(question, false, None);
+        }
+    }
+
+    #[test]
+    fn a_name_always_wins() {
+        // Named in the compendium.
+        check("¿y qué hizo el archiduque?", true, None);
+        check("¿Y después?", true, None);
+        // A proper name the compendium does not know yet.
+        check("¿y qué hizo Baika?", false, None);
+        check("and Norkiel?", false, None);
+    }
+
+    #[test]
+    fn no_history_means_no_expansion() {
+        assert_eq!(expand_followup("¿Y después?", &[], false), None);
+        let only_assistant = [Turn { role: TurnRole::Assistant, content: "Hola".into() }];
+        assert_eq!(expand_followup("¿Y después?", &only_assistant, false), None);
+    }
+}

@@ -1,0 +1,116 @@
+//! Reciprocal rank fusion: positions, never scores, from each path.
+//!
+//! `score(fragment) = Σ over paths 1 / (RRF_K + rank_in_that_path)`, ranks from 1. A fragment
+//! two paths agree on rises above the top of either list alone: cross-path confidence.
+
+use std::collections::HashMap;
+
+use super::{PathRanks, RetrievalPath};
+
+/// RRF damping; 60 is the standard value and the one measured in the design.
+pub const RRF_K: f64 = 60.0;
+/// The fused pool never holds more than this (about 27 in practice): the rerank picks the
+/// final eight from it, so its recall matters more than its order.
+pub const MAX_POOL: usize = 40;
+
+/// One fused entry: a fragment id with its rank per path and its RRF score.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fused {
+    pub fragment_id: i64,
+    pub ranks: PathRanks,
+    pub score: f64,
+}
+
+/// Fuses ranked lists of fragment ids (best first, no duplicates within a list). Ties break
+/// deterministically: higher score, then the best single rank, then the lower fragment id.
+pub fn fuse_candidates(lists: &[(RetrievalPath, Vec<i64>)], max_pool: usize) -> Vec<Fused> {
+    let _span = tracing::info_span!("retrieve.fuse", n_lists = lists.len()).entered();
+    let mut by_fragment: HashMap<i64, Fused> = HashMap::new();
+    for (path, ids) in lists {
+        for (position, &fragment_id) in ids.iter().enumerate() {
+            let rank = position + 1;
+            let entry = by_fragment.entry(fragment_id).or_insert_with(|| Fused {
+                fragment_id,
+                ranks: PathRanks::default(),
+                score: 0.0,
+            });
+            // A list repeating an id counts its best position only.
+            if entry.ranks.get(*path).is_none() {
+                entry.ranks.set(*path, rank);
+                entry.score += 1.0 / (RRF_K + rank as f64);
+            }
+        }
+    }
+    let mut fused: Vec<Fused> = by_fragment.into_values().collect();
+    fused.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.ranks.best().cmp(&b.ranks.best()))
+            .then(a.fragment_id.cmp(&b.fragment_id))
+    });
+    fused.truncate(max_pool);
+    fused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use RetrievalPath::{Bm25, Dense, Entity};
+
+    fn check(lists: &[(RetrievalPath, Vec<i64>)], max_pool: usize, expected: &[(i64, f64)]) {
+        let fused = fuse_candidates(lists, max_pool);
+        let got: Vec<(i64, f64)> = fused.iter().map(|f| (f.fragment_id, f.score)).collect();
+        assert_eq!(got.len(), expected.len(), "{got:?}");
+        for ((id, score), (expected_id, expected_score)) in got.iter().zip(expected) {
+            assert_eq!(id, expected_id, "{got:?}");
+            assert!((score - expected_score).abs() < 1e-12, "{got:?}");
+        }
+    }
+
+    #[test]
+    fn scores_are_sums_of_reciprocal_ranks() {
+        check(
+            &[(Dense, vec![10, 20, 30]), (Bm25, vec![30, 40])],
+            40,
+            &[
+                // 30: dense rank 3 + bm25 rank 1.
+                (30, 1.0 / 63.0 + 1.0 / 61.0),
+                (10, 1.0 / 61.0),
+                (20, 1.0 / 62.0),
+                (40, 1.0 / 62.0),
+            ],
+        );
+    }
+
+    #[test]
+    fn agreement_beats_the_top_of_a_single_list() {
+        let fused = fuse_candidates(&[(Dense, vec![1, 2]), (Bm25, vec![3, 2]), (Entity, vec![4])], 40);
+        assert_eq!(fused[0].fragment_id, 2);
+        assert_eq!(fused[0].ranks, PathRanks { dense: Some(2), bm25: Some(2), entity: None });
+    }
+
+    #[test]
+    fn ties_break_by_best_rank_then_id() {
+        // 5 and 7 both score 1/61 + 1/62 (ranks 1+2 and 2+1): a tie on score and best rank.
+        let fused = fuse_candidates(&[(Dense, vec![7, 5]), (Bm25, vec![5, 7]), (Entity, vec![9])], 40);
+        let order: Vec<i64> = fused.iter().map(|f| f.fragment_id).collect();
+        assert_eq!(order, vec![5, 7, 9]);
+        // The same lists in another order give the same result.
+        let again = fuse_candidates(&[(Entity, vec![9]), (Bm25, vec![5, 7]), (Dense, vec![7, 5])], 40);
+        assert_eq!(again, fused);
+    }
+
+    #[test]
+    fn pool_is_capped() {
+        let long: Vec<i64> = (0..100).collect();
+        let other: Vec<i64> = (100..200).collect();
+        let fused = fuse_candidates(&[(Dense, long), (Bm25, other)], MAX_POOL);
+        assert_eq!(fused.len(), MAX_POOL);
+    }
+
+    #[test]
+    fn empty_lists_fuse_to_what_the_others_found() {
+        check(&[(Dense, vec![1]), (Bm25, vec![]), (Entity, vec![])], 40, &[(1, 1.0 / 61.0)]);
+        check(&[(Dense, vec![]), (Bm25, vec![]), (Entity, vec![])], 40, &[]);
+    }
+}

@@ -1,0 +1,248 @@
+//! Retrieve: a question → a fused pool of candidate fragments.
+//!
+//! Three independent paths, because no single one is enough (design notes, "tres vías"):
+//! - [`dense`]: embeddings; understands paraphrase, scatters invented names;
+//! - [`bm25`]: FTS5; nails "Norkiel" literally, cannot generalise;
+//! - [`entity`]: the compendium; brings every session where a named entity appears.
+//!
+//! Each path is asked for `max(k*2, k+5)` results and [`fuse`] merges them by reciprocal rank
+//! into a pool of at most 40. The pool's order is not the answer set: the rerank chooses the
+//! final `k` from it, so the pool's recall matters more than its order.
+//!
+//! Architecture invariant: visibility is applied inside every path's query (SQL `WHERE`,
+//! LanceDB filter), before ranking; a player request never even scores a GM-only fragment.
+
+pub mod bm25;
+pub mod dense;
+pub mod entity;
+pub mod followup;
+pub mod fuse;
+
+use std::time::Instant;
+
+use serde::Serialize;
+use tracing::Instrument;
+
+use crate::corpus::{NoteKind, SessionNumber, Visibility};
+use crate::index::{Index, IndexError};
+use crate::llm::{EmbedRole, Embedder, LlmError};
+
+pub use entity::{CompendiumIndex, DetectedEntity};
+pub use followup::{Turn, TurnRole, expand_followup};
+pub use fuse::{MAX_POOL, RRF_K, fuse_candidates};
+
+/// Fragments the model finally sees in full (the rerank's output size).
+pub const DEFAULT_K: usize = 8;
+
+/// How deep each path searches for a final set of `k`: twice `k`, and at least `k + 5`, so
+/// fusion has depth to work with.
+pub fn path_depth(k: usize) -> usize {
+    (k * 2).max(k + 5)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RetrievalPath {
+    Dense,
+    Bm25,
+    Entity,
+}
+
+/// A candidate's 1-based rank in each path (`None`: that path did not find it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PathRanks {
+    pub dense: Option<usize>,
+    pub bm25: Option<usize>,
+    pub entity: Option<usize>,
+}
+
+impl PathRanks {
+    pub fn get(&self, path: RetrievalPath) -> Option<usize> {
+        match path {
+            RetrievalPath::Dense => self.dense,
+            RetrievalPath::Bm25 => self.bm25,
+            RetrievalPath::Entity => self.entity,
+        }
+    }
+
+    pub fn set(&mut self, path: RetrievalPath, rank: usize) {
+        match path {
+            RetrievalPath::Dense => self.dense = Some(rank),
+            RetrievalPath::Bm25 => self.bm25 = Some(rank),
+            RetrievalPath::Entity => self.entity = Some(rank),
+        }
+    }
+
+    /// The best (lowest) rank over the paths that found it.
+    pub fn best(&self) -> usize {
+        [self.dense, self.bm25, self.entity].into_iter().flatten().min().unwrap_or(usize::MAX)
+    }
+}
+
+/// Who is asking: players never see GM-only fragments; the GM sees everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Audience {
+    Player,
+    Gm,
+}
+
+impl Audience {
+    /// The visibility filter every path applies.
+    pub fn visibility_filter(self) -> Option<Visibility> {
+        match self {
+            Audience::Player => Some(Visibility::Player),
+            Audience::Gm => None,
+        }
+    }
+}
+
+/// A fragment proposed by retrieval.
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    pub fragment_id: i64,
+    pub label: String,
+    pub kind: NoteKind,
+    pub source_path: String,
+    pub session: Option<SessionNumber>,
+    pub part: u32,
+    pub visibility: Visibility,
+    pub content_hash: String,
+    pub ranks: PathRanks,
+    pub rrf_score: f64,
+}
+
+/// One search.
+#[derive(Debug, Clone)]
+pub struct SearchRequest<'a> {
+    pub question: &'a str,
+    pub history: &'a [Turn],
+    pub audience: Audience,
+    /// Final answer-set size the pool is built for.
+    pub k: usize,
+}
+
+/// Milliseconds per stage.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SearchTimings {
+    pub embed_query_ms: f64,
+    pub dense_ms: f64,
+    pub bm25_ms: f64,
+    pub entity_ms: f64,
+    pub fuse_ms: f64,
+}
+
+/// The fused pool with what explains it. `oraculo search --json` prints this.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    pub question: String,
+    /// What was searched: the question, or the previous user turn + the question.
+    pub search_query: String,
+    pub followup_expanded: bool,
+    pub entities: Vec<DetectedEntity>,
+    pub candidates: Vec<Candidate>,
+    pub timings: SearchTimings,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RetrieveError {
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error("embedding the question failed: {0}")]
+    Embed(#[from] LlmError),
+    #[error(
+        "the index was built with the embedder `{index}` but `{configured}` is configured: run `oraculo ingest` again to re-embed"
+    )]
+    EmbedderMismatch { index: String, configured: String },
+}
+
+/// Runs the three paths and fuses them. `compendium` is loaded once per index generation.
+pub async fn search(
+    index: &Index,
+    compendium: &CompendiumIndex,
+    embedder: &dyn Embedder,
+    request: &SearchRequest<'_>,
+) -> Result<SearchResult, RetrieveError> {
+    let span = tracing::info_span!("retrieve", audience = ?request.audience, k = request.k);
+    async move {
+        let depth = path_depth(request.k);
+        let visibility = request.audience.visibility_filter();
+
+        // Follow-ups: a name in the question always wins over the history.
+        let named = compendium.detect(request.question);
+        let expanded = expand_followup(request.question, request.history, !named.is_empty());
+        let search_query = expanded.clone().unwrap_or_else(|| request.question.to_string());
+        let detected = if expanded.is_some() { compendium.detect(&search_query) } else { named };
+        let mut timings = SearchTimings::default();
+
+        let started = Instant::now();
+        let dense = match index.store.meta(crate::index::store::META_EMBEDDER)? {
+            // Nothing embedded yet: the dense path has nothing to say.
+            None => Vec::new(),
+            Some(built_with) if built_with != embedder.id() => {
+                return Err(RetrieveError::EmbedderMismatch { index: built_with, configured: embedder.id().to_string() });
+            }
+            Some(_) => {
+                let query_vector = embedder.embed(&[search_query.clone()], EmbedRole::Query).await?.pop().unwrap_or_default();
+                timings.embed_query_ms = ms(started);
+                let dense_started = Instant::now();
+                let ids = dense::search_dense(index, &query_vector, visibility, depth)
+                    .instrument(tracing::info_span!("retrieve.dense", depth))
+                    .await?;
+                timings.dense_ms = ms(dense_started);
+                ids
+            }
+        };
+
+        let started = Instant::now();
+        let bm25 = bm25::search_bm25(&index.store, &search_query, visibility, depth)?;
+        timings.bm25_ms = ms(started);
+
+        let started = Instant::now();
+        let entity_ids: Vec<i64> = detected.iter().map(|(id, _)| *id).collect();
+        let by_entity = entity::search_entities(&index.store, &entity_ids, visibility, depth)?;
+        timings.entity_ms = ms(started);
+
+        let started = Instant::now();
+        let fused = fuse_candidates(
+            &[(RetrievalPath::Dense, dense), (RetrievalPath::Bm25, bm25), (RetrievalPath::Entity, by_entity)],
+            MAX_POOL,
+        );
+        let ids: Vec<i64> = fused.iter().map(|f| f.fragment_id).collect();
+        let mut heads: std::collections::HashMap<i64, crate::index::FragmentHead> =
+            index.store.fragment_heads(&ids)?.into_iter().map(|head| (head.id, head)).collect();
+        let candidates: Vec<Candidate> = fused
+            .iter()
+            .filter_map(|entry| heads.remove(&entry.fragment_id).map(|head| (entry, head)))
+            .map(|(entry, head)| Candidate {
+                fragment_id: head.id,
+                label: head.label,
+                kind: head.kind,
+                source_path: head.source_path,
+                session: head.session,
+                part: head.part,
+                visibility: head.visibility,
+                content_hash: head.content_hash,
+                ranks: entry.ranks,
+                rrf_score: entry.score,
+            })
+            .collect();
+        timings.fuse_ms = ms(started);
+        tracing::debug!(n_candidates = candidates.len(), "fused pool");
+
+        Ok(SearchResult {
+            question: request.question.to_string(),
+            search_query,
+            followup_expanded: expanded.is_some(),
+            entities: detected.into_iter().map(|(_, entity)| entity).collect(),
+            candidates,
+            timings,
+        })
+    }
+    .instrument(span)
+    .await
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}

@@ -1,0 +1,372 @@
+//! The chat backends through their production code: Ollama and the OpenAI-compatible client
+//! against the local stand-in (real wire formats over HTTP), llama.cpp with the real
+//! SmolLM2-135M GGUF on one thread.
+
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use oraculo::config::ChatConfig;
+use oraculo::llm::chat::{ChatMessage, ChatModel, ChatRequest, ChatResponse};
+use oraculo::llm::llama_cpp::{LlamaCppChat, LlamaCppConfig, SMOLLM2_135M_FILE};
+use oraculo::llm::ollama_chat::{OllamaChat, OllamaChatConfig};
+use oraculo::llm::openai::{ApiKey, OpenAiChat, OpenAiChatConfig};
+use oraculo::llm::{LlmError, connect_chat};
+use serde_json::{Value, json};
+
+use crate::fake_ollama::{Fault, FakeOllama};
+
+const MODEL: &str = "qwen2.5:14b";
+
+fn ollama_config(url: String) -> OllamaChatConfig {
+    OllamaChatConfig {
+        url,
+        model: MODEL.into(),
+        timeout: Duration::from_secs(10),
+        retries: 0,
+        keep_alive: "30m".into(),
+        context_window: 32768,
+    }
+}
+
+fn openai_config(url: String, api_key: Option<&str>) -> OpenAiChatConfig {
+    OpenAiChatConfig {
+        url,
+        model: MODEL.into(),
+        api_key: api_key.map(ApiKey::new),
+        timeout: Duration::from_secs(10),
+        retries: 0,
+        context_window: 32768,
+    }
+}
+
+fn request(user: &str) -> ChatRequest {
+    ChatRequest {
+        messages: vec![ChatMessage::system("Responde en español."), ChatMessage::user(user)],
+        json_schema: None,
+        max_tokens: 256,
+        temperature: 0.0,
+    }
+}
+
+fn ids_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": { "ids": { "type": "array", "items": { "type": "integer" } } },
+        "required": ["ids"]
+    })
+}
+
+/// Runs `chat`, collecting what the sink received.
+async fn chat_collecting(model: &dyn ChatModel, request: &ChatRequest) -> (Result<ChatResponse, LlmError>, Vec<String>) {
+    let pieces = Mutex::new(Vec::new());
+    let sink = |piece: &str| pieces.lock().unwrap().push(piece.to_string());
+    let result = model.chat(request, Some(&sink)).await;
+    (result, pieces.into_inner().unwrap())
+}
+
+/// An address where nothing listens.
+async fn dead_url() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}")
+}
+
+// --- Ollama -------------------------------------------------------------------------
+
+#[tokio::test]
+async fn ollama_chat_streams_tokens_in_order_and_returns_the_whole_text() {
+    let fake = FakeOllama::start(&[MODEL]).await;
+    let reply = "Ardo cayó en el puente [Sesión 1], y nadie lo vio venir.";
+    fake.enqueue_reply(reply);
+    let chat = OllamaChat::new(ollama_config(fake.url())).unwrap();
+
+    let (result, pieces) = chat_collecting(&chat, &request("¿Quién murió?")).await;
+    let answer = result.unwrap();
+    assert_eq!(answer.text, reply);
+    assert!(pieces.len() > 5, "streamed in pieces: {pieces:?}");
+    assert_eq!(pieces.concat(), reply);
+    assert_eq!(answer.completion_tokens, Some(pieces.len()));
+    assert!(answer.prompt_tokens.is_some());
+
+    let sent = fake.chat_requests("/api/chat");
+    assert_eq!(sent.len(), 1);
+    let body = &sent[0].body;
+    assert_eq!(body["model"], MODEL);
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["keep_alive"], "30m");
+    assert_eq!(body["options"]["num_predict"], 256);
+    assert_eq!(body["options"]["temperature"], 0.0);
+    assert_eq!(body["messages"][1], json!({ "role": "user", "content": "¿Quién murió?" }));
+    assert!(body.get("format").is_none(), "no schema, no format: {body}");
+    assert_eq!(chat.id(), "ollama:qwen2.5:14b");
+}
+
+#[tokio::test]
+async fn ollama_num_ctx_is_set_on_every_request_and_grows_with_the_prompt() {
+    let fake = FakeOllama::start(&[MODEL]).await;
+    let chat = OllamaChat::new(ollama_config(fake.url())).unwrap();
+    let long_question = "palabra ".repeat(3000); // 24000 characters: ~8000 estimated tokens
+    let huge_question = "palabra ".repeat(60000); // beyond the 32768-token window
+    for question in ["¿Quién murió?", long_question.as_str(), huge_question.as_str()] {
+        chat.chat(&request(question), None).await.unwrap();
+    }
+    let num_ctx: Vec<u64> =
+        fake.chat_requests("/api/chat").iter().map(|r| r.body["options"]["num_ctx"].as_u64().unwrap()).collect();
+    assert_eq!(num_ctx[0], 1024, "a short prompt plus 256 tokens fits the smallest window");
+    // 24000/3 + 4 + 7 + 4 = 8015 prompt tokens, + 256 = 8271 → 9216.
+    assert_eq!(num_ctx[1], 9216);
+    assert_eq!(num_ctx[2], 32768, "capped at the configured window");
+    assert!(num_ctx.iter().all(|n| n % 1024 == 0), "{num_ctx:?}");
+    // The estimate errs high: never below the prompt's characters / 4.
+    assert!(chat.count_tokens(&long_question) >= long_question.len() / 4);
+}
+
+#[tokio::test]
+async fn ollama_json_schema_goes_in_format() {
+    let fake = FakeOllama::start(&[MODEL]).await;
+    let chat = OllamaChat::new(ollama_config(fake.url())).unwrap();
+    let mut asked = request("Los 8 mejores ids, en JSON.");
+    asked.json_schema = Some(ids_schema());
+    let answer = chat.chat(&asked, None).await.unwrap();
+    assert_eq!(fake.chat_requests("/api/chat")[0].body["format"], ids_schema());
+    let parsed: Value = serde_json::from_str(&answer.text).unwrap();
+    assert_eq!(parsed, json!({ "ids": [] }));
+}
+
+#[tokio::test]
+async fn ollama_errors_read_as_fixes() {
+    // Server down: name the command that starts it.
+    let chat = OllamaChat::new(ollama_config(dead_url().await)).unwrap();
+    let err = chat.chat(&request("hola"), None).await.unwrap_err();
+    assert!(matches!(err, LlmError::Unreachable { .. }), "{err:?}");
+    assert!(err.to_string().contains("ollama serve"), "{err}");
+
+    // Model not pulled: name the command that pulls it.
+    let fake = FakeOllama::start(&["bge-m3"]).await;
+    let chat = OllamaChat::new(ollama_config(fake.url())).unwrap();
+    let err = chat.chat(&request("hola"), None).await.unwrap_err();
+    assert!(err.to_string().contains("ollama pull qwen2.5:14b"), "{err}");
+
+    // Silence: name the setting to raise.
+    let fake = FakeOllama::start(&[MODEL]).await;
+    let chat = OllamaChat::new(OllamaChatConfig { timeout: Duration::from_millis(300), ..ollama_config(fake.url()) }).unwrap();
+    fake.enqueue(Fault::Delay(Duration::from_secs(30)));
+    let err = chat.chat(&request("hola"), None).await.unwrap_err();
+    assert!(matches!(err, LlmError::ServerTimeout { .. }), "{err:?}");
+    assert!(err.to_string().contains("ollama.timeout_secs"), "{err}");
+
+    // A 500 with the server's message.
+    fake.enqueue(Fault::Status(500, "llama runner process has terminated".into()));
+    let err = chat.chat(&request("hola"), None).await.unwrap_err();
+    assert!(err.to_string().contains("llama runner process has terminated"), "{err}");
+}
+
+#[tokio::test]
+async fn ollama_broken_streams_are_errors_not_short_answers() {
+    let fake = FakeOllama::start(&[MODEL]).await;
+    let chat = OllamaChat::new(ollama_config(fake.url())).unwrap();
+
+    fake.enqueue_reply("una respuesta que se corta a la mitad sin avisar");
+    fake.enqueue(Fault::Truncated);
+    let (result, pieces) = chat_collecting(&chat, &request("hola")).await;
+    let err = result.unwrap_err();
+    assert!(matches!(err, LlmError::StreamIncomplete { .. }), "{err:?}");
+    assert!(!pieces.is_empty(), "what arrived was still streamed");
+
+    fake.enqueue_reply("una respuesta con una línea rota");
+    fake.enqueue(Fault::BadJson);
+    let err = chat.chat(&request("hola"), None).await.unwrap_err();
+    assert!(matches!(err, LlmError::BadResponse { .. }), "{err:?}");
+    assert!(err.to_string().contains("does not parse"), "{err}");
+}
+
+#[tokio::test]
+async fn ollama_retries_a_failure_before_anything_streamed() {
+    let fake = FakeOllama::start(&[MODEL]).await;
+    let chat = OllamaChat::new(OllamaChatConfig { retries: 1, ..ollama_config(fake.url()) }).unwrap();
+    fake.enqueue(Fault::Status(503, "loading model".into()));
+    fake.enqueue_reply("ya cargado");
+    let answer = chat.chat(&request("hola"), None).await.unwrap();
+    assert_eq!(answer.text, "ya cargado");
+    assert_eq!(fake.chat_requests("/api/chat").len(), 2);
+}
+
+// --- OpenAI-compatible ----------------------------------------------------------------
+
+#[tokio::test]
+async fn openai_streams_with_response_format_and_the_bearer_key() {
+    let fake = FakeOllama::start(&[MODEL]).await;
+    fake.require_api_key("sk-test-123");
+    let reply = r#"{"ids": [3, 1, 4]}"#;
+    fake.enqueue_reply(reply);
+    let chat = OpenAiChat::new(openai_config(format!("{}/v1", fake.url()), Some("sk-test-123"))).unwrap();
+    let mut asked = request("Los mejores ids.");
+    asked.json_schema = Some(ids_schema());
+
+    let (result, pieces) = chat_collecting(&chat, &asked).await;
+    let answer = result.unwrap();
+    assert_eq!(answer.text, reply);
+    assert!(pieces.len() > 1, "{pieces:?}");
+    assert_eq!(pieces.concat(), reply);
+    assert_eq!(answer.completion_tokens, Some(pieces.len()));
+
+    let sent = fake.chat_requests("/v1/chat/completions");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].header("authorization"), Some("Bearer sk-test-123"));
+    let body = &sent[0].body;
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["max_tokens"], 256);
+    assert_eq!(
+        body["response_format"],
+        json!({ "type": "json_schema", "json_schema": { "name": "answer", "schema": ids_schema(), "strict": true } })
+    );
+    assert!(!format!("{chat:?}").contains("sk-test-123"));
+}
+
+#[tokio::test]
+async fn openai_errors_read_as_fixes() {
+    let fake = FakeOllama::start(&[MODEL]).await;
+    fake.require_api_key("sk-right");
+
+    let chat = OpenAiChat::new(openai_config(fake.url(), Some("sk-wrong"))).unwrap();
+    let err = chat.chat(&request("hola"), None).await.unwrap_err();
+    assert!(err.to_string().contains("ORACULO_OPENAI_API_KEY"), "{err}");
+    assert!(!err.to_string().contains("sk-wrong"), "{err}");
+
+    let chat = OpenAiChat::new(OpenAiChatConfig {
+        model: "llama-70b".into(),
+        ..openai_config(fake.url(), Some("sk-right"))
+    })
+    .unwrap();
+    let err = chat.chat(&request("hola"), None).await.unwrap_err();
+    assert!(matches!(err, LlmError::ModelNotServed { .. }), "{err:?}");
+    assert!(err.to_string().contains("chat.model"), "{err}");
+
+    let chat = OpenAiChat::new(openai_config(dead_url().await, None)).unwrap();
+    let err = chat.chat(&request("hola"), None).await.unwrap_err();
+    assert!(err.to_string().contains("llama-server"), "{err}");
+
+    let chat = OpenAiChat::new(openai_config(fake.url(), Some("sk-right"))).unwrap();
+    fake.enqueue(Fault::Truncated);
+    fake.enqueue_reply("una respuesta que no termina nunca como debe");
+    let err = chat.chat(&request("hola"), None).await.unwrap_err();
+    assert!(matches!(err, LlmError::StreamIncomplete { .. }), "{err:?}");
+}
+
+// --- registration ---------------------------------------------------------------------
+
+#[tokio::test]
+async fn connect_chat_builds_the_configured_backend() {
+    let fake = FakeOllama::start(&[MODEL]).await;
+    let data = tempfile::TempDir::new().unwrap();
+    let chat = connect_chat(&ChatConfig::Ollama(ollama_config(fake.url())), data.path()).await.unwrap();
+    assert_eq!(chat.id(), "ollama:qwen2.5:14b");
+    fake.enqueue_reply("hola");
+    assert_eq!(chat.chat(&request("hola"), None).await.unwrap().text, "hola");
+
+    let chat = connect_chat(&ChatConfig::OpenAi(openai_config(fake.url(), None)), data.path()).await.unwrap();
+    assert_eq!(chat.id(), "openai:qwen2.5:14b");
+
+    // The embedded default in an empty data dir: the error names the script that fetches it.
+    let config = ChatConfig::Embedded { gguf: None, threads: 1, n_ctx: 2048 };
+    let err = connect_chat(&config, data.path()).await.err().expect("no model in an empty data dir");
+    assert!(err.to_string().contains("scripts/fetch-models.sh"), "{err}");
+    assert!(err.to_string().contains(SMOLLM2_135M_FILE), "{err}");
+}
+
+// --- llama.cpp, in-process --------------------------------------------------------------
+
+fn models_dir() -> PathBuf {
+    let data_dir = std::env::var_os("ORACULO_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".local/share/oraculo"));
+    data_dir.join("models")
+}
+
+/// SmolLM2-135M, loaded once for every test here, one thread (stable on a busy machine).
+fn smollm() -> &'static LlamaCppChat {
+    static MODEL: OnceLock<LlamaCppChat> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let config = LlamaCppConfig { gguf: models_dir().join(SMOLLM2_135M_FILE), threads: 1, n_ctx: 2048 };
+        LlamaCppChat::load(&config).unwrap_or_else(|err| panic!("{err} (the tests need the embedded chat model)"))
+    })
+}
+
+#[tokio::test]
+async fn llama_cpp_generates_and_streams_text() {
+    let model = smollm();
+    assert_eq!(model.id(), "llama.cpp:SmolLM2-135M-Instruct.Q4_1");
+    assert_eq!(model.context_window(), 2048);
+    let asked = ChatRequest {
+        messages: vec![ChatMessage::system("You are a helpful assistant."), ChatMessage::user("What is the capital of France?")],
+        json_schema: None,
+        max_tokens: 24,
+        temperature: 0.0,
+    };
+    let (result, pieces) = chat_collecting(model, &asked).await;
+    let answer = result.unwrap();
+    assert!(!answer.text.trim().is_empty(), "{answer:?}");
+    assert_eq!(pieces.concat(), answer.text);
+    let generated = answer.completion_tokens.unwrap();
+    assert!((1..=24).contains(&generated), "{answer:?}");
+    // The prompt is the templated conversation: more than its two texts alone.
+    let texts = model.count_tokens("You are a helpful assistant.") + model.count_tokens("What is the capital of France?");
+    assert!(answer.prompt_tokens.unwrap() > texts, "{answer:?}");
+
+    // Greedy sampling: the same question, the same answer.
+    let again = model.chat(&asked, None).await.unwrap();
+    assert_eq!(again.text, answer.text);
+}
+
+#[tokio::test]
+async fn llama_cpp_json_schema_output_parses_and_validates() {
+    let model = smollm();
+    let asked = ChatRequest {
+        messages: vec![
+            ChatMessage::system("Answer with JSON only."),
+            ChatMessage::user("Fragments 4, 7 and 9 mention the dragon. Give their ids as {\"ids\": [...]}."),
+        ],
+        json_schema: Some(json!({
+            "type": "object",
+            "properties": { "ids": { "type": "array", "items": { "type": "integer" }, "maxItems": 8 } },
+            "required": ["ids"]
+        })),
+        max_tokens: 96,
+        temperature: 0.0,
+    };
+    let answer = model.chat(&asked, None).await.unwrap();
+    let parsed: Value =
+        serde_json::from_str(&answer.text).unwrap_or_else(|err| panic!("{err}: not JSON: {:?}", answer.text));
+    let ids = parsed["ids"].as_array().unwrap_or_else(|| panic!("no ids array: {parsed}"));
+    assert!(ids.len() <= 8, "{parsed}");
+    assert!(ids.iter().all(Value::is_i64), "{parsed}");
+    assert_eq!(parsed.as_object().unwrap().len(), 1, "only the schema's property: {parsed}");
+}
+
+#[tokio::test]
+async fn llama_cpp_counts_tokens_exactly_and_rejects_an_oversized_prompt() {
+    let model = smollm();
+    assert_eq!(model.count_tokens(""), 0);
+    let one = model.count_tokens(" dragón");
+    assert!(one >= 1);
+    // Ten words that each tokenise alone: ten times the tokens of one.
+    assert_eq!(model.count_tokens(&" dragón".repeat(10)), 10 * one);
+    let err = model.chat(&request(&"dragón ".repeat(3000)), None).await.unwrap_err();
+    assert!(matches!(err, LlmError::PromptTooLong { context_window: 2048, .. }), "{err:?}");
+    assert!(err.to_string().contains("chat.n_ctx"), "{err}");
+}
+
+#[test]
+fn llama_cpp_missing_or_wrong_files_name_the_fix() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let missing = LlamaCppConfig { gguf: dir.path().join("nope.gguf"), threads: 1, n_ctx: 2048 };
+    let err = LlamaCppChat::load(&missing).unwrap_err();
+    assert!(err.to_string().contains("scripts/fetch-models.sh"), "{err}");
+
+    let not_gguf = dir.path().join("notes.gguf");
+    std::fs::write(&not_gguf, "# Sesión 1\n").unwrap();
+    let err = LlamaCppChat::load(&LlamaCppConfig { gguf: not_gguf, threads: 1, n_ctx: 2048 }).unwrap_err();
+    assert!(err.to_string().contains("not a GGUF file"), "{err}");
+}

@@ -1,0 +1,398 @@
+//! A stand-in for Ollama on 127.0.0.1 that speaks its real wire format (`/api/embed`,
+//! `/api/tags`, `/api/chat` streamed as NDJSON), plus the OpenAI-compatible
+//! `/v1/chat/completions` streamed as server-sent events, so the production HTTP clients are
+//! what runs in tests.
+//!
+//! Embeddings are deterministic feature-hashed bags of words (folded, so "sesion" and
+//! "sesión" share a dimension): texts sharing words point the same way. Chat answers come
+//! from a queue of scripted replies (`enqueue_reply`), streamed a word at a time; with the
+//! queue empty, a request with a JSON schema gets the schema's smallest valid object.
+//! Canned faults (`enqueue`) and a recorded history (`requests`, headers included) let tests
+//! drive failures and check what was sent.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Dimension of the fake vectors.
+pub const FAKE_DIMENSION: usize = 64;
+
+/// What the next request gets instead of a normal answer.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// That status, with the route's error body (`{"error": …}`).
+    Status(u16, String),
+    /// Silence for that long, then the normal answer.
+    Delay(Duration),
+    /// Embed: a truncated JSON body. Chat: one good line, then a line that is not JSON.
+    BadJson,
+    /// Chat: half the answer, then the body ends without `done` / `[DONE]`.
+    Truncated,
+}
+
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    pub body: Value,
+    /// Header names lower-cased, in the order sent.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct State {
+    models: Vec<String>,
+    faults: VecDeque<Fault>,
+    requests: Vec<Recorded>,
+    replies: VecDeque<String>,
+    /// When set, `/v1/*` answers 401 unless sent `Authorization: Bearer <key>`.
+    api_key: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct FakeOllama {
+    pub addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeOllama {
+    /// Starts a server that has `models` pulled.
+    pub async fn start(models: &[&str]) -> FakeOllama {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        let state = Arc::new(Mutex::new(State {
+            models: models.iter().map(|m| m.to_string()).collect(),
+            ..State::default()
+        }));
+        let server_state = Arc::clone(&state);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let state = Arc::clone(&server_state);
+                tokio::spawn(async move {
+                    let _ = serve(stream, state).await;
+                });
+            }
+        });
+        FakeOllama { addr, state }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn enqueue(&self, fault: Fault) {
+        self.state.lock().unwrap().faults.push_back(fault);
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.lock().unwrap().requests.clone()
+    }
+
+    /// The next chat request (either route) answers `text`.
+    pub fn enqueue_reply(&self, text: &str) {
+        self.state.lock().unwrap().replies.push_back(text.to_string());
+    }
+
+    /// From now on `/v1/*` requires this bearer key.
+    pub fn require_api_key(&self, key: &str) {
+        self.state.lock().unwrap().api_key = Some(key.to_string());
+    }
+
+    /// The bodies of the chat requests received on `path`, in order.
+    pub fn chat_requests(&self, path: &str) -> Vec<Recorded> {
+        self.requests().into_iter().filter(|r| r.path == path).collect()
+    }
+
+    /// Texts embedded so far, over every `/api/embed` call (the probe included).
+    pub fn embedded_texts(&self) -> Vec<String> {
+        self.requests()
+            .iter()
+            .filter(|r| r.path == "/api/embed")
+            .flat_map(|r| r.body["input"].as_array().cloned().unwrap_or_default())
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    }
+}
+
+/// The fake embedding: each folded word adds to one of `FAKE_DIMENSION` axes.
+pub fn fake_embedding(text: &str) -> Vec<f32> {
+    let mut vector = vec![0.0f32; FAKE_DIMENSION];
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let folded = oraculo::corpus::fold(word);
+        let hash = folded.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+        vector[(hash % FAKE_DIMENSION as u64) as usize] += 1.0;
+    }
+    vector[0] += 0.01; // never the zero vector
+    vector
+}
+
+async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).await? == 0 {
+            return Ok(());
+        }
+        let mut parts = request_line.split_whitespace();
+        let method = parts.next().unwrap_or("").to_string();
+        let path = parts.next().unwrap_or("").to_string();
+        let mut content_length = 0usize;
+        let mut headers = Vec::new();
+        loop {
+            let mut header = String::new();
+            reader.read_line(&mut header).await?;
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    content_length = value.trim().parse().unwrap_or(0);
+                }
+                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+            }
+        }
+        let mut body = vec![0u8; content_length];
+        reader.read_exact(&mut body).await?;
+        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let fault = {
+            let mut state = state.lock().unwrap();
+            state.requests.push(Recorded { path: path.clone(), body: body.clone(), headers: headers.clone() });
+            state.faults.pop_front()
+        };
+        if method == "POST" && (path == "/api/chat" || path == "/v1/chat/completions") {
+            if !serve_chat(reader.get_mut(), &path, &body, &headers, fault, &state).await? {
+                return Ok(());
+            }
+            continue;
+        }
+        let (status, payload) = match fault {
+            Some(Fault::Status(status, message)) => (status, json!({ "error": message }).to_string()),
+            Some(Fault::BadJson) => (200, "{\"embeddings\": [[0.1, ".to_string()),
+            Some(Fault::Delay(delay)) => {
+                tokio::time::sleep(delay).await;
+                answer(&method, &path, &body, &state)
+            }
+            Some(Fault::Truncated) | None => answer(&method, &path, &body, &state),
+        };
+        let reason = if status == 200 { "OK" } else { "Error" };
+        let response = format!(
+            "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{payload}",
+            payload.len()
+        );
+        reader.get_mut().write_all(response.as_bytes()).await?;
+    }
+}
+
+fn answer(method: &str, path: &str, body: &Value, state: &Arc<Mutex<State>>) -> (u16, String) {
+    let models = state.lock().unwrap().models.clone();
+    match (method, path) {
+        ("GET", "/api/tags") => {
+            let list: Vec<Value> = models.iter().map(|m| json!({ "name": format!("{m}:latest"), "model": format!("{m}:latest") })).collect();
+            (200, json!({ "models": list }).to_string())
+        }
+        ("POST", "/api/embed") => {
+            let model = body["model"].as_str().unwrap_or("");
+            if !models.iter().any(|m| m == model) {
+                return (404, json!({ "error": format!("model \"{model}\" not found, try pulling it first") }).to_string());
+            }
+            let inputs: Vec<String> = match &body["input"] {
+                Value::String(s) => vec![s.clone()],
+                Value::Array(items) => items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+                _ => Vec::new(),
+            };
+            let embeddings: Vec<Vec<f32>> = inputs.iter().map(|t| fake_embedding(t)).collect();
+            (200, json!({ "model": model, "embeddings": embeddings, "total_duration": 1000, "prompt_eval_count": inputs.len() }).to_string())
+        }
+        _ => (404, "404 page not found".to_string()),
+    }
+}
+
+// --- chat ---------------------------------------------------------------------------
+
+/// Answers one chat request. Returns false when the connection must close (it was cut).
+async fn serve_chat(
+    stream: &mut TcpStream,
+    path: &str,
+    body: &Value,
+    headers: &[(String, String)],
+    fault: Option<Fault>,
+    state: &Arc<Mutex<State>>,
+) -> std::io::Result<bool> {
+    let openai = path.starts_with("/v1/");
+    let error_body = |message: &str| {
+        if openai {
+            json!({ "error": { "message": message, "type": "invalid_request_error" } }).to_string()
+        } else {
+            json!({ "error": message }).to_string()
+        }
+    };
+    match &fault {
+        Some(Fault::Status(status, message)) => {
+            write_json(stream, *status, &error_body(message)).await?;
+            return Ok(true);
+        }
+        Some(Fault::Delay(delay)) => tokio::time::sleep(*delay).await,
+        _ => {}
+    }
+    let (models, api_key) = {
+        let state = state.lock().unwrap();
+        (state.models.clone(), state.api_key.clone())
+    };
+    if openai {
+        if let Some(key) = api_key {
+            let sent = headers.iter().find(|(n, _)| n == "authorization").map(|(_, v)| v.as_str());
+            if sent != Some(format!("Bearer {key}").as_str()) {
+                write_json(stream, 401, &error_body("Incorrect API key provided")).await?;
+                return Ok(true);
+            }
+        }
+    }
+    let model = body["model"].as_str().unwrap_or("").to_string();
+    if !models.iter().any(|m| *m == model) {
+        let (status, message) = if openai {
+            (404, format!("The model `{model}` does not exist or you do not have access to it."))
+        } else {
+            (404, format!("model \"{model}\" not found, try pulling it first"))
+        };
+        write_json(stream, status, &error_body(&message)).await?;
+        return Ok(true);
+    }
+
+    let schema = if openai { body["response_format"]["json_schema"]["schema"].clone() } else { body["format"].clone() };
+    let reply = state.lock().unwrap().replies.pop_front().unwrap_or_else(|| {
+        if schema.is_object() { smallest_valid(&schema).to_string() } else { "(no reply queued)".to_string() }
+    });
+    let pieces = split_words(&reply);
+    let prompt_chars: usize =
+        body["messages"].as_array().map(|ms| ms.iter().map(|m| m["content"].as_str().unwrap_or("").len()).sum()).unwrap_or(0);
+    let prompt_tokens = prompt_chars / 4 + 1;
+
+    if !openai && body["stream"] == json!(false) {
+        let answer = json!({
+            "model": model, "created_at": "2024-01-01T00:00:00Z",
+            "message": { "role": "assistant", "content": reply },
+            "done": true, "done_reason": "stop",
+            "prompt_eval_count": prompt_tokens, "eval_count": pieces.len(),
+        });
+        write_json(stream, 200, &answer.to_string()).await?;
+        return Ok(true);
+    }
+
+    let mut lines: Vec<String> = Vec::new();
+    for (index, piece) in pieces.iter().enumerate() {
+        lines.push(if openai {
+            let delta = if index == 0 { json!({ "role": "assistant", "content": piece }) } else { json!({ "content": piece }) };
+            format!(
+                "data: {}\n\n",
+                json!({ "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
+                        "choices": [{ "index": 0, "delta": delta, "finish_reason": null }] })
+            )
+        } else {
+            format!(
+                "{}\n",
+                json!({ "model": model, "created_at": "2024-01-01T00:00:00Z",
+                        "message": { "role": "assistant", "content": piece }, "done": false })
+            )
+        });
+    }
+    let full_length = lines.len();
+    match fault {
+        Some(Fault::BadJson) => {
+            lines.truncate(1);
+            lines.push(if openai { "data: {\"choices\": [{\"delta\":\n\n".to_string() } else { "{\"message\": {\"content\": \n".to_string() });
+        }
+        Some(Fault::Truncated) => lines.truncate(full_length / 2),
+        _ => {
+            if openai {
+                let finish = json!({ "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
+                                     "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] });
+                lines.push(format!("data: {finish}\n\n"));
+                if body["stream_options"]["include_usage"] == json!(true) {
+                    let usage = json!({ "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
+                                        "choices": [],
+                                        "usage": { "prompt_tokens": prompt_tokens, "completion_tokens": pieces.len(),
+                                                   "total_tokens": prompt_tokens + pieces.len() } });
+                    lines.push(format!("data: {usage}\n\n"));
+                }
+                lines.push("data: [DONE]\n\n".to_string());
+            } else {
+                let done = json!({ "model": model, "created_at": "2024-01-01T00:00:00Z",
+                                   "message": { "role": "assistant", "content": "" }, "done": true, "done_reason": "stop",
+                                   "total_duration": 1000, "prompt_eval_count": prompt_tokens, "eval_count": pieces.len() });
+                lines.push(format!("{done}\n"));
+            }
+        }
+    }
+    let content_type = if openai { "text/event-stream" } else { "application/x-ndjson" };
+    let head = format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n");
+    stream.write_all(head.as_bytes()).await?;
+    for line in &lines {
+        // One HTTP chunk per line, flushed, as a streaming server sends them.
+        stream.write_all(format!("{:x}\r\n{line}\r\n", line.len()).as_bytes()).await?;
+        stream.flush().await?;
+    }
+    stream.write_all(b"0\r\n\r\n").await?;
+    Ok(true)
+}
+
+async fn write_json(stream: &mut TcpStream, status: u16, payload: &str) -> std::io::Result<()> {
+    let reason = if status == 200 { "OK" } else { "Error" };
+    let response = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{payload}",
+        payload.len()
+    );
+    stream.write_all(response.as_bytes()).await
+}
+
+/// "Hola mundo, ¿qué tal?" → ["Hola", " mundo,", " ¿qué", " tal?"]: a word per piece, each
+/// carrying the space before it, as a model streams tokens.
+pub fn split_words(text: &str) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut current = String::new();
+    for c in text.chars() {
+        if c.is_whitespace() && current.chars().any(|p| !p.is_whitespace()) {
+            pieces.push(std::mem::take(&mut current));
+        }
+        current.push(c);
+    }
+    if !current.is_empty() {
+        pieces.push(current);
+    }
+    pieces
+}
+
+/// The smallest value valid against `schema` (objects get their required properties): the
+/// stand-in honours `format` loosely, as a JSON-constrained model would.
+pub fn smallest_valid(schema: &Value) -> Value {
+    if let Some(values) = schema["enum"].as_array() {
+        return values.first().cloned().unwrap_or(Value::Null);
+    }
+    match schema["type"].as_str() {
+        Some("object") => {
+            let mut object = serde_json::Map::new();
+            for name in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                object.insert(name.to_string(), smallest_valid(&schema["properties"][name]));
+            }
+            Value::Object(object)
+        }
+        Some("array") => {
+            let min_items = schema["minItems"].as_u64().unwrap_or(0) as usize;
+            Value::Array((0..min_items).map(|_| smallest_valid(&schema["items"])).collect())
+        }
+        Some("integer") | Some("number") => json!(0),
+        Some("boolean") => json!(false),
+        Some("string") => json!(""),
+        _ => Value::Null,
+    }
+}

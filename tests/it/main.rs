@@ -1,0 +1,12 @@
+//! Integration tests: one binary (each extra test binary would re-link LanceDB).
+//! Real SQLite files and LanceDB tables in temp dirs; Ollama is a local stand-in that speaks
+//! its wire format; the embedded e5 model is the real one.
+
+mod fake_ollama;
+mod support;
+
+mod chat;
+mod embedded;
+mod ingest;
+mod retrieve;
+mod robustness;

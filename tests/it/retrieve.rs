@@ -1,0 +1,201 @@
+//! Retrieval on the Obsidian-vault fixture, embedded with the real e5 model once and shared.
+
+use std::path::PathBuf;
+
+use oraculo::corpus::Visibility;
+use oraculo::index::Index;
+use oraculo::llm::embedded::E5Embedder;
+use oraculo::retrieve::{
+    Audience, CompendiumIndex, DEFAULT_K, SearchRequest, SearchResult, Turn, TurnRole, path_depth, search,
+};
+use tempfile::TempDir;
+use tokio::sync::OnceCell;
+
+use crate::fake_ollama::FakeOllama;
+use crate::support::{Scratch, campaign_config, fixture, ingest_dir, ollama_embedder};
+
+struct Shared {
+    _data: TempDir,
+    index_dir: PathBuf,
+    embedder: E5Embedder,
+}
+
+static VAULT: OnceCell<Shared> = OnceCell::const_new();
+
+/// The `boveda` fixture, ingested once for every test here (e5 in a debug build is slow).
+async fn vault() -> &'static Shared {
+    VAULT
+        .get_or_init(|| async {
+            let data = TempDir::new().unwrap();
+            let embedder = crate::embedded::e5();
+            let index_dir = oraculo::index::campaign_index_dir(data.path(), &fixture("boveda"));
+            ingest_dir(&index_dir, &fixture("boveda"), &campaign_config(&["Secretos"]), &embedder).await.unwrap();
+            Shared { _data: data, index_dir, embedder }
+        })
+        .await
+}
+
+async fn ask(question: &str, history: &[Turn], audience: Audience) -> SearchResult {
+    let shared = vault().await;
+    let index = Index::open_existing(&shared.index_dir).await.unwrap();
+    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let request = SearchRequest { question, history, audience, k: DEFAULT_K };
+    search(&index, &compendium, &shared.embedder, &request).await.unwrap()
+}
+
+fn labels(result: &SearchResult, path: fn(&oraculo::retrieve::PathRanks) -> Option<usize>) -> Vec<String> {
+    let mut found: Vec<(usize, String)> =
+        result.candidates.iter().filter_map(|c| path(&c.ranks).map(|rank| (rank, c.label.clone()))).collect();
+    found.sort();
+    found.into_iter().map(|(_, label)| label).collect()
+}
+
+#[tokio::test]
+async fn a_paraphrase_is_found_by_the_dense_path_alone() {
+    // Session 5 says Tomás "cayó en combate"; no note says "murió".
+    let result = ask("¿Quién murió defendiendo el puente?", &[], Audience::Player).await;
+    let dense = labels(&result, |r| r.dense);
+    assert!(dense.iter().take(3).any(|l| l == "Sesión 5"), "dense: {dense:?}");
+    let session_5 = result.candidates.iter().find(|c| c.label == "Sesión 5").unwrap();
+    let only_words = ask("¿Quién murió?", &[], Audience::Player).await;
+    assert!(labels(&only_words, |r| r.bm25).is_empty(), "no note has the word: BM25 finds nothing");
+    assert!(session_5.ranks.dense.is_some());
+}
+
+#[tokio::test]
+async fn an_invented_name_is_nailed_by_bm25() {
+    let result = ask("¿Quién es Ulrico?", &[], Audience::Player).await;
+    assert_eq!(labels(&result, |r| r.bm25), vec!["Sesión 3"]);
+    assert!(result.entities.is_empty(), "Ulrico has no sheet: not an entity");
+}
+
+#[tokio::test]
+async fn the_entity_path_brings_every_session_where_an_alias_appears() {
+    // "La Tejedora" is a front-matter alias of Baika, who appears in all six sessions.
+    let result = ask("¿Qué sabemos de la Tejedora?", &[], Audience::Player).await;
+    assert_eq!(result.entities.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), vec!["Baika"]);
+    let by_entity = labels(&result, |r| r.entity);
+    for session in 1..=6 {
+        let label = format!("Sesión {session}");
+        assert!(by_entity.contains(&label), "{label} missing from {by_entity:?}");
+    }
+    assert!(by_entity.contains(&"Ficha: Baika".to_string()), "{by_entity:?}");
+}
+
+#[tokio::test]
+async fn aliases_from_front_matter_and_links_resolve_without_case_or_accents() {
+    for (question, entity) in [
+        ("¿Dónde vive la tejedora?", "Baika"),
+        ("háblame de BAIKA", "Baika"),
+        ("¿qué es el dragon blanco?", "Vaskrith"),
+        ("¿y vaskrith?", "Vaskrith"),
+        ("¿A quién reza norkiel?", "Norkiel"),
+    ] {
+        let result = ask(question, &[], Audience::Player).await;
+        assert!(result.entities.iter().any(|e| e.name == entity), "{question}: {:?}", result.entities);
+    }
+}
+
+#[tokio::test]
+async fn players_never_get_gm_only_fragments_from_any_path() {
+    // "Umbravela" exists only in GM secrets.
+    let player = ask("¿Qué es la Orden de Umbravela?", &[], Audience::Player).await;
+    assert!(player.candidates.iter().all(|c| c.visibility == Visibility::Player), "{:#?}", player.candidates);
+    let gm = ask("¿Qué es la Orden de Umbravela?", &[], Audience::Gm).await;
+    let secret = gm.candidates.iter().find(|c| c.visibility == Visibility::DmOnly && c.ranks.bm25 == Some(1));
+    assert!(secret.is_some(), "GM mode finds the secret by BM25: {:#?}", gm.candidates);
+    // A generic question in player mode: not one GM-only candidate, whatever the path.
+    for question in ["¿Qué pasó con Baika?", "secreto", "¿Quién traicionó al grupo?"] {
+        let result = ask(question, &[], Audience::Player).await;
+        assert!(result.candidates.iter().all(|c| c.visibility == Visibility::Player), "{question}");
+    }
+}
+
+#[tokio::test]
+async fn a_follow_up_is_searched_with_the_previous_question() {
+    let history = vec![
+        Turn { role: TurnRole::User, content: "¿Qué le pasó a Tomás Quebrahierro en el puente?".into() },
+        Turn { role: TurnRole::Assistant, content: "Cayó en combate.".into() },
+    ];
+    let result = ask("¿Y después?", &history, Audience::Player).await;
+    assert!(result.followup_expanded);
+    assert!(result.search_query.contains("Quebrahierro"), "{}", result.search_query);
+    assert_eq!(result.question, "¿Y después?");
+    // A name in the question wins: no expansion.
+    let named = ask("¿y qué hizo Baika?", &history, Audience::Player).await;
+    assert!(!named.followup_expanded);
+}
+
+#[tokio::test]
+async fn every_path_respects_the_depth_rule_and_the_pool_its_cap() {
+    let result = ask("Baika Norkiel Galerna puente estatua", &[], Audience::Gm).await;
+    let k = DEFAULT_K;
+    for candidate in &result.candidates {
+        for rank in [candidate.ranks.dense, candidate.ranks.bm25, candidate.ranks.entity].into_iter().flatten() {
+            assert!(rank <= path_depth(k), "{candidate:?}");
+        }
+    }
+    assert!(result.candidates.len() <= oraculo::retrieve::MAX_POOL);
+    // Fused order: scores never increase.
+    assert!(result.candidates.windows(2).all(|w| w[0].rrf_score >= w[1].rrf_score));
+}
+
+#[tokio::test]
+async fn an_empty_fts_index_degrades_to_the_other_paths() {
+    let scratch = Scratch::new(&[
+        ("PNJs/Baika.md", "# Baika\nHechicera del gremio.\n"),
+        ("Sesiones/Sesion 1.md", "# Sesión 1\nBaika vende redes en el puerto.\n"),
+    ]);
+    let fake = FakeOllama::start(&["bge-m3"]).await;
+    let embedder = ollama_embedder(&fake, "bge-m3").await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    index.store.connection().execute("INSERT INTO fragments_fts (fragments_fts) VALUES ('delete-all')", []).unwrap();
+    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let request = SearchRequest { question: "¿Qué vende Baika?", history: &[], audience: Audience::Player, k: 8 };
+    let result = search(&index, &compendium, &embedder, &request).await.unwrap();
+    assert!(result.candidates.iter().all(|c| c.ranks.bm25.is_none()));
+    assert!(result.candidates.iter().any(|c| c.label == "Sesión 1" && c.ranks.dense.is_some() && c.ranks.entity.is_some()));
+}
+
+#[tokio::test]
+async fn the_search_command_prints_its_json_contract() {
+    let scratch = Scratch::new(&[
+        ("PNJs/Baika.md", "---\naliases: [La Tejedora]\n---\n# Baika\nHechicera del gremio.\n"),
+        ("Sesiones/Sesion 1.md", "# Sesión 1\nLa Tejedora vende redes en el puerto.\n"),
+        ("Sesiones/Sesion 2.md", "# Sesión 2\nUna tormenta.\n"),
+    ]);
+    let fake = FakeOllama::start(&["bge-m3"]).await;
+    let oraculo = |args: &[&str]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oraculo"));
+        command
+            .args(args)
+            .arg("--campaign")
+            .arg(scratch.campaign.path())
+            .arg("--data")
+            .arg(scratch.data.path())
+            .env("ORACULO_EMBEDDER", "ollama")
+            .env("ORACULO_OLLAMA_URL", fake.url())
+            .env_remove("ORACULO_CONFIG");
+        command
+    };
+    let mut ingest = oraculo(&["ingest", "--json"]);
+    let ingest = tokio::task::spawn_blocking(move || ingest.output().unwrap()).await.unwrap();
+    assert!(ingest.status.success(), "{}", String::from_utf8_lossy(&ingest.stderr));
+    let history = scratch.data.path().join("history.json");
+    std::fs::write(&history, r#"[{"role": "user", "content": "¿Quién es la Tejedora?"}]"#).unwrap();
+    let history = history.to_str().unwrap().to_string();
+    let mut search = oraculo(&["search", "--json", "--history", &history, "¿Y qué vende?"]);
+    let output = tokio::task::spawn_blocking(move || search.output().unwrap()).await.unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["followup_expanded"], true);
+    assert_eq!(json["search_query"], "¿Quién es la Tejedora? ¿Y qué vende?");
+    assert_eq!(json["entities"][0]["name"], "Baika");
+    let first = &json["candidates"][0];
+    for key in ["fragment_id", "label", "source_path", "session", "ranks", "rrf_score"] {
+        assert!(!first[key].is_null() || key == "session", "{key} missing in {first}");
+    }
+    assert_eq!(first["label"], "Sesión 1", "{json}");
+    assert!(first["ranks"]["dense"].is_number() && first["ranks"]["bm25"].is_number() && first["ranks"]["entity"].is_number());
+}
