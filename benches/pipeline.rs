@@ -1,0 +1,214 @@
+//! Pipeline benchmark (measures, asserts nothing): corpus split, ingest, unchanged re-ingest
+//! and retrieval latency on generated Spanish campaigns of 100 and 1000 sessions.
+//!
+//! Embedding is excluded: a feature-hashing embedder stands in for the model (microseconds
+//! per text), so the figures are the pipeline's own cost. Run:
+//! `cargo bench --bench pipeline` (release) or `cargo bench --profile dev --bench pipeline`.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use oraculo::config::{CampaignConfig, DEFAULT_IGNORED, DEFAULT_MAX_NOTE_BYTES};
+use oraculo::corpus::{self, CorpusConfig, LabelLanguage, default_kind_folders};
+use oraculo::index::{Index, campaign_index_dir};
+use oraculo::ingest::{Quiet, ingest_campaign};
+use oraculo::llm::{EmbedRole, Embedder, LlmError, normalize};
+use oraculo::retrieve::{Audience, CompendiumIndex, DEFAULT_K, SearchRequest, search};
+
+const DIMENSION: usize = 384;
+const WORDS_PER_SESSION: usize = 600;
+
+const NAMES: &[&str] = &[
+    "Baika", "Norkiel", "Vaskrith", "Ulrico", "Selvia", "Tomás", "Mendaña", "Ayla", "Garrik", "Oriana", "Brunhilda",
+    "Zafira", "Teodoro", "Lucana", "Ferrán", "Ismara", "Quintín", "Rocío", "Aldebrán", "Yelena", "Bastián", "Cyrena",
+    "Doroteo", "Elvira", "Fausto", "Gisela", "Hernán", "Irune", "Jacinta", "Kasimir",
+];
+const WORDS: &[&str] = &[
+    "el", "grupo", "llega", "al", "puerto", "de", "Galerna", "donde", "una", "tormenta", "arrasa", "los", "muelles", "y",
+    "la", "guardia", "busca", "culpables", "entre", "pescadores", "mientras", "el", "archiduque", "reúne", "tropas",
+    "en", "el", "norte", "una", "estatua", "de", "bronce", "desaparece", "del", "templo", "nadie", "sabe", "quién",
+    "la", "robó", "pero", "las", "huellas", "llevan", "hacia", "el", "faro", "abandonado", "allí", "encuentran",
+    "mapas", "antiguos", "monedas", "de", "plata", "y", "un", "diario", "escrito", "con", "tinta", "roja", "cayó",
+    "en", "combate", "defendiendo", "el", "puente", "el", "dragón", "blanco", "vuela", "sobre", "la", "bahía",
+    "los", "héroes", "negocian", "con", "el", "gremio", "de", "tejedores", "que", "exige", "oro", "a", "cambio",
+    "de", "información", "sobre", "la", "orden", "secreta",
+];
+
+/// Deterministic feature hashing: microseconds per text, so embedding drops out of the figures.
+struct HashEmbedder {
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl Embedder for HashEmbedder {
+    fn id(&self) -> &str {
+        "bench-hash"
+    }
+    fn dimension(&self) -> usize {
+        DIMENSION
+    }
+    fn window_words(&self) -> usize {
+        4000
+    }
+    async fn embed(&self, texts: &[String], _role: EmbedRole) -> Result<Vec<Vec<f32>>, LlmError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut vector = vec![0.0f32; DIMENSION];
+                for word in text.split_whitespace() {
+                    let hash = word.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+                    vector[(hash % DIMENSION as u64) as usize] += 1.0;
+                }
+                vector[0] += 0.01;
+                normalize(&mut vector);
+                vector
+            })
+            .collect())
+    }
+}
+
+/// A small deterministic generator (xorshift), so every run writes the same campaign.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 as usize
+    }
+}
+
+fn write_campaign(dir: &Path, n_sessions: usize) {
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    std::fs::create_dir_all(dir.join("Sesiones")).unwrap();
+    std::fs::create_dir_all(dir.join("PNJs")).unwrap();
+    for name in NAMES {
+        std::fs::write(dir.join("PNJs").join(format!("{name}.md")), format!("# {name}\nPersonaje de la campaña, visto en el puerto.\n"))
+            .unwrap();
+    }
+    for session in 1..=n_sessions {
+        let mut text = format!("# Sesión {session}\n\n");
+        for i in 0..WORDS_PER_SESSION {
+            if i % 40 == 0 {
+                text.push_str(NAMES[rng.next() % NAMES.len()]);
+            } else {
+                text.push_str(WORDS[rng.next() % WORDS.len()]);
+            }
+            text.push(if i % 15 == 14 { '\n' } else { ' ' });
+        }
+        std::fs::write(dir.join("Sesiones").join(format!("Sesion {session}.md")), text).unwrap();
+    }
+}
+
+fn campaign_config() -> CampaignConfig {
+    CampaignConfig {
+        dir: None,
+        corpus: CorpusConfig {
+            label_language: LabelLanguage::Es,
+            kind_folders: default_kind_folders(),
+            secret_paths: Vec::new(),
+        },
+        ignore: DEFAULT_IGNORED.iter().map(|s| s.to_string()).collect(),
+        max_note_bytes: DEFAULT_MAX_NOTE_BYTES,
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+async fn bench_campaign(n_sessions: usize) {
+    let campaign = tempfile::TempDir::new().unwrap();
+    let data = tempfile::TempDir::new().unwrap();
+    write_campaign(campaign.path(), n_sessions);
+    let config = campaign_config();
+
+    // 1. Parse + fragment only (pure corpus).
+    let started = Instant::now();
+    let mut notes = Vec::new();
+    for entry in walkdir::WalkDir::new(campaign.path()).into_iter().flatten().filter(|e| e.file_type().is_file()) {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        let path = entry.path().strip_prefix(campaign.path()).unwrap().to_string_lossy().to_string();
+        notes.push(corpus::parse_note(&path, &text, &config.corpus).0);
+    }
+    let (fragments, _) = corpus::fragment_campaign(&notes, &config.corpus);
+    let split_s = started.elapsed().as_secs_f64();
+
+    // 2. Full ingest: read, split, compendium, FTS, vectors (hash embedder), commit.
+    let embedder = HashEmbedder { calls: AtomicUsize::new(0) };
+    let index_dir = campaign_index_dir(data.path(), campaign.path());
+    let mut index = Index::open(&index_dir).await.unwrap();
+    let started = Instant::now();
+    let first = ingest_campaign(&mut index, campaign.path(), &config, &embedder, 64, &Quiet).await.unwrap();
+    let ingest_s = started.elapsed().as_secs_f64();
+
+    // 3. Unchanged re-ingest.
+    let calls_before = embedder.calls.load(Ordering::Relaxed);
+    let started = Instant::now();
+    let again = ingest_campaign(&mut index, campaign.path(), &config, &embedder, 64, &Quiet).await.unwrap();
+    let reingest_s = started.elapsed().as_secs_f64();
+    let reingest_calls = embedder.calls.load(Ordering::Relaxed) - calls_before;
+
+    println!(
+        "{n_sessions} sessions ({} fragments, {} entities): split {:.3} s | ingest {:.3} s ({} windows, {} calls) | unchanged re-ingest {:.3} s, {} embedding calls (changed files {})",
+        fragments.len(),
+        first.entities,
+        split_s,
+        ingest_s,
+        first.windows_embedded,
+        first.embedding_calls,
+        reingest_s,
+        reingest_calls,
+        again.files_changed,
+    );
+
+    // 4. Retrieval: three paths + fusion, query embedding excluded.
+    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let questions = [
+        "¿Qué pasó con el archiduque?",
+        "¿Quién cayó en combate en el puente?",
+        "¿Dónde está la estatua de bronce?",
+        "¿Qué sabemos de Baika?",
+        "¿Qué hizo Norkiel en el faro?",
+        "¿Quién robó el diario de tinta roja?",
+        "¿Qué exige el gremio de tejedores?",
+        "¿Qué relación hay entre Vaskrith y la bahía?",
+        "¿Por qué la guardia busca culpables?",
+        "¿Y Ulrico?",
+    ];
+    let mut totals = Vec::new();
+    let mut pool_sizes = Vec::new();
+    for round in 0..5 {
+        for question in questions {
+            let request = SearchRequest { question, history: &[], audience: Audience::Player, k: DEFAULT_K };
+            let result = search(&index, &compendium, &embedder, &request).await.unwrap();
+            let t = &result.timings;
+            if round > 0 {
+                totals.push(t.dense_ms + t.bm25_ms + t.entity_ms + t.fuse_ms);
+                pool_sizes.push(result.candidates.len());
+            }
+        }
+    }
+    totals.sort_by(f64::total_cmp);
+    let mean_pool = pool_sizes.iter().sum::<usize>() as f64 / pool_sizes.len() as f64;
+    println!(
+        "{n_sessions} sessions: paths + fusion p50 {:.1} ms, p95 {:.1} ms over {} searches; pool {:.1} candidates on average (min {}, max {})",
+        percentile(&totals, 0.5),
+        percentile(&totals, 0.95),
+        totals.len(),
+        mean_pool,
+        pool_sizes.iter().min().unwrap(),
+        pool_sizes.iter().max().unwrap(),
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    // `cargo bench` passes --bench; nothing else to parse.
+    for n_sessions in [100, 1000] {
+        bench_campaign(n_sessions).await;
+    }
+}
