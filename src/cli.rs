@@ -8,8 +8,11 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{CliOverrides, Config, EmbedderConfig};
 use crate::index::{Index, campaign_index_dir};
-use crate::retrieve::{Audience, CompendiumIndex, SearchRequest, Turn};
-use crate::ingest::{IngestProgress, IngestSummary, Quiet, ingest_campaign, resolve_campaign_dir};
+use crate::oracle::{AnswerSettings, AskRequest, Oracle};
+use crate::retrieve::{Audience, CompendiumIndex, SearchRequest, Turn, TurnRole};
+use crate::ingest::{
+    AnnotationReport, IngestProgress, IngestSummary, Quiet, annotate_fragments, ingest_campaign, resolve_campaign_dir,
+};
 
 /// Oráculo: answers a campaign's questions from the game master's notes, citing them.
 #[derive(Debug, Parser)]
@@ -21,14 +24,42 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Reads a campaign folder into the index (incremental: unchanged notes cost nothing).
-    Ingest(CampaignArgs),
+    /// Reads a campaign folder into the index (incremental: unchanged notes cost nothing),
+    /// then annotates new fragments with the chat model.
+    Ingest(IngestArgs),
+    /// Fills missing annotations (what the rerank and the summaries read) with the chat model.
+    Annotate(CampaignArgs),
     /// Lists every label the index holds, so a DM can check what was detected.
     Sources(CampaignArgs),
     /// Lists the compendium: entities, their aliases and the sessions where each appears.
     Compendium(CompendiumArgs),
     /// Shows the fused candidate pool for a question (dense, BM25 and entity ranks, RRF).
     Search(SearchArgs),
+    /// Answers a question from the notes, citing them (streams on a terminal).
+    Ask(SearchArgs),
+    /// A terminal conversation with follow-ups; `/fuentes` shows the last answer's sources.
+    Chat(ChatArgs),
+    /// Runs the Discord bot (token from DISCORD_TOKEN or the config's [discord] section)
+    /// until Ctrl-C or SIGTERM.
+    Bot(crate::discord::BotArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// Chat as the GM: GM-only notes included.
+    #[arg(long)]
+    pub gm: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// Skip the annotation pass (run `oraculo annotate` later).
+    #[arg(long)]
+    pub no_annotate: bool,
 }
 
 #[derive(Debug, Args)]
@@ -88,13 +119,18 @@ impl CampaignArgs {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Ingest(args) => ingest(&args).await,
+        Command::Annotate(args) => annotate(&args).await,
         Command::Sources(args) => sources(&args).await,
         Command::Compendium(args) => compendium(&args).await,
         Command::Search(args) => search(&args).await,
+        Command::Ask(args) => ask(&args).await,
+        Command::Chat(args) => chat(&args).await,
+        Command::Bot(args) => bot(&args).await,
     }
 }
 
-async fn ingest(args: &CampaignArgs) -> anyhow::Result<()> {
+async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
+    let args = &ingest_args.campaign;
     let config = args.load_config()?;
     let campaign_dir = resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
         .context("writing the sample campaign")?;
@@ -109,9 +145,13 @@ async fn ingest(args: &CampaignArgs) -> anyhow::Result<()> {
         Some(bar) => bar,
         None => &Quiet,
     };
-    let summary = ingest_campaign(&mut index, &campaign_dir, &config.campaign, embedder.as_ref(), batch_size, progress)
-        .await
-        .with_context(|| format!("ingesting {}", campaign_dir.display()))?;
+    let mut summary =
+        ingest_campaign(&mut index, &campaign_dir, &config.campaign, embedder.as_ref(), batch_size, progress)
+            .await
+            .with_context(|| format!("ingesting {}", campaign_dir.display()))?;
+    if !ingest_args.no_annotate {
+        summary.annotations = Some(annotate_with_config(&config, &index, progress).await);
+    }
     if let Some(bar) = bar {
         bar.bar.finish_and_clear();
     }
@@ -152,6 +192,53 @@ async fn sources(args: &CampaignArgs) -> anyhow::Result<()> {
     }
     print_warnings(&warnings);
     Ok(())
+}
+
+/// Runs the annotation pass with the configured chat model; an unreachable model is a
+/// report, not an error (the index is complete without annotations, the rerank just stays off).
+async fn annotate_with_config(config: &Config, index: &Index, progress: &dyn IngestProgress) -> AnnotationReport {
+    match crate::llm::connect_chat(&config.chat, &config.data_dir).await {
+        Ok(chat) => annotate_fragments(index, chat.as_ref(), progress).await,
+        Err(err) => {
+            tracing::warn!(error = %err, "no chat model: fragments stay without annotations");
+            let missing = index.store.content_hashes().map(|hashes| hashes.len()).unwrap_or(0);
+            AnnotationReport { model: None, made: 0, missing, error: Some(err.to_string()), seconds: 0.0 }
+        }
+    }
+}
+
+async fn annotate(args: &CampaignArgs) -> anyhow::Result<()> {
+    let config = args.load_config()?;
+    let (_, index) = open_campaign_index(&config).await?;
+    let bar = if !args.json && std::io::stderr().is_terminal() { Some(ProgressBar::default()) } else { None };
+    let progress: &dyn IngestProgress = match &bar {
+        Some(bar) => bar,
+        None => &Quiet,
+    };
+    let report = annotate_with_config(&config, &index, progress).await;
+    if let Some(bar) = bar {
+        bar.bar.finish_and_clear();
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", render_annotations(&report));
+    }
+    Ok(())
+}
+
+fn render_annotations(report: &AnnotationReport) -> String {
+    let mut out = format!(
+        "Annotations ({}): {} made, {} missing, {:.1} s\n",
+        report.model.as_deref().unwrap_or("no chat model"),
+        report.made,
+        report.missing,
+        report.seconds
+    );
+    if let Some(error) = &report.error {
+        out.push_str(&format!("  stopped: {error}\n"));
+    }
+    out
 }
 
 /// Opens the index of the configured campaign, which an ingest must have built.
@@ -242,6 +329,116 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The oracle of the configured campaign: its index, embedder and chat model.
+pub async fn open_oracle(config: &Config) -> anyhow::Result<Oracle> {
+    let campaign_dir = resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
+        .context("writing the sample campaign")?;
+    let index_dir = campaign_index_dir(&config.data_dir, &campaign_dir);
+    let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
+    let chat = crate::llm::connect_chat(&config.chat, &config.data_dir).await?;
+    Ok(Oracle::new(&index_dir, embedder, chat, AnswerSettings::new(config.chat_max_tokens)))
+}
+
+async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
+    let config = args.campaign.load_config()?;
+    let history = read_history(args.history.as_deref())?;
+    let mut oracle = open_oracle(&config).await?;
+    oracle.set_k(args.k.max(1));
+    let request = AskRequest {
+        question: &args.question,
+        history: &history,
+        audience: if args.gm { Audience::Gm } else { Audience::Player },
+    };
+    if args.campaign.json {
+        let answer = oracle.ask(&request, None).await?;
+        println!("{}", serde_json::to_string(&answer)?);
+        return Ok(());
+    }
+    let answer = ask_streaming(&oracle, &request).await?;
+    print_sources(&answer);
+    Ok(())
+}
+
+/// Asks, printing the answer as it streams; the final text (invented citations marked) is
+/// printed again only if the check changed it.
+async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<crate::oracle::Answer> {
+    use std::io::Write;
+    let streamed = std::sync::Mutex::new(String::new());
+    let sink = |token: &str| {
+        if let Ok(mut text) = streamed.lock() {
+            text.push_str(token);
+        }
+        print!("{token}");
+        let _ = std::io::stdout().flush();
+    };
+    let answer = oracle.ask(request, Some(&sink)).await?;
+    println!();
+    let streamed = streamed.into_inner().unwrap_or_default();
+    if streamed.trim() != answer.text.trim() {
+        println!("\n(checked: {} invented citation(s) marked [?])\n{}", answer.invented_citations.len(), answer.text);
+    }
+    Ok(answer)
+}
+
+fn print_sources(answer: &crate::oracle::Answer) {
+    let valid: Vec<_> = answer.citations.iter().filter(|c| c.valid).collect();
+    if valid.is_empty() {
+        println!("\n(no sources cited)");
+    } else {
+        println!("\nSources:");
+        for citation in valid {
+            println!("  [{}] {}", citation.label, citation.source_path.as_deref().unwrap_or(""));
+            if let Some(excerpt) = &citation.excerpt {
+                println!("      {excerpt}");
+            }
+        }
+    }
+    if !answer.invented_citations.is_empty() {
+        println!("Invented citations removed: {}", answer.invented_citations.join("; "));
+    }
+}
+
+async fn chat(args: &ChatArgs) -> anyhow::Result<()> {
+    use std::io::BufRead;
+    let config = args.campaign.load_config()?;
+    let oracle = open_oracle(&config).await?;
+    let audience = if args.gm { Audience::Gm } else { Audience::Player };
+    let mut history: Vec<Turn> = Vec::new();
+    let mut last: Option<crate::oracle::Answer> = None;
+    eprintln!("Oráculo: ask about the campaign. /fuentes shows the last answer's sources, /salir quits.");
+    let stdin = std::io::stdin();
+    loop {
+        eprint!("> ");
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line)? == 0 {
+            break;
+        }
+        let line = line.trim();
+        match line {
+            "" => continue,
+            "/salir" | "/exit" | "/quit" => break,
+            "/fuentes" | "/sources" => {
+                match &last {
+                    Some(answer) => print_sources(answer),
+                    None => println!("(no answer yet)"),
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let request = AskRequest { question: line, history: &history, audience };
+        match ask_streaming(&oracle, &request).await {
+            Ok(answer) => {
+                history.push(Turn { role: TurnRole::User, content: line.to_string() });
+                history.push(Turn { role: TurnRole::Assistant, content: answer.text.clone() });
+                last = Some(answer);
+            }
+            Err(err) => eprintln!("error: {err:#}"),
+        }
+    }
+    Ok(())
+}
+
 /// Reads `--history`: a JSON list of turns.
 fn read_history(path: Option<&std::path::Path>) -> anyhow::Result<Vec<Turn>> {
     let Some(path) = path else {
@@ -269,6 +466,9 @@ fn render_summary(summary: &IngestSummary) -> String {
         "Embedding ({}): {} windows in {} calls; {} stale vectors dropped\n",
         summary.embedder, summary.windows_embedded, summary.embedding_calls, summary.vectors_dropped
     ));
+    if let Some(report) = &summary.annotations {
+        out.push_str(&render_annotations(report));
+    }
     out.push_str(&format!("Done in {:.2} s\n", summary.seconds));
     if !summary.warnings.is_empty() {
         out.push_str(&format!("Warnings ({}):\n", summary.warnings.len()));
@@ -304,9 +504,10 @@ impl Default for ProgressBar {
     fn default() -> ProgressBar {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
-            indicatif::ProgressStyle::with_template("embedding {bar:40} {pos}/{len} windows ({eta})")
+            indicatif::ProgressStyle::with_template("{msg:10} {bar:40} {pos}/{len} ({eta})")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
+        bar.set_message("embedding");
         ProgressBar { bar }
     }
 }
@@ -319,4 +520,20 @@ impl IngestProgress for ProgressBar {
     fn embedded(&self, n: usize) {
         self.bar.inc(n as u64);
     }
+
+    fn annotating_started(&self, total: usize) {
+        self.bar.reset();
+        self.bar.set_length(total as u64);
+        self.bar.set_message("annotating");
+    }
+
+    fn annotated(&self, n: usize) {
+        self.bar.inc(n as u64);
+    }
+}
+
+/// `oraculo bot`: the same oracle as `ask`, behind Discord, until a shutdown signal.
+async fn bot(args: &crate::discord::BotArgs) -> anyhow::Result<()> {
+    let config = Config::load(&args.overrides())?;
+    crate::discord::run(config, crate::discord::shutdown_signal()).await
 }

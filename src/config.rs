@@ -42,6 +42,49 @@ pub const DEFAULT_SERVER_N_CTX: usize = 32768;
 /// Context window of the embedded model: 8 session fragments (~2k tokens each) fit, and the
 /// 1.5B model's cache stays near 230 MB.
 pub const DEFAULT_EMBEDDED_N_CTX: usize = 8192;
+/// Questions answered at once: one local GPU serves one generation at a time, and a second
+/// concurrent request to Ollama only slows both down.
+pub const DEFAULT_DISCORD_CONCURRENCY: usize = 1;
+/// Questions one Discord user may ask per minute: enough for a conversation, too few for a
+/// flood that would queue the whole table behind one player.
+pub const DEFAULT_QUESTIONS_PER_MINUTE: u32 = 4;
+/// Turns (a question or an answer each) of a channel's or thread's history sent with a
+/// follow-up: the answer prompt keeps at most this many anyway (`answer::MAX_HISTORY_MESSAGES`).
+pub const DEFAULT_HISTORY_TURNS: usize = crate::answer::MAX_HISTORY_MESSAGES;
+/// The most history turns a conversation may be configured to carry: beyond this the notes
+/// are crowded out of the context window.
+pub const MAX_HISTORY_TURNS: usize = 40;
+/// The environment variables the Discord token is read from, first found wins.
+pub const DISCORD_TOKEN_VARS: &[&str] = &["ORACULO_DISCORD_TOKEN", "DISCORD_TOKEN"];
+
+/// A value that must never reach a log or an error message: its `Debug` and `Display` print
+/// `[redacted]`. [`Secret::expose`] is the one way to the value, for the place that sends it.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret<T>(T);
+
+impl<T> Secret<T> {
+    pub fn new(value: T) -> Secret<T> {
+        Secret(value)
+    }
+
+    /// The value itself, for the one place that sends it (the Discord client).
+    pub fn expose(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::fmt::Debug for Secret<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl<T> std::fmt::Display for Secret<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
 
 /// `config.toml` as written. Every key optional; unknown keys are an error naming the key.
 #[derive(Debug, Default, Deserialize)]
@@ -52,6 +95,7 @@ pub struct RawConfig {
     pub embedder: Option<RawEmbedder>,
     pub ollama: Option<RawOllama>,
     pub chat: Option<RawChat>,
+    pub discord: Option<RawDiscord>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -92,6 +136,22 @@ pub struct RawChat {
     pub retries: Option<u32>,
 }
 
+/// `[discord]`: the bot (`oraculo bot`). Ids are Discord snowflakes (integers).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDiscord {
+    /// Prefer `DISCORD_TOKEN` / `ORACULO_DISCORD_TOKEN`: a file gets shared, an env var less so.
+    pub token: Option<Secret<String>>,
+    pub dm_user_ids: Option<Vec<u64>>,
+    pub dm_role_ids: Option<Vec<u64>>,
+    pub gm_channel_ids: Option<Vec<u64>>,
+    pub guild_ids: Option<Vec<u64>>,
+    pub concurrency: Option<usize>,
+    pub questions_per_minute: Option<u32>,
+    pub history_turns: Option<usize>,
+    pub proxy_url: Option<String>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawOllama {
@@ -109,6 +169,34 @@ pub struct Config {
     pub chat: ChatConfig,
     /// The answer budget every generation asks for, in tokens (`chat.max_tokens`).
     pub chat_max_tokens: usize,
+    /// `None`: no `[discord]` section and no token in the environment (CLI only).
+    pub discord: Option<DiscordConfig>,
+}
+
+/// The Discord bot's settings, validated.
+#[derive(Debug, Clone)]
+pub struct DiscordConfig {
+    /// From `ORACULO_DISCORD_TOKEN`, `DISCORD_TOKEN`, else `discord.token`; `None`: the bot
+    /// refuses to start, saying where to put one.
+    pub token: Option<Secret<String>>,
+    /// Users who are the campaign's DM: they may `/reingest`, and their direct messages to
+    /// the bot see GM-only notes.
+    pub dm_user_ids: Vec<u64>,
+    /// Members holding any of these roles are the DM too.
+    pub dm_role_ids: Vec<u64>,
+    /// Channels (and their threads) where GM-only notes may be retrieved.
+    pub gm_channel_ids: Vec<u64>,
+    /// Guilds the commands are registered in (instantly); empty: registered globally.
+    pub guild_ids: Vec<u64>,
+    /// Questions answered at once; the rest wait in a queue.
+    pub concurrency: usize,
+    /// Per user; 0: no limit.
+    pub questions_per_minute: u32,
+    /// History turns sent with each question of a channel or thread.
+    pub history_turns: usize,
+    /// A Discord REST proxy (`twilight-http-proxy`, or a test's stand-in): REST calls go there,
+    /// and it does the rate limiting.
+    pub proxy_url: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -131,8 +219,8 @@ pub enum EmbedderConfig {
 /// Which chat model answers, annotates and reranks; `llm::connect_chat` builds it.
 #[derive(Debug, Clone)]
 pub enum ChatConfig {
-    /// llama.cpp in-process. `gguf: None` picks from `<data_dir>/models/` (the 1.5B model if
-    /// fetched, else SmolLM2-135M; see `LlamaCppChat::default_path`).
+    /// llama.cpp in-process. `gguf: None` picks the largest model fetched into
+    /// `<data_dir>/models/` (see `LlamaCppChat::default_path`).
     Embedded { gguf: Option<PathBuf>, threads: usize, n_ctx: usize },
     Ollama(OllamaChatConfig),
     OpenAi(OpenAiChatConfig),
@@ -236,8 +324,54 @@ impl Config {
             }
             other => bail!("embedder.backend = {other:?}: expected \"embedded\" or \"ollama\""),
         };
-        Ok(Config { data_dir, campaign, embedder, chat, chat_max_tokens })
+        let discord = discord_config(raw.discord, env)?;
+        Ok(Config { data_dir, campaign, embedder, chat, chat_max_tokens, discord })
     }
+}
+
+/// Validates `[discord]`. Present when the section is, or when a token is in the environment.
+fn discord_config(
+    raw: Option<RawDiscord>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<Option<DiscordConfig>> {
+    let env_token = DISCORD_TOKEN_VARS.iter().find_map(|key| env(key)).map(Secret::new);
+    let raw = match (raw, &env_token) {
+        (Some(raw), _) => raw,
+        (None, Some(_)) => RawDiscord::default(),
+        (None, None) => return Ok(None),
+    };
+    let token = env_token.or(raw.token).filter(|token| !token.expose().trim().is_empty());
+    let concurrency = raw.concurrency.unwrap_or(DEFAULT_DISCORD_CONCURRENCY);
+    if concurrency == 0 {
+        bail!("discord.concurrency must be above 0 (1 for a single local GPU)");
+    }
+    let history_turns = raw.history_turns.unwrap_or(DEFAULT_HISTORY_TURNS);
+    if history_turns > MAX_HISTORY_TURNS {
+        bail!("discord.history_turns = {history_turns}: at most {MAX_HISTORY_TURNS}");
+    }
+    let ids = |key: &str, ids: Option<Vec<u64>>| -> anyhow::Result<Vec<u64>> {
+        let ids = ids.unwrap_or_default();
+        if ids.contains(&0) {
+            bail!("discord.{key} holds 0, which is no Discord id (copy ids with Developer Mode on)");
+        }
+        Ok(ids)
+    };
+    if let Some(url) = &raw.proxy_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        bail!("discord.proxy_url = {url:?}: expected an http:// or https:// address");
+    }
+    Ok(Some(DiscordConfig {
+        token,
+        dm_user_ids: ids("dm_user_ids", raw.dm_user_ids)?,
+        dm_role_ids: ids("dm_role_ids", raw.dm_role_ids)?,
+        gm_channel_ids: ids("gm_channel_ids", raw.gm_channel_ids)?,
+        guild_ids: ids("guild_ids", raw.guild_ids)?,
+        concurrency,
+        questions_per_minute: raw.questions_per_minute.unwrap_or(DEFAULT_QUESTIONS_PER_MINUTE),
+        history_turns,
+        proxy_url: raw.proxy_url.map(|url| url.trim_end_matches('/').to_string()),
+    }))
 }
 
 /// Validates `[chat]`; the Ollama backend reaches the server `[ollama]` describes.
@@ -270,7 +404,8 @@ fn chat_config(
             ChatConfig::Embedded { gguf: chat.gguf, threads, n_ctx }
         }
         "ollama" => {
-            let url = env("ORACULO_OLLAMA_URL").or_else(|| ollama.url.clone()).unwrap_or_else(|| DEFAULT_OLLAMA_URL.into());
+            let url =
+                env("ORACULO_OLLAMA_URL").or_else(|| ollama.url.clone()).unwrap_or_else(|| DEFAULT_OLLAMA_URL.into());
             check_url("ollama.url", &url)?;
             let keep_alive = chat.keep_alive.unwrap_or_else(|| DEFAULT_KEEP_ALIVE.into());
             if keep_alive.trim().is_empty() {
@@ -288,9 +423,9 @@ fn chat_config(
         "openai" => {
             let url = chat.url.unwrap_or_else(|| DEFAULT_OPENAI_URL.into());
             check_url("chat.url", &url)?;
-            let model = chat
-                .model
-                .context("chat.model is required with backend \"openai\": the name the server serves the model under")?;
+            let model = chat.model.context(
+                "chat.model is required with backend \"openai\": the name the server serves the model under",
+            )?;
             ChatConfig::OpenAi(OpenAiChatConfig {
                 url,
                 model,
@@ -305,10 +440,15 @@ fn chat_config(
     Ok((config, max_tokens))
 }
 
-/// llama.cpp threads when `chat.threads` is unset: every core this process may use, at most 8
-/// (beyond that generation is bound by memory bandwidth, not cores).
+/// llama.cpp threads when `chat.threads` is unset: one core fewer than this process may use,
+/// at least 1, at most 8 (beyond that generation is bound by memory bandwidth). llama.cpp's
+/// threads wait for each other at every step, so one thread losing its core to another
+/// process stalls them all: measured on a 2-core VM busy compiling, 2 threads generated
+/// 0.8-1.3 tok/s where 1 thread held 3.5-23 tok/s (1.5B / 135M). Leaving a core free costs
+/// half the speed on an idle 2-core machine and little on bigger ones.
 fn default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8)
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    cores.saturating_sub(1).clamp(1, 8)
 }
 
 #[cfg(test)]
@@ -327,6 +467,9 @@ mod tests {
         let text = include_str!("../config.toml.example");
         let config = check(text, &[("HOME", "/home/dm")]).expect("config.toml.example must stay valid");
         assert!(matches!(config.embedder, EmbedderConfig::Ollama(_)));
+        let discord = config.discord.expect("the example documents [discord]");
+        assert_eq!(discord.concurrency, DEFAULT_DISCORD_CONCURRENCY);
+        assert!(discord.token.is_none(), "the example must not carry a token");
         match config.chat {
             ChatConfig::Ollama(chat) => {
                 assert_eq!(chat.model, DEFAULT_OLLAMA_CHAT_MODEL);
@@ -381,6 +524,44 @@ mod tests {
         let config = check(text, &[("ORACULO_DATA", "/from/env"), ("ORACULO_EMBEDDER", "ollama")]).unwrap();
         assert_eq!(config.data_dir, PathBuf::from("/from/env"));
         assert!(matches!(config.embedder, EmbedderConfig::Ollama(_)));
+    }
+
+    #[test]
+    fn discord_token_prefers_the_environment_and_never_prints() {
+        let text = "[discord]\ntoken = \"file-token-123\"\ndm_user_ids = [42]\n";
+        let config = check(text, &[("HOME", "/h")]).unwrap();
+        let discord = config.discord.expect("a [discord] section");
+        assert_eq!(discord.token.as_ref().map(|t| t.expose().as_str()), Some("file-token-123"));
+        assert_eq!(discord.dm_user_ids, vec![42]);
+        assert_eq!(discord.concurrency, DEFAULT_DISCORD_CONCURRENCY);
+        assert!(!format!("{discord:?}").contains("file-token-123"), "{discord:?}");
+
+        let config = check(text, &[("HOME", "/h"), ("DISCORD_TOKEN", "env-token-456")]).unwrap();
+        let discord = config.discord.unwrap();
+        assert_eq!(discord.token.as_ref().map(|t| t.expose().as_str()), Some("env-token-456"));
+        assert_eq!(format!("{}", discord.token.as_ref().unwrap()), "[redacted]");
+
+        // A token in the environment alone is enough for the bot; no section, no token: CLI only.
+        let config = check("", &[("HOME", "/h"), ("ORACULO_DISCORD_TOKEN", "t")]).unwrap();
+        assert!(config.discord.is_some_and(|d| d.dm_user_ids.is_empty() && d.token.is_some()));
+        assert!(check("", &[("HOME", "/h")]).unwrap().discord.is_none());
+
+        let raw = RawConfig::parse(text, Path::new("config.toml")).unwrap();
+        assert!(!format!("{raw:?}").contains("file-token-123"), "{raw:?}");
+    }
+
+    #[test]
+    fn discord_errors_name_the_key() {
+        for (text, key) in [
+            ("[discord]\nconcurrency = 0\n", "discord.concurrency"),
+            ("[discord]\nhistory_turns = 1000\n", "discord.history_turns"),
+            ("[discord]\ndm_user_ids = [0]\n", "discord.dm_user_ids"),
+            ("[discord]\nproxy_url = \"127.0.0.1:9\"\n", "discord.proxy_url"),
+            ("[discord]\nadmins = [1]\n", "admins"),
+        ] {
+            let err = check(text, &[("HOME", "/h")]).unwrap_err();
+            assert!(format!("{err:#}").contains(key), "{text}: {err:#}");
+        }
     }
 
     #[test]

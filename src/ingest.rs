@@ -25,6 +25,7 @@ use crate::index::store::{META_COMPENDIUM_VERSION, META_DIMENSION, META_EMBEDDER
 use crate::index::{
     CompendiumRecords, FileRecord, Index, IndexError, IngestChanges, MentionRecord, VectorRow, vector_table_name,
 };
+use crate::llm::chat::{ChatModel, ChatRequest};
 use crate::llm::{EmbedRole, Embedder, LlmError};
 
 /// Bump when the compendium's rules change, so the next ingest rebuilds it even if no note did.
@@ -67,6 +68,8 @@ pub struct IngestSummary {
     pub embedding_calls: usize,
     pub windows_embedded: usize,
     pub vectors_dropped: usize,
+    /// The annotation pass that followed, when one ran.
+    pub annotations: Option<AnnotationReport>,
     pub seconds: f64,
 }
 
@@ -76,6 +79,10 @@ pub trait IngestProgress: Send + Sync {
     fn embedding_started(&self, _total: usize) {}
     /// `n` more windows are done.
     fn embedded(&self, _n: usize) {}
+    /// `total` fragments are about to be annotated.
+    fn annotating_started(&self, _total: usize) {}
+    /// `n` more fragments are annotated.
+    fn annotated(&self, _n: usize) {}
 }
 
 /// No progress shown.
@@ -201,6 +208,88 @@ pub async fn ingest_campaign(
     }
     .instrument(span)
     .await
+}
+
+/// Tokens for a one-or-two-sentence annotation (~40 words) with room to finish the sentence.
+const ANNOTATION_MAX_TOKENS: usize = 120;
+/// An annotation longer than this is cut: it is a headline, not a second copy of the fragment.
+const ANNOTATION_MAX_CHARS: usize = 400;
+
+/// What an annotation pass did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AnnotationReport {
+    /// The chat model that wrote them (part of the cache key), if one was reachable.
+    pub model: Option<String>,
+    pub made: usize,
+    /// Fragments still without an annotation: the rerank stays off for pools holding them.
+    pub missing: usize,
+    /// Why the pass stopped early, if it did.
+    pub error: Option<String>,
+    pub seconds: f64,
+}
+
+/// Annotates every fragment that has no cached annotation by `chat` under the current
+/// prompt version. Each annotation is committed as soon as it is made; a failure stops the
+/// pass (the rest stays missing, to be filled by the next ingest or `oraculo annotate`)
+/// but is never an ingest error.
+pub async fn annotate_fragments(index: &Index, chat: &dyn ChatModel, progress: &dyn IngestProgress) -> AnnotationReport {
+    use crate::answer::prompt::{ANNOTATE_PROMPT_VERSION, annotate_messages};
+    let span = info_span!("ingest.annotate", model = chat.id());
+    let started = Instant::now();
+    async move {
+        let mut report = AnnotationReport { model: Some(chat.id().to_string()), ..Default::default() };
+        let pending = match index.store.fragments_missing_annotation(chat.id(), ANNOTATE_PROMPT_VERSION) {
+            Ok(pending) => pending,
+            Err(err) => {
+                report.error = Some(err.to_string());
+                return report;
+            }
+        };
+        report.missing = pending.len();
+        progress.annotating_started(pending.len());
+        for stored in &pending {
+            let fragment = &stored.fragment;
+            let request = ChatRequest {
+                messages: annotate_messages(&fragment.label, &fragment.text).into_iter().map(Into::into).collect(),
+                json_schema: None,
+                max_tokens: ANNOTATION_MAX_TOKENS,
+                temperature: 0.0,
+            };
+            let text = match chat.chat(&request, None).await {
+                Ok(response) => clean_annotation(&response.text),
+                Err(err) => {
+                    warn!(error = %err, label = %fragment.label, "annotation stopped; the rest stays missing");
+                    report.error = Some(err.to_string());
+                    break;
+                }
+            };
+            if text.is_empty() {
+                warn!(label = %fragment.label, "the model returned an empty annotation");
+                continue;
+            }
+            if let Err(err) = index.store.put_annotation(&fragment.content_hash, chat.id(), ANNOTATE_PROMPT_VERSION, &text) {
+                report.error = Some(err.to_string());
+                break;
+            }
+            report.made += 1;
+            report.missing -= 1;
+            progress.annotated(1);
+        }
+        report.seconds = started.elapsed().as_secs_f64();
+        report
+    }
+    .instrument(span)
+    .await
+}
+
+/// One line, no surrounding quotes, at most `ANNOTATION_MAX_CHARS`.
+fn clean_annotation(text: &str) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let trimmed = one_line.trim_matches(|c: char| c == '"' || c == '\'' || c == '`').trim();
+    match trimmed.char_indices().nth(ANNOTATION_MAX_CHARS) {
+        Some((cut, _)) => format!("{}…", &trimmed[..cut]),
+        None => trimmed.to_string(),
+    }
 }
 
 /// Splits `text` into windows of at most `window_words` words, overlapping by a fifth.

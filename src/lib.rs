@@ -10,7 +10,11 @@
 //! - [`index`]: SQLite (fragments, FTS5 for BM25, migrations) and LanceDB (window vectors),
 //!   committed so that a reader never sees half an ingest.
 //! - [`retrieve`]: a question → dense, BM25 and entity paths fused by reciprocal rank.
+//! - [`answer`]: chosen fragments in full plus one-line summaries of the rest, the versioned
+//!   prompts, and citations checked against the labels shown.
+//! - [`oracle`]: one question in, one cited answer out: the façade the CLI and the bot call.
 //! - [`llm`]: transport to models: embedders (embedded e5-small, Ollama) and chat models.
+//! - [`discord`]: the bot: `/oraculo` with cited embeds, threads for follow-ups, `/reingest`.
 //!
 //! [`config`], [`logging`] and [`cli`] are the edges; [`sample`] is the built-in campaign.
 
@@ -23,7 +27,10 @@ pub mod compendium;
 pub mod ingest;
 pub mod index;
 pub mod retrieve;
+pub mod answer;
+pub mod oracle;
 pub mod llm;
+pub mod discord;
 
 pub mod cli;
 pub mod sample;

@@ -1,15 +1,19 @@
 //! The one place that builds the tracing subscriber.
 //!
-//! `ORACULO_LOG` filters (`info`, `oraculo=debug,lance=warn`, …; default `warn`), and every
+//! `ORACULO_LOG` filters (`info`, `oraculo=debug,lance=warn`, …; default [`DEFAULT_FILTER`]), and every
 //! span logs its `time.busy` when it closes, which gives per-stage timings for free.
 //! Logs go to stderr so `--json` output on stdout stays clean.
 
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::FmtSpan;
 
+/// Our warnings; LanceDB's deprecation notices and llama.cpp's model-loading chatter only when
+/// they are errors (they say nothing a DM can act on).
+pub const DEFAULT_FILTER: &str = "warn,lance=error,llama-cpp-2=error";
+
 /// Installs the subscriber; a second call (tests) is a no-op.
 pub fn init() {
-    let filter = EnvFilter::try_from_env("ORACULO_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let filter = EnvFilter::try_from_env("ORACULO_LOG").unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_span_events(FmtSpan::CLOSE)

@@ -480,6 +480,53 @@ impl Store {
         self.meta(META_COMPENDIUM_VERSION)
     }
 
+    /// Cached annotations of `hashes` by `model` under `prompt_version`: hash → text.
+    pub fn annotations(
+        &self,
+        hashes: &[&str],
+        model: &str,
+        prompt_version: &str,
+    ) -> Result<HashMap<String, String>, IndexError> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT text FROM annotations WHERE content_hash = ?1 AND model = ?2 AND prompt_version = ?3",
+        )?;
+        let mut found = HashMap::new();
+        for hash in hashes {
+            if let Some(text) =
+                statement.query_row(params![hash, model, prompt_version], |row| row.get::<_, String>(0)).optional()?
+            {
+                found.insert(hash.to_string(), text);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Stores one annotation (committed at once: an interrupted annotation run keeps its work).
+    pub fn put_annotation(&self, hash: &str, model: &str, prompt_version: &str, text: &str) -> Result<(), IndexError> {
+        self.connection.execute(
+            "INSERT INTO annotations (content_hash, model, prompt_version, text) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (content_hash, model, prompt_version) DO UPDATE SET text = excluded.text",
+            params![hash, model, prompt_version, text],
+        )?;
+        Ok(())
+    }
+
+    /// One fragment per content hash that has no annotation by `model` under `prompt_version`,
+    /// in source order.
+    pub fn fragments_missing_annotation(&self, model: &str, prompt_version: &str) -> Result<Vec<StoredFragment>, IndexError> {
+        let mut statement = self.connection.prepare(
+            "SELECT id, label, kind, source_path, session, part, heading_path, text, word_count,
+                    line_start, line_end, visibility, content_hash
+             FROM fragments f
+             WHERE NOT EXISTS (SELECT 1 FROM annotations a WHERE a.content_hash = f.content_hash
+                               AND a.model = ?1 AND a.prompt_version = ?2)
+               AND f.id = (SELECT MIN(g.id) FROM fragments g WHERE g.content_hash = f.content_hash)
+             ORDER BY source_path, line_start, part",
+        )?;
+        let rows = statement.query_map(params![model, prompt_version], read_fragment)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// Raw access for the stages built on this store (retrieval, compendium).
     pub fn connection(&self) -> &Connection {
         &self.connection

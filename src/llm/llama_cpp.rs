@@ -91,13 +91,17 @@ fn backend() -> Result<&'static LlamaBackend, String> {
 }
 
 impl LlamaCppChat {
-    /// Which GGUF the embedded backend uses when the config names none: the 1.5B model when
-    /// `scripts/fetch-models.sh --chat 1.5b` fetched it, else SmolLM2-135M (always fetched;
-    /// a smoke-test model, so loading it logs a warning).
+    /// Which GGUF the embedded backend uses when the config names none: the largest one
+    /// fetched. The 1.5B model when `scripts/fetch-models.sh --chat 1.5b` fetched it, else the
+    /// 0.5B (`--chat 0.5b`), else SmolLM2-135M (always fetched; a smoke-test model, so loading
+    /// it logs a warning). When none is there, the SmolLM2 path, for the error to name.
     pub fn default_path(data_dir: &Path) -> PathBuf {
         let models = data_dir.join("models");
-        let preferred = models.join(QWEN_1_5B_FILE);
-        if preferred.is_file() { preferred } else { models.join(SMOLLM2_135M_FILE) }
+        [QWEN_1_5B_FILE, QWEN_0_5B_FILE]
+            .iter()
+            .map(|file| models.join(file))
+            .find(|path| path.is_file())
+            .unwrap_or_else(|| models.join(SMOLLM2_135M_FILE))
     }
 
     /// Loads the model (blocking: seconds for a 1 GB file). A missing file names the script
@@ -175,7 +179,9 @@ impl Engine {
     }
 
     /// Runs one generation to the end (blocking). `emit` gets each piece of text; when it
-    /// returns false (the caller went away) generation stops.
+    /// returns false, or `abandoned` true between two prompt batches (the caller dropped the
+    /// request, e.g. on its own timeout), generation stops and frees the CPU.
+    #[allow(clippy::too_many_arguments)]
     fn generate(
         &self,
         request: &ChatRequest,
@@ -184,6 +190,7 @@ impl Engine {
         context_window: usize,
         backend_id: &str,
         emit: &mut dyn FnMut(&str) -> bool,
+        abandoned: &dyn Fn() -> bool,
     ) -> Result<ChatResponse, LlmError> {
         // A panic in an earlier generation leaves nothing shared half-done: the context is
         // per generation. Poisoning is therefore harmless.
@@ -231,6 +238,14 @@ impl Engine {
         let started = Instant::now();
         let mut batch = LlamaBatch::new(PROMPT_BATCH, 1);
         for (chunk_index, chunk) in prompt_tokens.chunks(PROMPT_BATCH).enumerate() {
+            if abandoned() {
+                debug!(n_prompt, "request abandoned while reading the prompt");
+                return Ok(ChatResponse {
+                    text: String::new(),
+                    prompt_tokens: Some(n_prompt),
+                    completion_tokens: Some(0),
+                });
+            }
             batch.clear();
             for (offset, token) in chunk.iter().enumerate() {
                 let position = chunk_index * PROMPT_BATCH + offset;
@@ -299,7 +314,8 @@ fn build_sampler(model: &LlamaModel, grammar: Option<&str>, temperature: f32) ->
     let mut samplers = Vec::new();
     if let Some(grammar) = grammar {
         samplers.push(
-            LlamaSampler::grammar(model, grammar, "root").map_err(|err| format!("llama.cpp rejects the grammar: {err}"))?,
+            LlamaSampler::grammar(model, grammar, "root")
+                .map_err(|err| format!("llama.cpp rejects the grammar: {err}"))?,
         );
     }
     if temperature <= 0.0 {
@@ -400,8 +416,9 @@ impl ChatModel for LlamaCppChat {
         // is borrowed and cannot travel to another thread.
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<String>();
         let worker = tokio::task::spawn_blocking(move || {
+            let abandoned = || sender.is_closed();
             let mut emit = |piece: &str| sender.send(piece.to_string()).is_ok();
-            engine.generate(&request, grammar.as_deref(), threads, context_window, &backend_id, &mut emit)
+            engine.generate(&request, grammar.as_deref(), threads, context_window, &backend_id, &mut emit, &abandoned)
         });
         async {
             while let Some(piece) = receiver.recv().await {

@@ -159,7 +159,10 @@ impl OllamaChat {
             };
             let message = serde_json::from_str::<ErrorResponse>(&body).map(|e| e.error).unwrap_or(body);
             if status.as_u16() == 404 && message.contains("not found") {
-                return Err(LlmError::ModelNotPulled { url: self.config.url.clone(), model: self.config.model.clone() });
+                return Err(LlmError::ModelNotPulled {
+                    url: self.config.url.clone(),
+                    model: self.config.model.clone(),
+                });
             }
             return Err(LlmError::Status { url: self.config.url.clone(), status: status.as_u16(), body: message });
         }
@@ -190,14 +193,14 @@ impl OllamaChat {
             if let Some(message) = chunk.error {
                 return Err(LlmError::Generation { backend: self.id.clone(), message });
             }
-            if let Some(message) = chunk.message {
-                if !message.content.is_empty() {
-                    *streamed = true;
-                    if let Some(sink) = on_token {
-                        sink(&message.content);
-                    }
-                    answer.text.push_str(&message.content);
+            if let Some(message) = chunk.message
+                && !message.content.is_empty()
+            {
+                *streamed = true;
+                if let Some(sink) = on_token {
+                    sink(&message.content);
                 }
+                answer.text.push_str(&message.content);
             }
             if chunk.done {
                 answer.prompt_tokens = chunk.prompt_eval_count;

@@ -207,10 +207,7 @@ impl OpenAiChat {
                 // when a finish reason arrived, since the answer is then whole.
                 Ok(None) if finish_reason.is_some() => break,
                 Ok(None) => {
-                    return Err(self.incomplete(format!(
-                        "no `data: [DONE]` after {} characters",
-                        answer.text.len()
-                    )));
+                    return Err(self.incomplete(format!("no `data: [DONE]` after {} characters", answer.text.len())));
                 }
                 Err(ReadError::Idle) => return Err(self.timeout_error()),
                 Err(ReadError::Broken(detail)) => return Err(self.incomplete(detail)),
@@ -230,21 +227,24 @@ impl OpenAiChat {
                 detail: format!("/v1/chat/completions streamed an event that does not parse ({err}): {}", clip(data)),
             })?;
             if let Some(error) = chunk.error {
-                return Err(LlmError::Generation { backend: self.id.clone(), message: error_message(&error.to_string()) });
+                return Err(LlmError::Generation {
+                    backend: self.id.clone(),
+                    message: error_message(&error.to_string()),
+                });
             }
             if let Some(usage) = chunk.usage {
                 answer.prompt_tokens = usage.prompt_tokens.or(answer.prompt_tokens);
                 answer.completion_tokens = usage.completion_tokens.or(answer.completion_tokens);
             }
             for choice in chunk.choices {
-                if let Some(content) = choice.delta.and_then(|delta| delta.content) {
-                    if !content.is_empty() {
-                        *streamed = true;
-                        if let Some(sink) = on_token {
-                            sink(&content);
-                        }
-                        answer.text.push_str(&content);
+                if let Some(content) = choice.delta.and_then(|delta| delta.content)
+                    && !content.is_empty()
+                {
+                    *streamed = true;
+                    if let Some(sink) = on_token {
+                        sink(&content);
                     }
+                    answer.text.push_str(&content);
                 }
                 if choice.finish_reason.is_some() {
                     finish_reason = choice.finish_reason;

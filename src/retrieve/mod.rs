@@ -17,6 +17,7 @@ pub mod dense;
 pub mod entity;
 pub mod followup;
 pub mod fuse;
+pub mod rerank;
 
 use std::time::Instant;
 

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use oraculo::config::ChatConfig;
 use oraculo::llm::chat::{ChatMessage, ChatModel, ChatRequest, ChatResponse};
-use oraculo::llm::llama_cpp::{LlamaCppChat, LlamaCppConfig, SMOLLM2_135M_FILE};
+use oraculo::llm::llama_cpp::{LlamaCppChat, LlamaCppConfig, QWEN_0_5B_FILE, QWEN_1_5B_FILE, SMOLLM2_135M_FILE};
 use oraculo::llm::ollama_chat::{OllamaChat, OllamaChatConfig};
 use oraculo::llm::openai::{ApiKey, OpenAiChat, OpenAiChatConfig};
 use oraculo::llm::{LlmError, connect_chat};
 use serde_json::{Value, json};
 
-use crate::fake_ollama::{Fault, FakeOllama};
+use crate::fake_ollama::{FakeOllama, Fault};
 
 const MODEL: &str = "qwen2.5:14b";
 
@@ -58,7 +58,10 @@ fn ids_schema() -> Value {
 }
 
 /// Runs `chat`, collecting what the sink received.
-async fn chat_collecting(model: &dyn ChatModel, request: &ChatRequest) -> (Result<ChatResponse, LlmError>, Vec<String>) {
+async fn chat_collecting(
+    model: &dyn ChatModel,
+    request: &ChatRequest,
+) -> (Result<ChatResponse, LlmError>, Vec<String>) {
     let pieces = Mutex::new(Vec::new());
     let sink = |piece: &str| pieces.lock().unwrap().push(piece.to_string());
     let result = model.chat(request, Some(&sink)).await;
@@ -151,7 +154,8 @@ async fn ollama_errors_read_as_fixes() {
 
     // Silence: name the setting to raise.
     let fake = FakeOllama::start(&[MODEL]).await;
-    let chat = OllamaChat::new(OllamaChatConfig { timeout: Duration::from_millis(300), ..ollama_config(fake.url()) }).unwrap();
+    let chat =
+        OllamaChat::new(OllamaChatConfig { timeout: Duration::from_millis(300), ..ollama_config(fake.url()) }).unwrap();
     fake.enqueue(Fault::Delay(Duration::from_secs(30)));
     let err = chat.chat(&request("hola"), None).await.unwrap_err();
     assert!(matches!(err, LlmError::ServerTimeout { .. }), "{err:?}");
@@ -235,11 +239,9 @@ async fn openai_errors_read_as_fixes() {
     assert!(err.to_string().contains("ORACULO_OPENAI_API_KEY"), "{err}");
     assert!(!err.to_string().contains("sk-wrong"), "{err}");
 
-    let chat = OpenAiChat::new(OpenAiChatConfig {
-        model: "llama-70b".into(),
-        ..openai_config(fake.url(), Some("sk-right"))
-    })
-    .unwrap();
+    let chat =
+        OpenAiChat::new(OpenAiChatConfig { model: "llama-70b".into(), ..openai_config(fake.url(), Some("sk-right")) })
+            .unwrap();
     let err = chat.chat(&request("hola"), None).await.unwrap_err();
     assert!(matches!(err, LlmError::ModelNotServed { .. }), "{err:?}");
     assert!(err.to_string().contains("chat.model"), "{err}");
@@ -276,6 +278,18 @@ async fn connect_chat_builds_the_configured_backend() {
     assert!(err.to_string().contains(SMOLLM2_135M_FILE), "{err}");
 }
 
+#[test]
+fn the_embedded_default_is_the_largest_model_fetched() {
+    let data = tempfile::TempDir::new().unwrap();
+    let models = data.path().join("models");
+    assert_eq!(LlamaCppChat::default_path(data.path()), models.join(SMOLLM2_135M_FILE));
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::write(models.join(QWEN_0_5B_FILE), "GGUF").unwrap();
+    assert_eq!(LlamaCppChat::default_path(data.path()), models.join(QWEN_0_5B_FILE));
+    std::fs::write(models.join(QWEN_1_5B_FILE), "GGUF").unwrap();
+    assert_eq!(LlamaCppChat::default_path(data.path()), models.join(QWEN_1_5B_FILE));
+}
+
 // --- llama.cpp, in-process --------------------------------------------------------------
 
 fn models_dir() -> PathBuf {
@@ -300,7 +314,10 @@ async fn llama_cpp_generates_and_streams_text() {
     assert_eq!(model.id(), "llama.cpp:SmolLM2-135M-Instruct.Q4_1");
     assert_eq!(model.context_window(), 2048);
     let asked = ChatRequest {
-        messages: vec![ChatMessage::system("You are a helpful assistant."), ChatMessage::user("What is the capital of France?")],
+        messages: vec![
+            ChatMessage::system("You are a helpful assistant."),
+            ChatMessage::user("What is the capital of France?"),
+        ],
         json_schema: None,
         max_tokens: 24,
         temperature: 0.0,
@@ -312,7 +329,8 @@ async fn llama_cpp_generates_and_streams_text() {
     let generated = answer.completion_tokens.unwrap();
     assert!((1..=24).contains(&generated), "{answer:?}");
     // The prompt is the templated conversation: more than its two texts alone.
-    let texts = model.count_tokens("You are a helpful assistant.") + model.count_tokens("What is the capital of France?");
+    let texts =
+        model.count_tokens("You are a helpful assistant.") + model.count_tokens("What is the capital of France?");
     assert!(answer.prompt_tokens.unwrap() > texts, "{answer:?}");
 
     // Greedy sampling: the same question, the same answer.
@@ -323,26 +341,30 @@ async fn llama_cpp_generates_and_streams_text() {
 #[tokio::test]
 async fn llama_cpp_json_schema_output_parses_and_validates() {
     let model = smollm();
-    let asked = ChatRequest {
-        messages: vec![
-            ChatMessage::system("Answer with JSON only."),
-            ChatMessage::user("Fragments 4, 7 and 9 mention the dragon. Give their ids as {\"ids\": [...]}."),
-        ],
-        json_schema: Some(json!({
-            "type": "object",
-            "properties": { "ids": { "type": "array", "items": { "type": "integer" }, "maxItems": 8 } },
-            "required": ["ids"]
-        })),
-        max_tokens: 96,
-        temperature: 0.0,
-    };
-    let answer = model.chat(&asked, None).await.unwrap();
-    let parsed: Value =
-        serde_json::from_str(&answer.text).unwrap_or_else(|err| panic!("{err}: not JSON: {:?}", answer.text));
-    let ids = parsed["ids"].as_array().unwrap_or_else(|| panic!("no ids array: {parsed}"));
-    assert!(ids.len() <= 8, "{parsed}");
-    assert!(ids.iter().all(Value::is_i64), "{parsed}");
-    assert_eq!(parsed.as_object().unwrap().len(), 1, "only the schema's property: {parsed}");
+    let mut capped = ids_schema();
+    capped["properties"]["ids"]["maxItems"] = json!(8);
+    for (schema, max_items) in [(ids_schema(), None), (capped, Some(8))] {
+        let asked = ChatRequest {
+            messages: vec![
+                ChatMessage::system("Answer with JSON only."),
+                ChatMessage::user("Fragments 4, 7 and 9 mention the dragon. Give their ids as {\"ids\": [...]}."),
+            ],
+            json_schema: Some(schema),
+            max_tokens: 96,
+            temperature: 0.0,
+        };
+        let answer = model.chat(&asked, None).await.unwrap();
+        let parsed: Value =
+            serde_json::from_str(&answer.text).unwrap_or_else(|err| panic!("{err}: not JSON: {:?}", answer.text));
+        let object = parsed.as_object().unwrap_or_else(|| panic!("not an object: {parsed}"));
+        assert_eq!(object.len(), 1, "only the schema's property: {parsed}");
+        let ids = parsed["ids"].as_array().unwrap_or_else(|| panic!("no ids array: {parsed}"));
+        assert!(ids.iter().all(Value::is_i64), "{parsed}");
+        if let Some(max_items) = max_items {
+            // SmolLM2 counts on past 8 when free to (measured: 1…9); the grammar stops it.
+            assert!(ids.len() <= max_items, "{parsed}");
+        }
+    }
 }
 
 #[tokio::test]
@@ -356,6 +378,28 @@ async fn llama_cpp_counts_tokens_exactly_and_rejects_an_oversized_prompt() {
     let err = model.chat(&request(&"dragón ".repeat(3000)), None).await.unwrap_err();
     assert!(matches!(err, LlmError::PromptTooLong { context_window: 2048, .. }), "{err:?}");
     assert!(err.to_string().contains("chat.n_ctx"), "{err}");
+}
+
+#[tokio::test]
+async fn llama_cpp_an_abandoned_request_frees_the_model() {
+    let model = smollm();
+    // Greedy SmolLM2 repeats itself: left alone this would take a minute or more on one thread.
+    let endless = ChatRequest {
+        messages: vec![ChatMessage::user("Repite «dragón» sin parar.")],
+        json_schema: None,
+        max_tokens: 1500,
+        temperature: 0.0,
+    };
+    let abandoned = tokio::time::timeout(Duration::from_millis(200), model.chat(&endless, None)).await;
+    assert!(abandoned.is_err(), "the caller gave up first");
+    // The next request gets the model at once instead of waiting behind 1500 tokens.
+    let mut short = request("Hola");
+    short.max_tokens = 8;
+    let answer = tokio::time::timeout(Duration::from_secs(30), model.chat(&short, None))
+        .await
+        .expect("the abandoned generation stopped and released the model")
+        .unwrap();
+    assert!(answer.completion_tokens.unwrap() <= 8);
 }
 
 #[test]

@@ -249,17 +249,15 @@ async fn serve_chat(
         let state = state.lock().unwrap();
         (state.models.clone(), state.api_key.clone())
     };
-    if openai {
-        if let Some(key) = api_key {
-            let sent = headers.iter().find(|(n, _)| n == "authorization").map(|(_, v)| v.as_str());
-            if sent != Some(format!("Bearer {key}").as_str()) {
-                write_json(stream, 401, &error_body("Incorrect API key provided")).await?;
-                return Ok(true);
-            }
+    if openai && let Some(key) = api_key {
+        let sent = headers.iter().find(|(n, _)| n == "authorization").map(|(_, v)| v.as_str());
+        if sent != Some(format!("Bearer {key}").as_str()) {
+            write_json(stream, 401, &error_body("Incorrect API key provided")).await?;
+            return Ok(true);
         }
     }
     let model = body["model"].as_str().unwrap_or("").to_string();
-    if !models.iter().any(|m| *m == model) {
+    if !models.contains(&model) {
         let (status, message) = if openai {
             (404, format!("The model `{model}` does not exist or you do not have access to it."))
         } else {
@@ -274,8 +272,10 @@ async fn serve_chat(
         if schema.is_object() { smallest_valid(&schema).to_string() } else { "(no reply queued)".to_string() }
     });
     let pieces = split_words(&reply);
-    let prompt_chars: usize =
-        body["messages"].as_array().map(|ms| ms.iter().map(|m| m["content"].as_str().unwrap_or("").len()).sum()).unwrap_or(0);
+    let prompt_chars: usize = body["messages"]
+        .as_array()
+        .map(|ms| ms.iter().map(|m| m["content"].as_str().unwrap_or("").len()).sum())
+        .unwrap_or(0);
     let prompt_tokens = prompt_chars / 4 + 1;
 
     if !openai && body["stream"] == json!(false) {
@@ -292,7 +292,8 @@ async fn serve_chat(
     let mut lines: Vec<String> = Vec::new();
     for (index, piece) in pieces.iter().enumerate() {
         lines.push(if openai {
-            let delta = if index == 0 { json!({ "role": "assistant", "content": piece }) } else { json!({ "content": piece }) };
+            let delta =
+                if index == 0 { json!({ "role": "assistant", "content": piece }) } else { json!({ "content": piece }) };
             format!(
                 "data: {}\n\n",
                 json!({ "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
@@ -310,7 +311,11 @@ async fn serve_chat(
     match fault {
         Some(Fault::BadJson) => {
             lines.truncate(1);
-            lines.push(if openai { "data: {\"choices\": [{\"delta\":\n\n".to_string() } else { "{\"message\": {\"content\": \n".to_string() });
+            lines.push(if openai {
+                "data: {\"choices\": [{\"delta\":\n\n".to_string()
+            } else {
+                "{\"message\": {\"content\": \n".to_string()
+            });
         }
         Some(Fault::Truncated) => lines.truncate(full_length / 2),
         _ => {

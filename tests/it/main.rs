@@ -2,10 +2,13 @@
 //! Real SQLite files and LanceDB tables in temp dirs; Ollama is a local stand-in that speaks
 //! its wire format; the embedded e5 model is the real one.
 
+mod fake_discord;
 mod fake_ollama;
 mod support;
 
 mod chat;
+mod discord;
+mod answer;
 mod embedded;
 mod ingest;
 mod retrieve;

@@ -179,7 +179,7 @@ async fn the_search_command_prints_its_json_contract() {
             .env_remove("ORACULO_CONFIG");
         command
     };
-    let mut ingest = oraculo(&["ingest", "--json"]);
+    let mut ingest = oraculo(&["ingest", "--no-annotate", "--json"]);
     let ingest = tokio::task::spawn_blocking(move || ingest.output().unwrap()).await.unwrap();
     assert!(ingest.status.success(), "{}", String::from_utf8_lossy(&ingest.stderr));
     let history = scratch.data.path().join("history.json");

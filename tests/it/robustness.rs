@@ -125,7 +125,7 @@ async fn killing_the_ingest_process_midway_leaves_a_usable_index() {
     let run = |json: bool| {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_oraculo"));
         command
-            .args(["ingest", "--campaign"])
+            .args(["ingest", "--no-annotate", "--campaign"])
             .arg(scratch.campaign.path())
             .arg("--data")
             .arg(scratch.data.path())

@@ -135,3 +135,11 @@ impl<E: Embedder> Embedder for CountingEmbedder<E> {
 pub fn prose(tag: &str, n: usize) -> String {
     (0..n).map(|i| format!("{tag}{i}")).collect::<Vec<_>>().join(" ")
 }
+
+/// Where the fetched model files are: `ORACULO_DATA`'s, else the default data dir's `models/`.
+pub fn models_dir() -> PathBuf {
+    let data_dir = std::env::var_os("ORACULO_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").expect("HOME is set")).join(".local/share/oraculo"));
+    data_dir.join("models")
+}

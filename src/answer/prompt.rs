@@ -1,0 +1,341 @@
+//! The prompts, as versioned files under `prompts/`, and the messages built from them.
+//!
+//! A prompt file is a system prompt, a line `<!-- user -->`, and a template for the user
+//! message with `{{name}}` placeholders. Placeholders are filled in one pass, so a question
+//! or a note that happens to contain `{{material}}` is left alone.
+//!
+//! A file is never edited in place once it has been used: a new wording is a new file
+//! (`answer.v2.md`) and a new version constant. The versions are part of the cache keys of
+//! what the prompts produce (the annotation cache), so a new wording re-annotates.
+//!
+//! Every citation example in the prompts is digit-free on purpose (design notes, "Dos
+//! afinamientos silenciosos"): a model copies an example session number into answers that
+//! do not come from that session. A test scans every file under `prompts/` for it.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::context::Context;
+
+pub const ANSWER_PROMPT_VERSION: &str = "answer.v1";
+pub const ANNOTATE_PROMPT_VERSION: &str = "annotate.v1";
+pub const RERANK_PROMPT_VERSION: &str = "rerank.v1";
+
+/// `prompts/answer.v1.md`: the answer's system prompt and the user message carrying the
+/// material and the question.
+pub const ANSWER_PROMPT: &str = include_str!("../../prompts/answer.v1.md");
+/// `prompts/annotate.v1.md`: the one-or-two-sentence description of a fragment.
+pub const ANNOTATE_PROMPT: &str = include_str!("../../prompts/annotate.v1.md");
+/// `prompts/rerank.v1.md`: the best ids among the candidates' annotations, as JSON.
+pub const RERANK_PROMPT: &str = include_str!("../../prompts/rerank.v1.md");
+
+/// Every prompt file with its version, for tests and for `oraculo` to show.
+pub const PROMPT_FILES: &[(&str, &str)] = &[
+    (ANSWER_PROMPT_VERSION, ANSWER_PROMPT),
+    (ANNOTATE_PROMPT_VERSION, ANNOTATE_PROMPT),
+    (RERANK_PROMPT_VERSION, RERANK_PROMPT),
+];
+
+/// Earlier messages of a conversation sent with a question: three exchanges. Enough for a
+/// follow-up ("¿y después?") to be understood, few enough not to crowd out the material.
+pub const MAX_HISTORY_MESSAGES: usize = 6;
+
+pub const ROLE_SYSTEM: &str = "system";
+pub const ROLE_USER: &str = "user";
+pub const ROLE_ASSISTANT: &str = "assistant";
+
+/// One chat message, as the chat backends take it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PromptMessage {
+    /// [`ROLE_SYSTEM`], [`ROLE_USER`] or [`ROLE_ASSISTANT`].
+    pub role: &'static str,
+    pub content: String,
+}
+
+impl PromptMessage {
+    pub fn system(content: impl Into<String>) -> PromptMessage {
+        PromptMessage { role: ROLE_SYSTEM, content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> PromptMessage {
+        PromptMessage { role: ROLE_USER, content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> PromptMessage {
+        PromptMessage { role: ROLE_ASSISTANT, content: content.into() }
+    }
+}
+
+/// The answer conversation: system prompt, the bounded history (see [`bounded_history`]),
+/// then one user message with the material and the question.
+pub fn answer_messages(question: &str, history: &[PromptMessage], context: &Context) -> Vec<PromptMessage> {
+    let (system, user) = split_prompt(ANSWER_PROMPT);
+    let mut messages = vec![PromptMessage::system(system)];
+    messages.extend(bounded_history(history));
+    messages.push(PromptMessage::user(fill(user, &[("material", &context.text), ("question", question.trim())])));
+    messages
+}
+
+/// The history the answer prompt carries: the last [`MAX_HISTORY_MESSAGES`] user and
+/// assistant messages (system messages are dropped), starting with a user message so that
+/// strict chat templates see the roles alternate.
+pub fn bounded_history(history: &[PromptMessage]) -> Vec<PromptMessage> {
+    let turns: Vec<&PromptMessage> =
+        history.iter().filter(|message| message.role == ROLE_USER || message.role == ROLE_ASSISTANT).collect();
+    let recent = &turns[turns.len().saturating_sub(MAX_HISTORY_MESSAGES)..];
+    let first_user = recent.iter().position(|message| message.role == ROLE_USER).unwrap_or(recent.len());
+    recent[first_user..].iter().map(|&message| message.clone()).collect()
+}
+
+/// The request for one fragment's annotation.
+pub fn annotate_messages(label: &str, text: &str) -> Vec<PromptMessage> {
+    let (system, user) = split_prompt(ANNOTATE_PROMPT);
+    vec![PromptMessage::system(system), PromptMessage::user(fill(user, &[("label", label), ("text", text.trim())]))]
+}
+
+/// The rerank request: the question and each candidate's annotation under its id, asking
+/// for the best `n` ids. Only annotations are shown, never fragment text: measured in the
+/// design, raw text dropped recall to 0.73 and annotations raised it to 0.93.
+pub fn rerank_messages(question: &str, candidates: &[(i64, &str)], n: usize) -> Vec<PromptMessage> {
+    let (system, user) = split_prompt(RERANK_PROMPT);
+    let n = n.to_string();
+    let lines: Vec<String> = candidates
+        .iter()
+        .map(|(fragment_id, annotation)| {
+            let annotation = annotation.split_whitespace().collect::<Vec<_>>().join(" ");
+            format!("- id {fragment_id}: {annotation}")
+        })
+        .collect();
+    let candidates = lines.join("\n");
+    let values = [("n", n.as_str()), ("question", question.trim()), ("candidates", candidates.as_str())];
+    vec![PromptMessage::system(fill(system, &values)), PromptMessage::user(fill(user, &values))]
+}
+
+/// The JSON schema the rerank reply must satisfy: `{"ids": [integer, …]}`, at most `n`.
+pub fn rerank_schema(n: usize) -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "ids": {
+                "type": "array",
+                "items": { "type": "integer" },
+                "maxItems": n,
+            },
+        },
+        "required": ["ids"],
+        "additionalProperties": false,
+    })
+}
+
+/// The line that separates a prompt file's system part from its user template.
+const USER_MARKER: &str = "<!-- user -->";
+
+/// (system prompt, user template) of a prompt file.
+fn split_prompt(file: &'static str) -> (&'static str, &'static str) {
+    let (system, user) = file.split_once(USER_MARKER).expect("every prompt file has a user part (tested)");
+    (system.trim(), user.trim())
+}
+
+/// Replaces each `{{name}}` of `template` whose name is in `values`, in one left-to-right
+/// pass: substituted text is never scanned again. Unknown placeholders stay as written.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut filled = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        filled.push_str(&rest[..open]);
+        let after_open = &rest[open + 2..];
+        let value = after_open.find("}}").and_then(|close| {
+            values.iter().find(|(name, _)| *name == &after_open[..close]).map(|(_, value)| (close, value))
+        });
+        match value {
+            Some((close, value)) => {
+                filled.push_str(value);
+                rest = &after_open[close + 2..];
+            }
+            None => {
+                filled.push_str("{{");
+                rest = after_open;
+            }
+        }
+    }
+    filled.push_str(rest);
+    filled
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::super::context::{FULL_BLOCK_NAME, SUMMARIES_BLOCK_NAME};
+    use super::*;
+
+    /// Renders messages as `role: content` blocks separated by `---` lines and compares.
+    fn check(messages: &[PromptMessage], expect: &str) {
+        let rendered: Vec<String> =
+            messages.iter().map(|message| format!("{}: {}", message.role, message.content)).collect();
+        assert_eq!(rendered.join("\n---\n"), expect.trim());
+    }
+
+    fn prompts_dir() -> PathBuf {
+        // `file!()` is relative to the crate root, or absolute when the module is mounted by
+        // `#[path]` from another crate.
+        let this_file = Path::new(file!());
+        let this_file = if this_file.is_absolute() {
+            this_file.to_path_buf()
+        } else {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(this_file)
+        };
+        this_file.ancestors().nth(3).expect("src/answer/prompt.rs is three levels down").join("prompts")
+    }
+
+    /// Every `[...]` in `text` that holds a digit.
+    fn brackets_with_digits(text: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find(['[', '【']) {
+            let after_open = &rest[open..];
+            let Some(close) = after_open.find([']', '】']) else { break };
+            let inside = &after_open[..close];
+            if inside.chars().any(|c| c.is_numeric()) {
+                found.push(inside.to_string());
+            }
+            rest = &after_open[1..];
+        }
+        found
+    }
+
+    #[test]
+    fn no_prompt_file_has_a_digit_inside_brackets() {
+        let mut n_files = 0;
+        for entry in std::fs::read_dir(prompts_dir()).expect("prompts/ is readable") {
+            let path = entry.expect("prompts/ entries are readable").path();
+            let text = std::fs::read_to_string(&path).expect("prompt files are UTF-8");
+            assert_eq!(brackets_with_digits(&text), Vec::<String>::new(), "{}", path.display());
+            let registered = PROMPT_FILES.iter().any(|(_, registered)| *registered == text);
+            assert!(registered, "{} is not in PROMPT_FILES", path.display());
+            n_files += 1;
+        }
+        assert_eq!(n_files, PROMPT_FILES.len());
+        // The scanner itself finds what it must.
+        assert_eq!(brackets_with_digits("[Sesión …] y [Sesión 12] y {\"ids\": [3]}"), ["[Sesión 12", "[3"]);
+    }
+
+    #[test]
+    fn prompt_files_split_and_fill_completely() {
+        for (version, file) in PROMPT_FILES {
+            assert!(file.contains(USER_MARKER), "{version}");
+            let (system, user) = split_prompt(file);
+            assert!(!system.is_empty() && !user.is_empty(), "{version}");
+        }
+        let context = Context {
+            full: vec![],
+            summaries: vec![],
+            text: "MATERIAL".to_string(),
+            shown_labels: vec![],
+            dropped_for_budget: 0,
+        };
+        let built =
+            [answer_messages("q", &[], &context), annotate_messages("l", "t"), rerank_messages("q", &[(1, "a")], 8)];
+        for message in built.iter().flatten() {
+            assert!(!message.content.contains("{{"), "unfilled placeholder in {}", message.content);
+        }
+    }
+
+    #[test]
+    fn answer_prompt_names_the_blocks_and_the_rules() {
+        let (system, user) = split_prompt(ANSWER_PROMPT);
+        for required in
+            [FULL_BLOCK_NAME, SUMMARIES_BLOCK_NAME, "idioma de la pregunta", "[Sesión …]", "[Ficha: …]", "[Mundo: …]"]
+        {
+            assert!(system.contains(required), "answer prompt lacks {required:?}");
+        }
+        assert!(user.contains("{{material}}") && user.contains("{{question}}"));
+        let material_at = user.find("{{material}}");
+        assert!(material_at < user.find("{{question}}"), "the question comes after the material");
+    }
+
+    #[test]
+    fn answer_messages_carry_history_then_material_and_question() {
+        let context = Context {
+            full: vec![],
+            summaries: vec![],
+            text: "== Fragmentos completos ==\n\n### [Sesión 2]\nBaika llega a {{question}}.".to_string(),
+            shown_labels: vec!["Sesión 2".to_string()],
+            dropped_for_budget: 0,
+        };
+        let history = [
+            PromptMessage::system("ignored"),
+            PromptMessage::user("¿Quién es Baika?"),
+            PromptMessage::assistant("Una ladrona [Ficha: Baika]."),
+        ];
+        let messages = answer_messages("  ¿y después?  ", &history, &context);
+        let (system, _) = split_prompt(ANSWER_PROMPT);
+        assert_eq!(messages[0], PromptMessage::system(system));
+        check(
+            &messages[1..],
+            "
+user: ¿Quién es Baika?
+---
+assistant: Una ladrona [Ficha: Baika].
+---
+user: # Material
+
+== Fragmentos completos ==
+
+### [Sesión 2]
+Baika llega a {{question}}.
+
+# Pregunta
+
+¿y después?
+
+(Recuerda: solo el material, en el idioma de la pregunta, y detrás de cada afirmación su etiqueta exacta entre corchetes.)",
+        );
+    }
+
+    #[test]
+    fn history_is_bounded_and_starts_with_a_user_message() {
+        let history: Vec<PromptMessage> = (0..9)
+            .map(|turn| {
+                if turn % 2 == 0 {
+                    PromptMessage::user(format!("u{turn}"))
+                } else {
+                    PromptMessage::assistant(format!("a{turn}"))
+                }
+            })
+            .collect();
+        // The last six are a3 u4 a5 u6 a7 u8: the leading assistant message goes.
+        check(
+            &bounded_history(&history),
+            "user: u4\n---\nassistant: a5\n---\nuser: u6\n---\nassistant: a7\n---\nuser: u8",
+        );
+        check(&bounded_history(&[]), "");
+    }
+
+    #[test]
+    fn annotate_and_rerank_messages() {
+        let (annotate_system, _) = split_prompt(ANNOTATE_PROMPT);
+        let messages = annotate_messages("Sesión 4", "Baika roba el ídolo.\n\n");
+        assert_eq!(messages[0].content, annotate_system);
+        check(&messages[1..], "user: Etiqueta: Sesión 4\n\nFragmento:\n\nBaika roba el ídolo.");
+
+        let messages =
+            rerank_messages("¿Quién robó el ídolo?", &[(17, "Baika roba\nel ídolo."), (3, "Llegan a Vado.")], 8);
+        assert!(messages[0].content.contains("Elige los 8 candidatos"), "{}", messages[0].content);
+        check(
+            &messages[1..],
+            "user: Pregunta: ¿Quién robó el ídolo?\n\nCandidatos:\n- id 17: Baika roba el ídolo.\n- id 3: Llegan a Vado.",
+        );
+    }
+
+    #[test]
+    fn rerank_schema_limits_the_ids() {
+        let schema = rerank_schema(8);
+        assert_eq!(schema["properties"]["ids"]["maxItems"], 8);
+        assert_eq!(schema["properties"]["ids"]["items"]["type"], "integer");
+        assert_eq!(schema["required"], json!(["ids"]));
+    }
+
+    #[test]
+    fn fill_is_one_pass() {
+        assert_eq!(fill("a {{x}} b {{y}} {{z}} {{", &[("x", "{{y}}"), ("y", "Y")]), "a {{y}} b Y {{z}} {{");
+    }
+}

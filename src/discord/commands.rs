@@ -1,0 +1,684 @@
+//! The slash commands, who may use them, and the answer flow they share with thread
+//! follow-ups.
+//!
+//! - `/oraculo pregunta:<texto>`: defers at once (Discord's 3-second window), queues, answers
+//!   with cited embeds, and opens a thread on the answer for follow-ups.
+//! - `/reingest`: the campaign's DM only (a poise `check`); runs the incremental ingest in the
+//!   background and reports ephemerally. Questions meanwhile read the previous index.
+//! - `/fuente etiqueta:<label>`: a cited source in full, only to the asker.
+//!
+//! Access: GM-only notes are retrieved only in configured GM channels (and their threads) and
+//! in direct messages from the DM; everywhere else the audience is `Player`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use poise::serenity_prelude as serenity;
+use tracing::Instrument;
+
+use super::embeds::{self, Message};
+use super::errors::{ask_error_text, lang_of, log_ask_error, log_discord_error, tell};
+use super::history::Place;
+use super::locale::Lang;
+use super::queue::WorkerGone;
+use super::{Context, Data, Error, Job, ReingestSetup};
+use crate::config::DiscordConfig;
+use crate::corpus::fold;
+use crate::index::{Index, IndexError};
+use crate::ingest::{IngestError, IngestSummary, Quiet, annotate_fragments, ingest_campaign};
+use crate::oracle::{AskRequest, MAX_QUESTION_CHARS, Oracle};
+use crate::retrieve::{Audience, Turn, TurnRole};
+
+/// Every command, in the order `/` lists them.
+pub fn commands() -> Vec<poise::Command<Data, Error>> {
+    vec![oraculo(), fuente(), reingest()]
+}
+
+/// Who is the campaign's DM, and where GM-only notes may be read.
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    dm_user_ids: Vec<u64>,
+    dm_role_ids: Vec<u64>,
+    gm_channel_ids: Vec<u64>,
+}
+
+/// Where a question was asked, as far as access goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    /// `None`: a direct message.
+    pub guild: Option<u64>,
+    pub channel: u64,
+    /// For a thread, the channel it was opened in.
+    pub parent: Option<u64>,
+}
+
+impl Access {
+    pub fn from_config(config: &DiscordConfig) -> Access {
+        Access {
+            dm_user_ids: config.dm_user_ids.clone(),
+            dm_role_ids: config.dm_role_ids.clone(),
+            gm_channel_ids: config.gm_channel_ids.clone(),
+        }
+    }
+
+    /// The DM is a configured user, or a member holding a configured role.
+    pub fn is_campaign_dm(&self, user: u64, roles: &[u64]) -> bool {
+        self.dm_user_ids.contains(&user) || roles.iter().any(|role| self.dm_role_ids.contains(role))
+    }
+
+    /// `Gm` in a GM channel or one of its threads, and in the DM's direct messages; `Player`
+    /// everywhere else (another user's direct messages included).
+    pub fn audience(&self, user: u64, location: Location) -> Audience {
+        let gm = match location.guild {
+            None => self.dm_user_ids.contains(&user),
+            Some(_) => {
+                self.gm_channel_ids.contains(&location.channel)
+                    || location.parent.is_some_and(|parent| self.gm_channel_ids.contains(&parent))
+            }
+        };
+        if gm { Audience::Gm } else { Audience::Player }
+    }
+}
+
+/// Where a command was used: its conversation, its audience, whether an answer there may
+/// open a thread.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandPlace {
+    pub place: Place,
+    pub location: Location,
+    pub can_open_thread: bool,
+}
+
+fn is_thread(kind: serenity::ChannelType) -> bool {
+    matches!(
+        kind,
+        serenity::ChannelType::PublicThread | serenity::ChannelType::PrivateThread | serenity::ChannelType::NewsThread
+    )
+}
+
+/// Where an interaction happened, from its guild and the partial channel Discord sends.
+pub fn interaction_place(
+    guild: Option<serenity::GuildId>,
+    channel_id: serenity::ChannelId,
+    channel: Option<&serenity::PartialChannel>,
+) -> CommandPlace {
+    let channel_id = channel_id.get();
+    let guild = guild.map(serenity::GuildId::get);
+    let parent = channel.and_then(|c| c.parent_id).map(serenity::ChannelId::get);
+    let location = Location { guild, channel: channel_id, parent };
+    if guild.is_none() {
+        return CommandPlace { place: Place::Direct(channel_id), location, can_open_thread: false };
+    }
+    match channel.map(|c| c.kind) {
+        Some(kind) if is_thread(kind) => {
+            CommandPlace { place: Place::Thread(channel_id), location, can_open_thread: false }
+        }
+        kind => CommandPlace {
+            place: Place::Channel(channel_id),
+            location,
+            can_open_thread: matches!(
+                kind,
+                None | Some(serenity::ChannelType::Text) | Some(serenity::ChannelType::News)
+            ),
+        },
+    }
+}
+
+fn command_place(ctx: Context<'_>) -> CommandPlace {
+    let channel = match ctx {
+        poise::Context::Application(app) => app.interaction.channel.as_ref(),
+        poise::Context::Prefix(_) => None,
+    };
+    interaction_place(ctx.guild_id(), ctx.channel_id(), channel)
+}
+
+/// The deferred "thinking…" response, sent before any slow work; mentions off like every
+/// message (poise's own `defer` sets no `allowed_mentions`).
+async fn defer(ctx: Context<'_>, ephemeral: bool) -> Result<(), serenity::Error> {
+    if let poise::Context::Application(app) = ctx
+        && !app.has_sent_initial_response.load(Ordering::SeqCst)
+    {
+        app.interaction.create_response(ctx.serenity_context(), embeds::deferred_response(ephemeral)).await?;
+        app.has_sent_initial_response.store(true, Ordering::SeqCst);
+    }
+    Ok(())
+}
+
+/// Refuses a question before it queues: empty, too long, rate limited, shutting down.
+/// `Some(text)` is what to tell the asker.
+pub fn refuse_question(data: &Data, user: u64, question: &str, lang: Lang) -> Option<String> {
+    if question.is_empty() {
+        return Some(lang.empty_question());
+    }
+    let chars = question.chars().count();
+    if chars > MAX_QUESTION_CHARS {
+        return Some(lang.question_too_long(chars, MAX_QUESTION_CHARS));
+    }
+    if data.lifecycle.is_closing() {
+        return Some(lang.shutting_down());
+    }
+    if let Err(wait) = data.queue.check_rate(user) {
+        return Some(lang.rate_limited(wait.as_secs().max(1)));
+    }
+    None
+}
+
+// --- /oraculo ----------------------------------------------------------------------------
+
+/// Pregunta al oráculo de la campaña; responde citando las notas del DM.
+#[poise::command(
+    slash_command,
+    name_localized("es-ES", "oraculo"),
+    name_localized("es-419", "oraculo"),
+    name_localized("en-US", "oracle"),
+    name_localized("en-GB", "oracle"),
+    description_localized("en-US", "Ask the campaign's oracle; it answers citing the DM's notes."),
+    description_localized("en-GB", "Ask the campaign's oracle; it answers citing the DM's notes."),
+    description_localized("es-ES", "Pregunta al oráculo de la campaña; responde citando las notas del DM."),
+    description_localized("es-419", "Pregunta al oráculo de la campaña; responde citando las notas del DM.")
+)]
+pub async fn oraculo(
+    ctx: Context<'_>,
+    #[description = "Lo que quieres saber de la campaña"]
+    #[name_localized("en-US", "question")]
+    #[name_localized("en-GB", "question")]
+    #[description_localized("en-US", "What you want to know about the campaign")]
+    #[description_localized("en-GB", "What you want to know about the campaign")]
+    #[max_length = 1000]
+    pregunta: String,
+) -> Result<(), Error> {
+    let data = ctx.data();
+    let lang = lang_of(ctx);
+    let question = pregunta.trim();
+    if let Some(refusal) = refuse_question(data, ctx.author().id.get(), question, lang) {
+        tell(ctx, &refusal).await;
+        return Ok(());
+    }
+    defer(ctx, false).await?;
+    let where_asked = command_place(ctx);
+    let audience = data.access.audience(ctx.author().id.get(), where_asked.location);
+    let span =
+        tracing::info_span!("discord.reply", place = ?where_asked.place, ?audience, user = ctx.author().id.get());
+    async move {
+        let outlet = Outlet::Command(ctx);
+        let Some(answered) = answer_question(data, &outlet, question, where_asked.place, audience, lang).await else {
+            return;
+        };
+        if where_asked.can_open_thread
+            && let Some(message_id) = answered.first_message
+        {
+            open_thread(ctx, data, message_id, question, &answered.text, lang).await;
+        }
+    }
+    .instrument(span)
+    .await;
+    Ok(())
+}
+
+/// Opens a thread on the answer, starting its history with the exchange it was opened on.
+async fn open_thread(
+    ctx: Context<'_>,
+    data: &Data,
+    message_id: serenity::MessageId,
+    question: &str,
+    answer: &str,
+    lang: Lang,
+) {
+    let builder = serenity::CreateThread::new(embeds::thread_name(question, lang))
+        .auto_archive_duration(serenity::AutoArchiveDuration::OneDay);
+    match ctx.channel_id().create_thread_from_message(ctx.http(), message_id, builder).await {
+        Ok(thread) => {
+            let turns = vec![
+                Turn { role: TurnRole::User, content: question.to_string() },
+                Turn { role: TurnRole::Assistant, content: answer.to_string() },
+            ];
+            data.history.append(Place::Thread(thread.id.get()), turns).await;
+        }
+        Err(err) => log_discord_error(&err, "opening a thread on an answer"),
+    }
+}
+
+// --- the answer flow, shared with thread follow-ups ------------------------------------
+
+/// Where an answer goes.
+pub enum Outlet<'a> {
+    /// A deferred slash command: every message is a follow-up.
+    Command(Context<'a>),
+    /// A message in one of the bot's threads: the first message replies to it.
+    Thread { http: &'a serenity::Http, channel: serenity::ChannelId, reply_to: serenity::MessageId },
+}
+
+/// A message the bot posted, to edit later.
+pub enum Posted<'a> {
+    Command(poise::ReplyHandle<'a>),
+    Thread(serenity::MessageId),
+}
+
+impl<'a> Outlet<'a> {
+    async fn post(&self, message: &Message, first: bool) -> Result<Posted<'a>, serenity::Error> {
+        match self {
+            Outlet::Command(ctx) => Ok(Posted::Command(ctx.send(message.to_reply(false)).await?)),
+            Outlet::Thread { http, channel, reply_to } => {
+                let reference = first.then(|| serenity::MessageReference::from((*channel, *reply_to)));
+                let sent = channel.send_message(*http, message.to_create_message(reference)).await?;
+                Ok(Posted::Thread(sent.id))
+            }
+        }
+    }
+
+    async fn replace(&self, posted: &Posted<'a>, message: &Message) -> Result<(), serenity::Error> {
+        match (self, posted) {
+            (Outlet::Command(ctx), Posted::Command(handle)) => handle.edit(*ctx, message.to_reply(false)).await,
+            (Outlet::Thread { http, channel, .. }, Posted::Thread(id)) => {
+                channel.edit_message(*http, *id, message.to_edit_message()).await.map(|_| ())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    async fn message_id(posted: &Posted<'a>) -> Option<serenity::MessageId> {
+        match posted {
+            Posted::Command(handle) => match handle.message().await {
+                Ok(message) => Some(message.id),
+                Err(err) => {
+                    log_discord_error(&err, "reading the posted answer");
+                    None
+                }
+            },
+            Posted::Thread(id) => Some(*id),
+        }
+    }
+
+    /// Posts `message`, replacing `notice` (a "queued" message) when there is one.
+    async fn post_or_replace(&self, notice: Option<Posted<'a>>, message: &Message) -> Option<Posted<'a>> {
+        let result = match notice {
+            Some(notice) => self.replace(&notice, message).await.map(|()| notice),
+            None => self.post(message, true).await,
+        };
+        match result {
+            Ok(posted) => Some(posted),
+            Err(err) => {
+                log_discord_error(&err, "posting a message");
+                None
+            }
+        }
+    }
+}
+
+/// What an answered question left behind.
+pub struct Answered {
+    pub text: String,
+    /// The first message of the answer (a thread opens on it).
+    pub first_message: Option<serenity::MessageId>,
+}
+
+/// Queues, answers and posts one question; every path ends with a message to the asker.
+/// `None` when no answer was posted (an error or an interruption was, instead).
+pub async fn answer_question(
+    data: &Data,
+    outlet: &Outlet<'_>,
+    question: &str,
+    place: Place,
+    audience: Audience,
+    lang: Lang,
+) -> Option<Answered> {
+    let Some(_job) = data.lifecycle.begin() else {
+        outlet.post_or_replace(None, &Message::notice(&lang.shutting_down())).await;
+        return None;
+    };
+    let mut notice = None;
+    let _slot = match data.queue.enter() {
+        super::queue::Admission::Now(slot) => slot,
+        super::queue::Admission::Queued(waiting) => {
+            tracing::info!(position = waiting.position(), "question queued");
+            notice = outlet.post_or_replace(None, &Message::notice(&lang.queued(waiting.position()))).await;
+            tokio::select! {
+                slot = waiting.start() => match slot {
+                    Ok(slot) => slot,
+                    Err(_) => {
+                        outlet.post_or_replace(notice, &Message::notice(&lang.interrupted())).await;
+                        return None;
+                    }
+                },
+                () = data.lifecycle.interrupted() => {
+                    outlet.post_or_replace(notice, &Message::notice(&lang.interrupted())).await;
+                    return None;
+                }
+            }
+        }
+    };
+    let history = data.history.recent(place).await;
+    let asked = tokio::select! {
+        asked = ask(data, question, history, audience) => asked,
+        () = data.lifecycle.interrupted() => {
+            outlet.post_or_replace(notice, &Message::notice(&lang.interrupted())).await;
+            return None;
+        }
+    };
+    drop(_slot);
+    let answer = match asked {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(err)) => {
+            log_ask_error(&err, &place.key());
+            outlet.post_or_replace(notice, &Message::notice(&ask_error_text(&err, lang))).await;
+            return None;
+        }
+        Err(gone) => {
+            tracing::error!(error = %gone, "no answer worker");
+            outlet.post_or_replace(notice, &Message::notice(&lang.unexpected())).await;
+            return None;
+        }
+    };
+    let messages = embeds::answer_messages(&answer.text, &answer.citations, answer.invented_citations.len(), lang);
+    let mut first_message = None;
+    for (index, message) in messages.iter().enumerate() {
+        let posted = if index == 0 {
+            outlet.post_or_replace(notice.take(), message).await
+        } else {
+            match outlet.post(message, false).await {
+                Ok(posted) => Some(posted),
+                Err(err) => {
+                    log_discord_error(&err, "posting the rest of an answer");
+                    None
+                }
+            }
+        };
+        if index == 0
+            && let Some(posted) = &posted
+        {
+            first_message = Outlet::message_id(posted).await;
+        }
+    }
+    data.history.record(place, question, &answer.text).await;
+    Some(Answered { text: answer.text, first_message })
+}
+
+/// The oracle's answer, computed on the answer worker (its future is not `Send`).
+async fn ask(
+    data: &Data,
+    question: &str,
+    history: Vec<Turn>,
+    audience: Audience,
+) -> Result<Result<crate::oracle::Answer, crate::oracle::AskError>, WorkerGone> {
+    let oracle = Arc::clone(&data.oracle);
+    let question = question.to_string();
+    data.worker
+        .run("answers", move || async move {
+            oracle.ask(&AskRequest { question: &question, history: &history, audience }, None).await
+        })
+        .await
+}
+
+// --- /fuente -------------------------------------------------------------------------------
+
+/// Muestra entera una nota citada (solo tú la ves).
+#[poise::command(
+    slash_command,
+    ephemeral,
+    name_localized("es-ES", "fuente"),
+    name_localized("es-419", "fuente"),
+    name_localized("en-US", "source"),
+    name_localized("en-GB", "source"),
+    description_localized("en-US", "Show a cited note in full (only you see it)."),
+    description_localized("en-GB", "Show a cited note in full (only you see it)."),
+    description_localized("es-ES", "Muestra entera una nota citada (solo tú la ves)."),
+    description_localized("es-419", "Muestra entera una nota citada (solo tú la ves).")
+)]
+pub async fn fuente(
+    ctx: Context<'_>,
+    #[description = "La etiqueta citada, p. ej. «Sesión 12»"]
+    #[name_localized("en-US", "label")]
+    #[name_localized("en-GB", "label")]
+    #[description_localized("en-US", "The cited label, e.g. “Session 12”")]
+    #[description_localized("en-GB", "The cited label, e.g. “Session 12”")]
+    #[autocomplete = "autocomplete_label"]
+    #[max_length = 200]
+    etiqueta: String,
+) -> Result<(), Error> {
+    let data = ctx.data();
+    let lang = lang_of(ctx);
+    defer(ctx, true).await?;
+    let audience = data.access.audience(ctx.author().id.get(), command_place(ctx).location);
+    for message in source_messages_for(data, etiqueta.trim(), audience, lang).await {
+        ctx.send(message.to_reply(true)).await?;
+    }
+    Ok(())
+}
+
+/// A source in full for `audience`, or a message saying why not. A GM-only note and a
+/// missing one read the same to a player.
+pub async fn source_messages_for(data: &Data, label: &str, audience: Audience, lang: Lang) -> Vec<Message> {
+    let oracle = Arc::clone(&data.oracle);
+    let owned_label = label.to_string();
+    let read =
+        data.worker.run("answers", move || async move { oracle.read_source(&owned_label, audience).await }).await;
+    let read = match read {
+        Ok(read) => read,
+        Err(gone) => {
+            tracing::error!(error = %gone, "no worker to read a source");
+            return vec![Message::notice(&lang.unexpected())];
+        }
+    };
+    match read {
+        Ok(parts) if !parts.is_empty() => {
+            let texts: Vec<String> = parts.into_iter().map(|stored| stored.fragment.text).collect();
+            embeds::source_messages(label, &texts, lang)
+        }
+        Ok(_) => vec![Message::notice(&lang.source_not_found(label))],
+        Err(err) => {
+            log_ask_error(&err, "source");
+            vec![Message::notice(&ask_error_text(&err, lang))]
+        }
+    }
+}
+
+/// Labels the asker may read that contain what was typed (accents and case ignored).
+async fn autocomplete_label(ctx: Context<'_>, partial: &str) -> Vec<String> {
+    let audience = ctx.data().access.audience(ctx.author().id.get(), command_place(ctx).location);
+    let oracle = Arc::clone(&ctx.data().oracle);
+    let listed = ctx
+        .data()
+        .worker
+        .run("answers", move || async move {
+            let index = oracle.open_index().await.ok()?;
+            index.store.sources().ok()
+        })
+        .await;
+    let Ok(Some(sources)) = listed else {
+        return Vec::new();
+    };
+    let typed = fold(partial.trim());
+    sources
+        .into_iter()
+        .filter(|source| audience == Audience::Gm || source.n_dm_only < source.n_fragments)
+        .map(|source| source.label)
+        .filter(|label| embeds::discord_len(label) <= 100 && fold(label).contains(&typed))
+        .take(25)
+        .collect()
+}
+
+// --- /reingest -----------------------------------------------------------------------------
+
+/// The check on `/reingest`: only the campaign's DM (a configured user, or role).
+async fn is_campaign_dm(ctx: Context<'_>) -> Result<bool, Error> {
+    let roles: Vec<u64> = match ctx {
+        poise::Context::Application(app) => {
+            app.interaction.member.as_ref().map(|member| member.roles.iter().map(|role| role.get()).collect())
+        }
+        poise::Context::Prefix(_) => None,
+    }
+    .unwrap_or_default();
+    Ok(ctx.data().access.is_campaign_dm(ctx.author().id.get(), &roles))
+}
+
+/// Vuelve a leer las notas de la campaña (solo el DM).
+#[poise::command(
+    slash_command,
+    ephemeral,
+    check = "is_campaign_dm",
+    name_localized("es-ES", "reindexar"),
+    name_localized("es-419", "reindexar"),
+    name_localized("en-US", "reingest"),
+    name_localized("en-GB", "reingest"),
+    description_localized("en-US", "Read the campaign's notes again (DM only)."),
+    description_localized("en-GB", "Read the campaign's notes again (DM only)."),
+    description_localized("es-ES", "Vuelve a leer las notas de la campaña (solo el DM)."),
+    description_localized("es-419", "Vuelve a leer las notas de la campaña (solo el DM).")
+)]
+pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
+    let data = ctx.data();
+    let lang = lang_of(ctx);
+    defer(ctx, true).await?;
+    let poise::Context::Application(app) = ctx else {
+        return Ok(());
+    };
+    let edit = |text: String| {
+        let interaction = app.interaction.clone();
+        async move {
+            if let Err(err) = interaction.edit_response(ctx.http(), Message::notice(&text).to_edit_response()).await {
+                log_discord_error(&err, "reporting on a reingest");
+            }
+        }
+    };
+    let Some(job) = data.lifecycle.begin() else {
+        edit(lang.shutting_down()).await;
+        return Ok(());
+    };
+    let Ok(running) = Arc::clone(&data.reingest.running).try_lock_owned() else {
+        edit(lang.reingest_already_running()).await;
+        return Ok(());
+    };
+    edit(lang.reingest_running()).await;
+    tracing::info!(user = ctx.author().id.get(), "reingest started from Discord");
+
+    // The ingest outlives this command: it reports by editing the deferred reply, which
+    // Discord accepts for 15 minutes.
+    let http = Arc::clone(&ctx.serenity_context().http);
+    let interaction = app.interaction.clone();
+    let oracle = Arc::clone(&data.oracle);
+    let setup = Arc::clone(&data.reingest);
+    let lifecycle = Arc::clone(&data.lifecycle);
+    let worker = data.ingest_worker.clone();
+    tokio::spawn(
+        async move {
+            let _job: Job = job;
+            let _running = running;
+            let ingest = worker.run("ingest", move || async move { run_reingest(&oracle, &setup).await });
+            let outcome = tokio::select! {
+                outcome = ingest => Some(outcome),
+                () = lifecycle.interrupted() => None,
+            };
+            let text = match outcome {
+                Some(Ok(Ok(summary))) => lang.reingest_summary(&summary),
+                Some(Ok(Err(IngestError::Index(IndexError::Busy { .. })))) => lang.reingest_already_running(),
+                Some(Ok(Err(err))) => {
+                    tracing::error!(error = %err, "reingest failed; the previous index stays in use");
+                    lang.reingest_failed()
+                }
+                Some(Err(gone)) => {
+                    tracing::error!(error = %gone, "reingest could not run");
+                    lang.reingest_failed()
+                }
+                None => lang.interrupted(),
+            };
+            if let Err(err) = interaction.edit_response(&http, Message::notice(&text).to_edit_response()).await {
+                log_discord_error(&err, "reporting a finished reingest");
+            }
+        }
+        .instrument(tracing::info_span!("discord.reingest")),
+    );
+    Ok(())
+}
+
+/// The ingest `oraculo ingest` runs: incremental, committed at once at the end (questions keep
+/// reading the previous index until then), then the annotation pass.
+pub async fn run_reingest(oracle: &Oracle, setup: &ReingestSetup) -> Result<IngestSummary, IngestError> {
+    let mut index = Index::open(oracle.index_dir()).await?;
+    let mut summary = ingest_campaign(
+        &mut index,
+        &setup.campaign_dir,
+        &setup.campaign,
+        oracle.embedder().as_ref(),
+        setup.batch_size,
+        &Quiet,
+    )
+    .await?;
+    summary.annotations = Some(annotate_fragments(&index, oracle.chat().as_ref(), &Quiet).await);
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access() -> Access {
+        Access { dm_user_ids: vec![10], dm_role_ids: vec![77], gm_channel_ids: vec![500] }
+    }
+
+    fn guild(channel: u64, parent: Option<u64>) -> Location {
+        Location { guild: Some(1), channel, parent }
+    }
+
+    #[test]
+    fn only_the_campaign_dm_may_reingest() {
+        let access = access();
+        assert!(access.is_campaign_dm(10, &[]), "a configured user");
+        assert!(access.is_campaign_dm(11, &[3, 77]), "a member with a configured role");
+        assert!(!access.is_campaign_dm(11, &[3]), "anyone else");
+        assert!(!access.is_campaign_dm(11, &[]));
+        assert!(!Access::default().is_campaign_dm(10, &[77]), "nobody is the DM until configured");
+    }
+
+    #[test]
+    fn gm_notes_only_in_gm_channels_their_threads_and_the_dms_direct_messages() {
+        let access = access();
+        assert_eq!(access.audience(11, guild(500, None)), Audience::Gm);
+        assert_eq!(access.audience(11, guild(900, Some(500))), Audience::Gm, "a thread of a GM channel");
+        assert_eq!(access.audience(10, guild(600, None)), Audience::Player, "the DM in a player channel");
+        assert_eq!(access.audience(10, guild(601, Some(600))), Audience::Player);
+        let direct = |channel| Location { guild: None, channel, parent: None };
+        assert_eq!(access.audience(10, direct(42)), Audience::Gm, "the DM's direct messages");
+        assert_eq!(access.audience(11, direct(43)), Audience::Player, "a player's direct messages");
+        assert_eq!(access.audience(11, direct(500)), Audience::Player, "a DM channel id is not a GM channel");
+    }
+
+    #[test]
+    fn the_place_of_an_interaction_decides_the_conversation_and_the_thread() {
+        let channel = |kind, parent: Option<u64>| {
+            serde_json::from_value::<serenity::PartialChannel>(serde_json::json!({
+                "id": "300", "type": kind, "parent_id": parent.map(|p| p.to_string()),
+            }))
+            .unwrap()
+        };
+        let guild = Some(serenity::GuildId::new(1));
+        let id = serenity::ChannelId::new(300);
+        let text = interaction_place(guild, id, Some(&channel(0, None)));
+        assert_eq!(text.place, Place::Channel(300));
+        assert!(text.can_open_thread);
+        let thread = interaction_place(guild, id, Some(&channel(11, Some(200))));
+        assert_eq!(thread.place, Place::Thread(300));
+        assert_eq!(thread.location.parent, Some(200));
+        assert!(!thread.can_open_thread, "no thread inside a thread");
+        let voice = interaction_place(guild, id, Some(&channel(2, None)));
+        assert!(!voice.can_open_thread);
+        let direct = interaction_place(None, id, Some(&channel(1, None)));
+        assert_eq!(direct.place, Place::Direct(300));
+        assert!(!direct.can_open_thread);
+    }
+
+    #[test]
+    fn commands_are_localised_in_spanish_and_english() {
+        for command in commands() {
+            assert!(command.name_localizations.contains_key("en-US"), "{}", command.name);
+            assert!(command.name_localizations.contains_key("es-ES"), "{}", command.name);
+            assert!(command.description_localizations.contains_key("es-ES"), "{}", command.name);
+            assert!(command.description_localizations.contains_key("en-US"), "{}", command.name);
+            for parameter in &command.parameters {
+                assert!(parameter.name_localizations.contains_key("en-US"), "{}", parameter.name);
+                assert!(parameter.description_localizations.contains_key("en-US"), "{}", parameter.name);
+            }
+        }
+        let names: Vec<String> = commands().into_iter().map(|c| c.name).collect();
+        assert_eq!(names, ["oraculo", "fuente", "reingest"]);
+    }
+}

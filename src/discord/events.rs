@@ -1,0 +1,115 @@
+//! Gateway events that are not slash commands.
+//!
+//! - MESSAGE_CREATE in a thread the bot opened on one of its answers: a follow-up question,
+//!   answered with that thread's history (the exchange it was opened on comes first).
+//! - A "📖 label" button under an answer: the source in full, only to whoever clicked.
+
+use poise::serenity_prelude as serenity;
+use tracing::Instrument;
+
+use super::commands::{Location, Outlet, answer_question, interaction_place, refuse_question, source_messages_for};
+use super::embeds::{self, Message};
+use super::errors::log_discord_error;
+use super::history::Place;
+use super::locale::Lang;
+use super::{Data, Error};
+
+/// poise's event handler.
+pub async fn handle(
+    ctx: &serenity::Context,
+    event: &serenity::FullEvent,
+    _framework: poise::FrameworkContext<'_, Data, Error>,
+    data: &Data,
+) -> Result<(), Error> {
+    match event {
+        serenity::FullEvent::Message { new_message } => thread_followup(ctx, data, new_message).await,
+        serenity::FullEvent::InteractionCreate { interaction: serenity::Interaction::Component(component) } => {
+            source_button(ctx, data, component).await
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A message in one of the bot's threads is a follow-up question.
+async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenity::Message) {
+    if message.author.bot || message.webhook_id.is_some() || message.guild_id.is_none() {
+        return;
+    }
+    let place = Place::Thread(message.channel_id.get());
+    // Cheap first: only threads with a history can be the bot's (it seeds each one it opens).
+    if !data.history.knows(place).await {
+        return;
+    }
+    let thread = match message.channel_id.to_channel(ctx).await {
+        Ok(serenity::Channel::Guild(thread)) => thread,
+        Ok(_) => return,
+        Err(err) => {
+            log_discord_error(&err, "reading a thread's parent channel");
+            return;
+        }
+    };
+    if thread.owner_id != Some(ctx.cache.current_user().id) {
+        return;
+    }
+    let question = message.content.trim();
+    if question.is_empty() {
+        // An image or a sticker; or, for every message, the MESSAGE_CONTENT intent is off.
+        tracing::debug!(thread = place.key(), "empty follow-up ignored (is the MESSAGE_CONTENT intent on?)");
+        return;
+    }
+    let lang = data.lang;
+    let outlet = Outlet::Thread { http: &ctx.http, channel: message.channel_id, reply_to: message.id };
+    let user = message.author.id.get();
+    if let Some(refusal) = refuse_question(data, user, question, lang) {
+        let reference = serenity::MessageReference::from((message.channel_id, message.id));
+        if let Err(err) = message
+            .channel_id
+            .send_message(&ctx.http, Message::notice(&refusal).to_create_message(Some(reference)))
+            .await
+        {
+            log_discord_error(&err, "refusing a follow-up");
+        }
+        return;
+    }
+    let location = Location {
+        guild: message.guild_id.map(serenity::GuildId::get),
+        channel: place_id(place),
+        parent: thread.parent_id.map(serenity::ChannelId::get),
+    };
+    let audience = data.access.audience(user, location);
+    let span = tracing::info_span!("discord.reply", place = %place.key(), ?audience, user);
+    async {
+        // Shown while the answer is made; stops when dropped.
+        let _typing = message.channel_id.start_typing(&ctx.http);
+        answer_question(data, &outlet, question, place, audience, lang).await;
+    }
+    .instrument(span)
+    .await;
+}
+
+fn place_id(place: Place) -> u64 {
+    match place {
+        Place::Channel(id) | Place::Thread(id) | Place::Direct(id) => id,
+    }
+}
+
+/// "📖 label": the source in full, ephemerally, for the audience of the channel clicked in.
+async fn source_button(ctx: &serenity::Context, data: &Data, component: &serenity::ComponentInteraction) {
+    let Some(label) = embeds::label_from_button_id(&component.data.custom_id) else {
+        return;
+    };
+    let lang = Lang::from_locale(Some(&component.locale), data.lang);
+    let location = interaction_place(component.guild_id, component.channel_id, component.channel.as_ref()).location;
+    let audience = data.access.audience(component.user.id.get(), location);
+    if let Err(err) = component.create_response(ctx, embeds::deferred_response(true)).await {
+        log_discord_error(&err, "deferring a source button");
+        return;
+    }
+    for message in source_messages_for(data, label, audience, lang).await {
+        if let Err(err) = component.create_followup(ctx, message.to_followup(true)).await {
+            log_discord_error(&err, "showing a source");
+            return;
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Every sentence the bot says, in Spanish and English.
+//!
+//! A slash command carries the user's Discord locale; a thread message does not, so it gets
+//! the campaign's label language. Each message says what happened and what to do; details
+//! never appear here (they go to the log).
+
+use crate::corpus::LabelLanguage;
+use crate::ingest::IngestSummary;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    Es,
+    En,
+}
+
+impl Lang {
+    /// `en-US`, `en-GB` → English; every other locale → `fallback` (Spanish campaigns first).
+    pub fn from_locale(locale: Option<&str>, fallback: Lang) -> Lang {
+        match locale {
+            Some(locale) if locale.starts_with("en") => Lang::En,
+            Some(locale) if locale.starts_with("es") => Lang::Es,
+            _ => fallback,
+        }
+    }
+
+    pub fn of_labels(language: LabelLanguage) -> Lang {
+        match language {
+            LabelLanguage::Es => Lang::Es,
+            LabelLanguage::En => Lang::En,
+        }
+    }
+
+    fn pick(self, es: &str, en: &str) -> String {
+        match self {
+            Lang::Es => es.to_string(),
+            Lang::En => en.to_string(),
+        }
+    }
+
+    pub fn sources_title(self) -> String {
+        self.pick("Fuentes", "Sources")
+    }
+
+    pub fn invented_footer(self, n_invented: usize) -> String {
+        match self {
+            Lang::Es => format!("{n_invented} cita(s) sin fuente verificable quedaron marcadas con [?]."),
+            Lang::En => format!("{n_invented} citation(s) with no verifiable source were marked [?]."),
+        }
+    }
+
+    pub fn empty_answer(self) -> String {
+        self.pick(
+            "El modelo no devolvió ninguna respuesta. Prueba a reformular la pregunta.",
+            "The model returned no answer. Try rephrasing the question.",
+        )
+    }
+
+    pub fn source_continued(self) -> String {
+        self.pick("(continúa)", "(continued)")
+    }
+
+    pub fn queued(self, position: usize) -> String {
+        match self {
+            Lang::Es => {
+                format!("⏳ En cola (posición {position}): respondo en cuanto acaben las preguntas anteriores.")
+            }
+            Lang::En => {
+                format!("⏳ Queued (position {position}): I will answer as soon as the questions before it are done.")
+            }
+        }
+    }
+
+    pub fn rate_limited(self, wait_secs: u64) -> String {
+        match self {
+            Lang::Es => format!("Demasiadas preguntas seguidas: espera {wait_secs} s y vuelve a preguntar."),
+            Lang::En => format!("Too many questions in a row: wait {wait_secs} s and ask again."),
+        }
+    }
+
+    pub fn shutting_down(self) -> String {
+        self.pick(
+            "El oráculo se está reiniciando: vuelve a preguntar dentro de un minuto.",
+            "The oracle is restarting: ask again in a minute.",
+        )
+    }
+
+    pub fn interrupted(self) -> String {
+        self.pick(
+            "El oráculo se reinició antes de terminar esta respuesta: vuelve a preguntar dentro de un minuto.",
+            "The oracle restarted before finishing this answer: ask again in a minute.",
+        )
+    }
+
+    pub fn empty_question(self) -> String {
+        self.pick(
+            "La pregunta está vacía: escribe qué quieres saber.",
+            "The question is empty: write what you want to know.",
+        )
+    }
+
+    pub fn question_too_long(self, chars: usize, max: usize) -> String {
+        match self {
+            Lang::Es => format!("La pregunta es demasiado larga ({chars} caracteres; como mucho {max}): acórtala."),
+            Lang::En => format!("The question is too long ({chars} characters; at most {max}): shorten it."),
+        }
+    }
+
+    pub fn not_built(self) -> String {
+        self.pick(
+            "Las notas de la campaña aún no están indexadas: el DM debe usar /reingest primero.",
+            "The campaign's notes are not indexed yet: the DM must run /reingest first.",
+        )
+    }
+
+    pub fn model_unavailable(self) -> String {
+        self.pick(
+            "El modelo de lenguaje no responde ahora mismo (¿Ollama apagado o el modelo sin descargar?). Avisa al DM; los detalles están en el registro del bot.",
+            "The language model is not answering right now (Ollama down or the model not pulled?). Tell the DM; the details are in the bot's log.",
+        )
+    }
+
+    pub fn index_stale(self) -> String {
+        self.pick(
+            "El índice se hizo con otro modelo de embeddings que el configurado: el DM debe usar /reingest.",
+            "The index was built with another embedding model than the configured one: the DM must run /reingest.",
+        )
+    }
+
+    pub fn missing_bot_permissions(self, permissions: &str) -> String {
+        match self {
+            Lang::Es => {
+                format!("Me faltan permisos en este canal ({permissions}): pide a un administrador que me los dé.")
+            }
+            Lang::En => {
+                format!("I am missing permissions in this channel ({permissions}): ask an administrator to grant them.")
+            }
+        }
+    }
+
+    pub fn search_failed(self) -> String {
+        self.pick(
+            "No pude buscar en las notas. Vuelve a intentarlo; si sigue fallando, avisa al DM (los detalles están en el registro del bot).",
+            "I could not search the notes. Try again; if it keeps failing, tell the DM (the details are in the bot's log).",
+        )
+    }
+
+    pub fn unexpected(self) -> String {
+        self.pick(
+            "Algo falló al responder. Vuelve a intentarlo; si sigue fallando, avisa al DM (los detalles están en el registro del bot).",
+            "Something failed while answering. Try again; if it keeps failing, tell the DM (the details are in the bot's log).",
+        )
+    }
+
+    pub fn bad_argument(self) -> String {
+        self.pick(
+            "No entendí los datos del comando. Escríbelo de nuevo desde el menú de /.",
+            "I could not read the command's options. Type it again from the / menu.",
+        )
+    }
+
+    pub fn command_outdated(self) -> String {
+        self.pick(
+            "Este comando cambió desde que Discord lo guardó. Espera unos minutos y vuelve a escribirlo.",
+            "This command changed since Discord stored it. Wait a few minutes and type it again.",
+        )
+    }
+
+    pub fn not_allowed(self) -> String {
+        self.pick("No puedes usar ese comando aquí.", "You cannot use that command here.")
+    }
+
+    pub fn reingest_refused(self) -> String {
+        self.pick(
+            "Solo el DM de la campaña puede reindexar las notas. Si eres el DM, pide que añadan tu id (o tu rol) a [discord] dm_user_ids / dm_role_ids.",
+            "Only the campaign's DM may reindex the notes. If you are the DM, have your id (or role) added to [discord] dm_user_ids / dm_role_ids.",
+        )
+    }
+
+    pub fn reingest_running(self) -> String {
+        self.pick(
+            "⏳ Reindexando las notas… las preguntas siguen usando el índice anterior hasta que termine.",
+            "⏳ Reindexing the notes… questions keep using the previous index until it is done.",
+        )
+    }
+
+    pub fn reingest_already_running(self) -> String {
+        self.pick(
+            "Ya hay una reindexación en marcha: espera a que termine (te aviso aquí cuando acabe la primera).",
+            "A reindex is already running: wait for it to finish.",
+        )
+    }
+
+    pub fn reingest_failed(self) -> String {
+        self.pick(
+            "La reindexación falló y el índice anterior sigue en uso. Los detalles están en el registro del bot.",
+            "The reindex failed and the previous index is still in use. The details are in the bot's log.",
+        )
+    }
+
+    pub fn reingest_summary(self, summary: &IngestSummary) -> String {
+        let annotations = summary.annotations.as_ref().map(|report| match self {
+            Lang::Es => format!("\nAnotaciones: {} nuevas, {} pendientes.", report.made, report.missing),
+            Lang::En => format!("\nAnnotations: {} new, {} missing.", report.made, report.missing),
+        });
+        let warnings = match (self, summary.warnings.len()) {
+            (_, 0) => String::new(),
+            (Lang::Es, n) => format!("\n{n} aviso(s): `oraculo sources` los lista."),
+            (Lang::En, n) => format!("\n{n} warning(s): `oraculo sources` lists them."),
+        };
+        let head = match self {
+            Lang::Es => format!(
+                "✅ Notas reindexadas en {:.1} s: {} archivos ({} cambiados, {} eliminados), {} fragmentos ({} solo para el DM), {} entidades.",
+                summary.seconds,
+                summary.files,
+                summary.files_changed,
+                summary.files_removed,
+                summary.fragments,
+                summary.dm_only_fragments,
+                summary.entities
+            ),
+            Lang::En => format!(
+                "✅ Notes reindexed in {:.1} s: {} files ({} changed, {} removed), {} fragments ({} DM-only), {} entities.",
+                summary.seconds,
+                summary.files,
+                summary.files_changed,
+                summary.files_removed,
+                summary.fragments,
+                summary.dm_only_fragments,
+                summary.entities
+            ),
+        };
+        format!("{head}{}{warnings}", annotations.unwrap_or_default())
+    }
+
+    pub fn source_not_found(self, label: &str) -> String {
+        match self {
+            Lang::Es => format!("No hay ninguna nota con la etiqueta «{label}» que se pueda mostrar aquí."),
+            Lang::En => format!("There is no note labelled “{label}” that can be shown here."),
+        }
+    }
+
+    pub fn thread_fallback_name(self) -> String {
+        self.pick("Oráculo", "Oracle")
+    }
+}

@@ -1,0 +1,385 @@
+//! The Discord edge: `/oraculo` answers with cited embeds, threads for follow-ups, a DM-only
+//! `/reingest`, `/fuente` (and a button) to read a cited source in full.
+//!
+//! - `commands`: the slash commands, who may use them, and the answer flow they share with
+//!   thread follow-ups.
+//! - `events`: gateway events that are not commands: messages in the bot's threads, source
+//!   buttons.
+//! - `embeds`: an answer as messages within Discord's limits (pure), and the serenity builders.
+//! - `history`: per-channel and per-thread conversations in the index's SQLite file.
+//! - `queue`: LLM work in order with a configured concurrency, and the per-user rate limit.
+//! - `errors`: the one `on_error`, and what users read when something fails.
+//! - `locale`: every sentence the bot says, in Spanish and English.
+//!
+//! Architecture invariant: this is the only module that imports serenity or poise. It reaches
+//! the notes only through [`Oracle`] (answers, sources) and the ingest functions the CLI uses.
+//! The bot has no tools: note text reaches the model as prompt text and can change an
+//! answer's words, never what the bot does (it only ever posts the answer).
+//!
+//! Architecture invariant: every message the bot sends carries empty `allowed_mentions`.
+
+pub mod commands;
+pub mod embeds;
+pub mod errors;
+pub mod events;
+pub mod history;
+pub mod locale;
+pub mod queue;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use poise::serenity_prelude as serenity;
+use tokio::sync::watch;
+
+use crate::config::{CampaignConfig, Config, EmbedderConfig};
+use crate::oracle::Oracle;
+use commands::Access;
+use history::History;
+use locale::Lang;
+use queue::Queue;
+
+/// What a command or event handler returns when it fails (logged by `errors::on_error`).
+pub type Error = anyhow::Error;
+/// The context every command receives.
+pub type Context<'a> = poise::Context<'a, Data, Error>;
+
+/// How long in-flight answers may take to finish after a shutdown signal: a long answer from
+/// a 14B model on one GPU takes about a minute.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(90);
+/// After the grace period, how long interrupted answers get to say so before the bot exits.
+pub const INTERRUPT_NOTICE: Duration = Duration::from_secs(10);
+
+/// The gateway intents, each for one reason:
+/// - `GUILDS`: channel and thread events, so the cache knows a thread's parent channel
+///   (GM channels) and owner (the bot's own threads).
+/// - `GUILD_MESSAGES`: MESSAGE_CREATE in guild threads, the follow-up questions.
+/// - `MESSAGE_CONTENT` (privileged, switched on in the Developer Portal): the text of those
+///   follow-ups; without it Discord sends them empty. Slash commands need none of these.
+pub fn intents() -> serenity::GatewayIntents {
+    serenity::GatewayIntents::GUILDS
+        | serenity::GatewayIntents::GUILD_MESSAGES
+        | serenity::GatewayIntents::MESSAGE_CONTENT
+}
+
+/// Everything the handlers share. No token here: it stays with the HTTP client.
+pub struct Data {
+    pub oracle: Arc<Oracle>,
+    /// Runs the oracle's work (answers, sources), whose futures are not `Send`.
+    pub worker: queue::LocalWorker,
+    /// Runs `/reingest`, apart from the answers so that questions keep flowing meanwhile.
+    pub ingest_worker: queue::LocalWorker,
+    pub history: History,
+    pub queue: Queue,
+    pub lifecycle: Arc<Lifecycle>,
+    pub access: Access,
+    pub reingest: Arc<ReingestSetup>,
+    /// The language of messages that carry no locale (thread follow-ups).
+    pub lang: Lang,
+}
+
+/// What `/reingest` needs to run the same ingest as `oraculo ingest`.
+#[derive(Debug)]
+pub struct ReingestSetup {
+    pub campaign_dir: PathBuf,
+    pub campaign: CampaignConfig,
+    pub batch_size: usize,
+    /// Held while a reingest runs in this process, so a second one is refused at once; the
+    /// index's own lock covers another process (`oraculo ingest`).
+    pub running: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for Data {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Only what helps a log reader; nothing secret is in Data, and nothing big is printed.
+        f.debug_struct("Data")
+            .field("index_dir", &self.oracle.index_dir())
+            .field("lang", &self.lang)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `oraculo bot`: where the campaign and the configuration are (the token comes from the
+/// environment or the config's `[discord]` section, never from the command line).
+#[derive(Debug, clap::Args)]
+pub struct BotArgs {
+    /// A config.toml with a [discord] section (default: ORACULO_CONFIG).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The campaign's notes folder (default: the config's, else the embedded sample campaign).
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+    /// Where indexes and models live (default: ORACULO_DATA, else ~/.local/share/oraculo).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+}
+
+impl BotArgs {
+    pub fn overrides(&self) -> crate::config::CliOverrides {
+        crate::config::CliOverrides {
+            config_file: self.config.clone(),
+            data_dir: self.data.clone(),
+            campaign_dir: self.campaign.clone(),
+        }
+    }
+}
+
+/// Runs the bot until `shutdown` completes (a signal in production, a test's trigger), then
+/// lets in-flight answers finish (or tells them they were interrupted) and disconnects.
+pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    // 1. Settings and token.
+    let discord = config.discord.clone().context(
+        "no Discord settings: add a [discord] section to the config, or set DISCORD_TOKEN (see docs/discord.md)",
+    )?;
+    let token = discord
+        .token
+        .clone()
+        .context("no Discord token: set DISCORD_TOKEN (or ORACULO_DISCORD_TOKEN), or discord.token in the config")?;
+
+    // 2. The oracle: index, embedder and chat model, opened as the CLI opens them.
+    let oracle = Arc::new(crate::cli::open_oracle(&config).await.context("opening the campaign's oracle")?);
+    let campaign_dir = crate::ingest::resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
+        .context("writing the sample campaign")?;
+    let batch_size = match &config.embedder {
+        EmbedderConfig::Embedded { batch_size, .. } => *batch_size,
+        EmbedderConfig::Ollama(ollama) => ollama.batch_size,
+    };
+
+    // 3. The shared state.
+    let lifecycle = Lifecycle::new();
+    let worker = queue::LocalWorker::start("answers").context("starting the answer thread")?;
+    let ingest_worker = queue::LocalWorker::start("ingest").context("starting the ingest thread")?;
+    let data = Data {
+        worker,
+        ingest_worker,
+        history: History::new(oracle.index_dir(), discord.history_turns),
+        oracle,
+        queue: Queue::new(discord.concurrency, discord.questions_per_minute),
+        lifecycle: Arc::clone(&lifecycle),
+        access: Access::from_config(&discord),
+        reingest: Arc::new(ReingestSetup {
+            campaign_dir,
+            campaign: config.campaign.clone(),
+            batch_size,
+            running: Arc::new(tokio::sync::Mutex::new(())),
+        }),
+        lang: Lang::of_labels(config.campaign.corpus.label_language),
+    };
+    tracing::info!(?data, concurrency = discord.concurrency, "bot state ready");
+
+    // 4. The framework: commands, the error handler, the event handler; commands are
+    // registered once connected.
+    let guild_ids = discord.guild_ids.clone();
+    let framework = poise::Framework::builder()
+        .options(poise::FrameworkOptions {
+            commands: commands::commands(),
+            on_error: |error| Box::pin(errors::on_error(error)),
+            event_handler: |ctx, event, framework, data| Box::pin(events::handle(ctx, event, framework, data)),
+            allowed_mentions: Some(embeds::no_mentions()),
+            ..Default::default()
+        })
+        .initialize_owners(false)
+        .setup(move |ctx, ready, framework| {
+            Box::pin(async move {
+                register_commands(ctx, &framework.options().commands, &guild_ids).await;
+                tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
+                Ok(data)
+            })
+        })
+        .build();
+
+    // 5. The client: REST straight to Discord, or through the configured proxy.
+    let mut http = serenity::HttpBuilder::new(token.expose()).default_allowed_mentions(embeds::no_mentions());
+    if let Some(proxy) = &discord.proxy_url {
+        // The proxy does the rate limiting (serenity's own limiter would bypass it).
+        http = http.proxy(proxy.as_str()).ratelimiter_disabled(true);
+    }
+    let mut client = serenity::ClientBuilder::new_with_http(http.build(), intents())
+        .framework(framework)
+        .await
+        .context("creating the Discord client")?;
+    let shard_manager = Arc::clone(&client.shard_manager);
+
+    // 6. Run until the signal, or until the connection ends on its own (a bad token).
+    let mut connection = tokio::spawn(async move { client.start().await });
+    tokio::select! {
+        () = shutdown => tracing::info!("shutdown requested: finishing the answers in flight"),
+        ended = &mut connection => {
+            return match ended {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(err)) => Err(anyhow::Error::new(err).context("the Discord connection ended (is the token valid?)")),
+                Err(err) => Err(anyhow::anyhow!("the Discord connection task failed: {err}")),
+            };
+        }
+    }
+
+    // 7. Drain, then disconnect.
+    lifecycle.drain(SHUTDOWN_GRACE, INTERRUPT_NOTICE).await;
+    shard_manager.shutdown_all().await;
+    if tokio::time::timeout(Duration::from_secs(10), connection).await.is_err() {
+        tracing::warn!("the Discord connection did not close in 10 s; exiting anyway");
+    }
+    tracing::info!("bot stopped");
+    Ok(())
+}
+
+/// Registers the commands in each configured guild, or globally; a failure is logged, and the
+/// bot keeps running (commands registered earlier still work).
+async fn register_commands(ctx: &serenity::Context, commands: &[poise::Command<Data, Error>], guild_ids: &[u64]) {
+    if guild_ids.is_empty() {
+        if let Err(err) = poise::builtins::register_globally(ctx, commands).await {
+            errors::log_discord_error(&err, "registering the commands globally");
+        }
+        return;
+    }
+    for &guild in guild_ids {
+        if let Err(err) = poise::builtins::register_in_guild(ctx, commands, serenity::GuildId::new(guild)).await {
+            errors::log_discord_error(&err, "registering the commands in a guild");
+        }
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM (what `systemctl stop` and `docker stop` send).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %err, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}
+
+/// Work in flight, and the shutdown that waits for it.
+#[derive(Debug)]
+pub struct Lifecycle {
+    state: watch::Sender<LifeState>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct LifeState {
+    /// No new work is accepted.
+    closing: bool,
+    /// The grace period is over: work still running must stop and say so.
+    interrupting: bool,
+    in_flight: usize,
+}
+
+/// One piece of work in flight (an answer, a reingest); dropping it says it is done.
+#[derive(Debug)]
+pub struct Job {
+    lifecycle: Arc<Lifecycle>,
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        self.lifecycle.state.send_modify(|state| state.in_flight = state.in_flight.saturating_sub(1));
+    }
+}
+
+impl Lifecycle {
+    pub fn new() -> Arc<Lifecycle> {
+        Arc::new(Lifecycle { state: watch::Sender::new(LifeState::default()) })
+    }
+
+    /// Starts a piece of work; `None` once shutting down.
+    pub fn begin(self: &Arc<Self>) -> Option<Job> {
+        let mut admitted = false;
+        self.state.send_if_modified(|state| {
+            if state.closing {
+                return false;
+            }
+            state.in_flight += 1;
+            admitted = true;
+            true
+        });
+        admitted.then(|| Job { lifecycle: Arc::clone(self) })
+    }
+
+    pub fn is_closing(&self) -> bool {
+        self.state.borrow().closing
+    }
+
+    /// Resolves when work in flight must stop (the grace period is over).
+    pub async fn interrupted(&self) {
+        let mut receiver = self.state.subscribe();
+        if receiver.wait_for(|state| state.interrupting).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Refuses new work, waits up to `grace` for the work in flight, then interrupts what is
+    /// left and gives it `notice` to tell its users.
+    pub async fn drain(&self, grace: Duration, notice: Duration) {
+        self.state.send_modify(|state| state.closing = true);
+        let mut receiver = self.state.subscribe();
+        let in_flight = self.state.borrow().in_flight;
+        if in_flight > 0 {
+            tracing::info!(in_flight, "waiting for the answers in flight");
+        }
+        let finished = tokio::time::timeout(grace, receiver.wait_for(|state| state.in_flight == 0)).await.is_ok();
+        if !finished {
+            let left = self.state.borrow().in_flight;
+            tracing::warn!(in_flight = left, "grace period over: interrupting the work in flight");
+            self.state.send_modify(|state| state.interrupting = true);
+            let _ = tokio::time::timeout(notice, receiver.wait_for(|state| state.in_flight == 0)).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn shutdown_waits_for_work_then_interrupts_what_is_left() {
+        let lifecycle = Lifecycle::new();
+        let quick = lifecycle.begin().unwrap();
+        let slow = lifecycle.begin().unwrap();
+        let interrupted = {
+            let lifecycle = Arc::clone(&lifecycle);
+            tokio::spawn(async move {
+                lifecycle.interrupted().await;
+                drop(slow);
+            })
+        };
+        let drained = {
+            let lifecycle = Arc::clone(&lifecycle);
+            tokio::spawn(async move { lifecycle.drain(Duration::from_millis(200), Duration::from_secs(5)).await })
+        };
+        drop(quick);
+        tokio::time::timeout(Duration::from_secs(10), drained).await.unwrap().unwrap();
+        interrupted.await.unwrap();
+        assert!(lifecycle.is_closing());
+        assert!(lifecycle.begin().is_none(), "no new work once closing");
+    }
+
+    #[tokio::test]
+    async fn shutdown_with_nothing_in_flight_is_immediate() {
+        let lifecycle = Lifecycle::new();
+        drop(lifecycle.begin().unwrap());
+        tokio::time::timeout(Duration::from_secs(5), lifecycle.drain(Duration::from_secs(60), Duration::from_secs(1)))
+            .await
+            .expect("nothing to wait for");
+    }
+}

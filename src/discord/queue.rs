@@ -1,0 +1,314 @@
+//! LLM work, one question at a time (or `concurrency` at a time), first come first served.
+//!
+//! A question either starts at once or waits with a known position, which the asker is
+//! shown. A per-user rate limit refuses a question before it queues, saying how long to
+//! wait. Nothing is dropped: a question that gets in is answered or told why not.
+//!
+//! The work itself runs on a [`LocalWorker`]: the oracle's futures hold the index's SQLite
+//! connection across awaits, so they are not `Send` and cannot run on the bot's multi-threaded
+//! runtime; a dedicated thread with its own single-threaded runtime runs them instead.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+
+/// The window the per-user rate limit counts questions in.
+pub const RATE_WINDOW: Duration = Duration::from_secs(60);
+/// Users remembered by the rate limiter before the idle ones are forgotten.
+const RATE_USERS_KEPT: usize = 1024;
+
+/// The queue of LLM work.
+#[derive(Debug)]
+pub struct Queue {
+    slots: Arc<Mutex<Slots>>,
+    limiter: Mutex<RateLimiter>,
+}
+
+#[derive(Debug)]
+struct Slots {
+    capacity: usize,
+    running: usize,
+    /// First in, first served; a waiter that left has a closed channel and is skipped.
+    waiters: VecDeque<oneshot::Sender<Slot>>,
+}
+
+/// The right to run one piece of LLM work; dropping it hands the slot to the next waiter.
+#[derive(Debug)]
+pub struct Slot {
+    slots: Option<Arc<Mutex<Slots>>>,
+}
+
+/// Where a question stands once admitted.
+pub enum Admission {
+    /// A slot was free: run now.
+    Now(Slot),
+    /// Every slot is busy: `position` questions (this one included) are waiting.
+    Queued(Waiting),
+}
+
+/// A place in the queue; dropping it leaves the queue.
+pub struct Waiting {
+    position: usize,
+    receiver: oneshot::Receiver<Slot>,
+}
+
+/// The queue went away while waiting (the bot is stopping).
+#[derive(Debug, thiserror::Error)]
+#[error("the question queue is closed")]
+pub struct QueueClosed;
+
+fn lock(slots: &Mutex<Slots>) -> MutexGuard<'_, Slots> {
+    // Nothing panics while holding this lock; recover the state if something ever did.
+    slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let Some(slots) = self.slots.take() else {
+            return;
+        };
+        let mut state = lock(&slots);
+        while let Some(waiter) = state.waiters.pop_front() {
+            match waiter.send(Slot { slots: Some(Arc::clone(&slots)) }) {
+                Ok(()) => return,
+                // That waiter left: disarm the slot it did not take, and try the next one.
+                Err(mut unclaimed) => unclaimed.slots = None,
+            }
+        }
+        state.running = state.running.saturating_sub(1);
+    }
+}
+
+impl Waiting {
+    /// 1 for the next question to run.
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// Waits for a slot.
+    pub async fn start(self) -> Result<Slot, QueueClosed> {
+        self.receiver.await.map_err(|_| QueueClosed)
+    }
+}
+
+impl Queue {
+    /// `concurrency` questions at once; `per_minute` questions per user per minute (0: no limit).
+    pub fn new(concurrency: usize, per_minute: u32) -> Queue {
+        Queue {
+            slots: Arc::new(Mutex::new(Slots { capacity: concurrency.max(1), running: 0, waiters: VecDeque::new() })),
+            limiter: Mutex::new(RateLimiter::new(per_minute, RATE_WINDOW)),
+        }
+    }
+
+    /// Counts a question by `user` against the rate limit: `Err(wait)` when over it.
+    pub fn check_rate(&self, user: u64) -> Result<(), Duration> {
+        match self.limiter.lock() {
+            Ok(mut limiter) => limiter.admit(user, Instant::now()),
+            // A poisoned limiter limits nobody rather than everybody.
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// Takes a slot now, or a place at the end of the queue.
+    pub fn enter(&self) -> Admission {
+        let mut state = lock(&self.slots);
+        state.waiters.retain(|waiter| !waiter.is_closed());
+        if state.running < state.capacity && state.waiters.is_empty() {
+            state.running += 1;
+            return Admission::Now(Slot { slots: Some(Arc::clone(&self.slots)) });
+        }
+        let (sender, receiver) = oneshot::channel();
+        state.waiters.push_back(sender);
+        Admission::Queued(Waiting { position: state.waiters.len(), receiver })
+    }
+}
+
+/// A job for the worker: builds its (not `Send`) future on the worker's thread.
+type LocalJob = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+
+/// A thread with a single-threaded runtime that runs futures which are not `Send`, several
+/// at a time (interleaved at their awaits). Cloning shares the thread; it ends when the last
+/// clone is dropped.
+#[derive(Clone)]
+pub struct LocalWorker {
+    jobs: mpsc::UnboundedSender<LocalJob>,
+}
+
+/// The worker thread is gone (it could not start, or a job panicked it away).
+#[derive(Debug, thiserror::Error)]
+#[error("the {0} worker thread is not running")]
+pub struct WorkerGone(pub &'static str);
+
+impl std::fmt::Debug for LocalWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalWorker").finish_non_exhaustive()
+    }
+}
+
+impl LocalWorker {
+    /// Starts the thread, named `oraculo-{name}`.
+    pub fn start(name: &'static str) -> std::io::Result<LocalWorker> {
+        let (jobs, mut receiver) = mpsc::unbounded_channel::<LocalJob>();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        std::thread::Builder::new().name(format!("oraculo-{name}")).spawn(move || {
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime, async move {
+                while let Some(job) = receiver.recv().await {
+                    tokio::task::spawn_local(job());
+                }
+            });
+        })?;
+        Ok(LocalWorker { jobs })
+    }
+
+    /// Runs the future `make` builds on the worker and returns its output. Dropping the
+    /// returned future cancels the work at its next await.
+    pub async fn run<T, F, Fut>(&self, name: &'static str, make: F) -> Result<T, WorkerGone>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = T> + 'static,
+    {
+        let (sender, receiver) = oneshot::channel();
+        let job: LocalJob = Box::new(move || {
+            Box::pin(async move {
+                let mut sender = sender;
+                tokio::select! {
+                    output = make() => { let _ = sender.send(output); }
+                    () = sender.closed() => {}
+                }
+            })
+        });
+        self.jobs.send(job).map_err(|_| WorkerGone(name))?;
+        receiver.await.map_err(|_| WorkerGone(name))
+    }
+}
+
+/// Questions per user within a sliding window.
+#[derive(Debug)]
+pub struct RateLimiter {
+    per_window: u32,
+    window: Duration,
+    asked: HashMap<u64, VecDeque<Instant>>,
+}
+
+impl RateLimiter {
+    pub fn new(per_window: u32, window: Duration) -> RateLimiter {
+        RateLimiter { per_window, window, asked: HashMap::new() }
+    }
+
+    /// Admits a question by `user` at `now`, or says how long until one more is allowed.
+    pub fn admit(&mut self, user: u64, now: Instant) -> Result<(), Duration> {
+        if self.per_window == 0 {
+            return Ok(());
+        }
+        let window = self.window;
+        if self.asked.len() > RATE_USERS_KEPT {
+            self.asked.retain(|_, times| times.back().is_some_and(|&last| now.duration_since(last) < window));
+        }
+        let times = self.asked.entry(user).or_default();
+        while times.front().is_some_and(|&first| now.duration_since(first) >= window) {
+            times.pop_front();
+        }
+        if times.len() >= self.per_window as usize {
+            let oldest = times.front().copied().unwrap_or(now);
+            return Err(window.saturating_sub(now.duration_since(oldest)));
+        }
+        times.push_back(now);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_limit_is_per_user_and_slides() {
+        let start = Instant::now();
+        let mut limiter = RateLimiter::new(2, Duration::from_secs(60));
+        assert!(limiter.admit(1, start).is_ok());
+        assert!(limiter.admit(1, start + Duration::from_secs(10)).is_ok());
+        let wait = limiter.admit(1, start + Duration::from_secs(20)).unwrap_err();
+        assert_eq!(wait, Duration::from_secs(40));
+        assert!(limiter.admit(2, start + Duration::from_secs(20)).is_ok(), "another user is not limited");
+        assert!(limiter.admit(1, start + Duration::from_secs(61)).is_ok(), "the first question left the window");
+        let mut unlimited = RateLimiter::new(0, Duration::from_secs(60));
+        assert!((0..100).all(|_| unlimited.admit(1, start).is_ok()));
+    }
+
+    #[tokio::test]
+    async fn questions_queue_in_order_with_their_position() {
+        let queue = Queue::new(1, 0);
+        let Admission::Now(first) = queue.enter() else { panic!("a free slot runs at once") };
+        let Admission::Queued(second) = queue.enter() else { panic!("the slot is busy") };
+        let Admission::Queued(third) = queue.enter() else { panic!("the slot is busy") };
+        assert_eq!((second.position(), third.position()), (1, 2));
+
+        let third = tokio::spawn(third.start());
+        let second = tokio::spawn(second.start());
+        drop(first);
+        let second = tokio::time::timeout(Duration::from_secs(5), second).await.unwrap().unwrap().unwrap();
+        assert!(!third.is_finished(), "the third waits for the second");
+        drop(second);
+        let third = tokio::time::timeout(Duration::from_secs(5), third).await.unwrap().unwrap().unwrap();
+        drop(third);
+        // The queue is empty again: the next one runs at once.
+        assert!(matches!(queue.enter(), Admission::Now(_)));
+    }
+
+    #[tokio::test]
+    async fn the_worker_runs_futures_that_are_not_send_and_cancels_dropped_ones() {
+        let worker = LocalWorker::start("test").unwrap();
+        let value = worker
+            .run("test", || async {
+                let not_send = std::rc::Rc::new(41);
+                tokio::task::yield_now().await;
+                *not_send + 1
+            })
+            .await
+            .unwrap();
+        assert_eq!(value, 42);
+
+        let (started, started_rx) = oneshot::channel::<()>();
+        let (dropped, dropped_rx) = oneshot::channel::<()>();
+        struct SignalOnDrop(Option<oneshot::Sender<()>>);
+        impl Drop for SignalOnDrop {
+            fn drop(&mut self) {
+                if let Some(sender) = self.0.take() {
+                    let _ = sender.send(());
+                }
+            }
+        }
+        let pending = tokio::spawn(async move {
+            worker
+                .run("test", move || async move {
+                    let _guard = SignalOnDrop(Some(dropped));
+                    let _ = started.send(());
+                    std::future::pending::<()>().await;
+                })
+                .await
+        });
+        started_rx.await.unwrap();
+        pending.abort();
+        tokio::time::timeout(Duration::from_secs(5), dropped_rx).await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn leaving_the_queue_frees_the_place() {
+        let queue = Queue::new(1, 0);
+        let Admission::Now(running) = queue.enter() else { panic!() };
+        let Admission::Queued(gone) = queue.enter() else { panic!() };
+        drop(gone);
+        let Admission::Queued(next) = queue.enter() else { panic!() };
+        assert_eq!(next.position(), 1);
+        drop(running);
+        let slot = tokio::time::timeout(Duration::from_secs(5), next.start()).await.unwrap().unwrap();
+        drop(slot);
+        assert!(matches!(queue.enter(), Admission::Now(_)), "every slot came back");
+    }
+}

@@ -1,0 +1,415 @@
+//! The oracle: one question in, one cited answer out. The façade the CLI and the bot call.
+//!
+//! search (three paths + fusion) → annotations → rerank → context (8 full fragments + one-line
+//! summaries) → prompt → chat model → citation check. Each step is its own module; this one
+//! only strings them together and keeps the timings.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tracing::Instrument;
+
+use crate::answer::prompt::{ANNOTATE_PROMPT_VERSION, PromptMessage, answer_messages};
+use crate::answer::{Context, ContextBudget, ContextFragment, ValidatedAnswer, build_context, validate_citations};
+use crate::corpus::{NoteKind, SessionNumber};
+use crate::index::{Index, IndexError, StoredFragment};
+use crate::llm::chat::{ChatMessage, ChatModel, ChatRequest, ChatRole, TokenSink};
+use crate::llm::{Embedder, LlmError};
+use crate::retrieve::rerank::{RerankDecision, rerank_by_annotation};
+use crate::retrieve::{
+    Audience, Candidate, CompendiumIndex, DEFAULT_K, DetectedEntity, RetrieveError, SearchRequest, Turn, TurnRole,
+};
+
+/// A question longer than this is refused: it is a paste, not a question, and it would
+/// crowd the notes out of the context window.
+pub const MAX_QUESTION_CHARS: usize = 1000;
+/// Characters of a cited fragment shown as its excerpt (a Discord embed field holds 1024).
+pub const EXCERPT_CHARS: usize = 300;
+/// Tokens kept free in the context window for the chat template's own markup.
+const TEMPLATE_MARGIN_TOKENS: usize = 256;
+
+impl From<PromptMessage> for ChatMessage {
+    fn from(message: PromptMessage) -> ChatMessage {
+        let role = match message.role {
+            crate::answer::prompt::ROLE_SYSTEM => ChatRole::System,
+            crate::answer::prompt::ROLE_ASSISTANT => ChatRole::Assistant,
+            _ => ChatRole::User,
+        };
+        ChatMessage { role, content: message.content }
+    }
+}
+
+/// How answers are made. Passed explicitly; built from config.
+#[derive(Debug, Clone)]
+pub struct AnswerSettings {
+    /// Fragments shown in full (the rerank's output size).
+    pub k: usize,
+    /// The rerank gives up after this and keeps the fusion order.
+    pub rerank_timeout: Duration,
+    /// The answer budget, in tokens.
+    pub max_tokens: usize,
+    pub temperature: f32,
+}
+
+impl AnswerSettings {
+    pub fn new(max_tokens: usize) -> AnswerSettings {
+        AnswerSettings { k: DEFAULT_K, rerank_timeout: Duration::from_secs(60), max_tokens, temperature: 0.2 }
+    }
+}
+
+/// One question.
+#[derive(Debug, Clone)]
+pub struct AskRequest<'a> {
+    pub question: &'a str,
+    /// Earlier turns of this conversation (one Discord channel or thread, one CLI chat).
+    pub history: &'a [Turn],
+    pub audience: Audience,
+}
+
+/// A citation in the answer, checked against what the model was shown.
+#[derive(Debug, Clone, Serialize)]
+pub struct CitationSource {
+    pub label: String,
+    /// False: the label was not among those shown (invented); never presented as a source.
+    pub valid: bool,
+    pub source_path: Option<String>,
+    pub session: Option<SessionNumber>,
+    pub kind: Option<NoteKind>,
+    pub fragment_id: Option<i64>,
+    /// The start of the cited fragment (or its summary, when only the summary was shown).
+    pub excerpt: Option<String>,
+    /// Times the answer cites it.
+    pub count: usize,
+}
+
+/// Something the model was shown.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShownSource {
+    pub fragment_id: i64,
+    pub label: String,
+    pub session: Option<SessionNumber>,
+}
+
+/// Milliseconds per stage.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AnswerTimings {
+    pub embed_query_ms: f64,
+    pub dense_ms: f64,
+    pub bm25_ms: f64,
+    pub entity_ms: f64,
+    pub fuse_ms: f64,
+    pub rerank_ms: f64,
+    pub generation_ms: f64,
+    pub total_ms: f64,
+}
+
+/// The answer object: `oraculo ask --json` prints it; the bot renders it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Answer {
+    pub question: String,
+    /// The answer, with invented citations marked (see `answer::citations`).
+    pub text: String,
+    pub citations: Vec<CitationSource>,
+    pub invented_citations: Vec<String>,
+    pub fragments_shown: Vec<ShownSource>,
+    pub summaries_shown: Vec<ShownSource>,
+    pub dropped_for_budget: usize,
+    pub rerank: RerankDecision,
+    pub search_query: String,
+    pub followup_expanded: bool,
+    pub entities: Vec<DetectedEntity>,
+    pub pool_size: usize,
+    pub timings: AnswerTimings,
+    pub chat_model: String,
+    pub embedder: String,
+    pub prompt_tokens: Option<usize>,
+    pub completion_tokens: Option<usize>,
+}
+
+/// What can stop an answer. Each reads as a message a player can act on; details go to logs.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error("the question is empty")]
+    EmptyQuestion,
+    #[error("the question is too long ({chars} characters; at most {max})")]
+    QuestionTooLong { chars: usize, max: usize },
+    #[error("the campaign has not been indexed yet: the DM must run an ingest first")]
+    NotBuilt,
+    #[error("the index cannot be read: {0}")]
+    Index(#[from] IndexError),
+    #[error("searching the notes failed: {0}")]
+    Retrieve(#[from] RetrieveError),
+    #[error("the language model failed: {0}")]
+    Llm(#[from] LlmError),
+}
+
+/// The models and the index of one campaign.
+pub struct Oracle {
+    index_dir: PathBuf,
+    embedder: Arc<dyn Embedder>,
+    chat: Arc<dyn ChatModel>,
+    settings: AnswerSettings,
+}
+
+impl std::fmt::Debug for Oracle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Oracle")
+            .field("index_dir", &self.index_dir)
+            .field("embedder", &self.embedder.id())
+            .field("chat", &self.chat.id())
+            .finish()
+    }
+}
+
+impl Oracle {
+    pub fn new(index_dir: &Path, embedder: Arc<dyn Embedder>, chat: Arc<dyn ChatModel>, settings: AnswerSettings) -> Oracle {
+        Oracle { index_dir: index_dir.to_path_buf(), embedder, chat, settings }
+    }
+
+    /// Changes how many fragments are shown in full.
+    pub fn set_k(&mut self, k: usize) {
+        self.settings.k = k;
+    }
+
+    pub fn index_dir(&self) -> &Path {
+        &self.index_dir
+    }
+
+    pub fn chat(&self) -> &Arc<dyn ChatModel> {
+        &self.chat
+    }
+
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// Opens the index as it is now (a reingest that commits later is seen by the next call).
+    pub async fn open_index(&self) -> Result<Index, AskError> {
+        match Index::open_existing(&self.index_dir).await {
+            Err(IndexError::NotBuilt { .. }) => Err(AskError::NotBuilt),
+            other => Ok(other?),
+        }
+    }
+
+    /// Answers one question; `on_token` receives the answer as it streams.
+    pub async fn ask(&self, request: &AskRequest<'_>, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
+        let span = tracing::info_span!("answer", audience = ?request.audience);
+        async move {
+            let started = Instant::now();
+            let question = request.question.trim();
+            if question.is_empty() {
+                return Err(AskError::EmptyQuestion);
+            }
+            let chars = question.chars().count();
+            if chars > MAX_QUESTION_CHARS {
+                return Err(AskError::QuestionTooLong { chars, max: MAX_QUESTION_CHARS });
+            }
+            let index = self.open_index().await?;
+            let compendium = CompendiumIndex::load(&index.store)?;
+            let search_request =
+                SearchRequest { question, history: request.history, audience: request.audience, k: self.settings.k };
+            let search = crate::retrieve::search(&index, &compendium, self.embedder.as_ref(), &search_request).await?;
+
+            // Rerank over the cached annotations of the pool.
+            let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
+            let by_hash = index.store.annotations(&hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
+            let annotations: HashMap<i64, String> = search
+                .candidates
+                .iter()
+                .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
+                .collect();
+            let rerank_started = Instant::now();
+            let (chosen, rerank) = rerank_by_annotation(
+                &search.search_query,
+                &search.candidates,
+                &annotations,
+                self.chat.as_ref(),
+                self.settings.k,
+                self.settings.rerank_timeout,
+            )
+            .await;
+            let rerank_ms = rerank_started.elapsed().as_secs_f64() * 1000.0;
+
+            // The context: chosen in full, the rest of the pool as one-line summaries.
+            let mut texts: HashMap<i64, StoredFragment> = HashMap::new();
+            for candidate in &chosen {
+                if let Some(stored) = index.store.fragment(candidate.fragment_id)? {
+                    texts.insert(candidate.fragment_id, stored);
+                }
+            }
+            let to_context = |candidate: &Candidate, with_text: bool| ContextFragment {
+                fragment_id: candidate.fragment_id,
+                label: candidate.label.clone(),
+                session: candidate.session,
+                part: candidate.part,
+                text: if with_text {
+                    texts.get(&candidate.fragment_id).map(|s| s.fragment.text.clone()).unwrap_or_default()
+                } else {
+                    String::new()
+                },
+                annotation: annotations.get(&candidate.fragment_id).cloned(),
+            };
+            let chosen_context: Vec<ContextFragment> = chosen.iter().map(|c| to_context(c, true)).collect();
+            let leftovers: Vec<ContextFragment> = search
+                .candidates
+                .iter()
+                .filter(|c| !chosen.iter().any(|chosen| chosen.fragment_id == c.fragment_id))
+                .map(|c| to_context(c, false))
+                .collect();
+            let history: Vec<PromptMessage> = request
+                .history
+                .iter()
+                .map(|turn| match turn.role {
+                    TurnRole::User => PromptMessage::user(turn.content.clone()),
+                    TurnRole::Assistant => PromptMessage::assistant(turn.content.clone()),
+                })
+                .collect();
+            let count_tokens = |text: &str| self.chat.count_tokens(text);
+            let empty_context = build_context(&[], &[], ContextBudget { max_tokens: usize::MAX, count_tokens: &count_tokens });
+            let frame_tokens: usize = answer_messages(question, &history, &empty_context)
+                .iter()
+                .map(|message| self.chat.count_tokens(&message.content))
+                .sum();
+            let budget = self
+                .chat
+                .context_window()
+                .saturating_sub(frame_tokens + self.settings.max_tokens + TEMPLATE_MARGIN_TOKENS);
+            let context = build_context(&chosen_context, &leftovers, ContextBudget { max_tokens: budget, count_tokens: &count_tokens });
+
+            // Generation.
+            let chat_request = ChatRequest {
+                messages: answer_messages(question, &history, &context).into_iter().map(Into::into).collect(),
+                json_schema: None,
+                max_tokens: self.settings.max_tokens,
+                temperature: self.settings.temperature,
+            };
+            let generation_started = Instant::now();
+            let response = self
+                .chat
+                .chat(&chat_request, on_token)
+                .instrument(tracing::info_span!("answer.generate", model = self.chat.id()))
+                .await?;
+            let generation_ms = generation_started.elapsed().as_secs_f64() * 1000.0;
+            let validated = validate_citations(&response.text, &context.shown_labels);
+            if !validated.invented.is_empty() {
+                tracing::warn!(invented = ?validated.invented, "the answer cited labels it was not shown");
+            }
+            let citations = citation_sources(&validated, &context, &texts, &search.candidates);
+
+            let t = &search.timings;
+            Ok(Answer {
+                question: question.to_string(),
+                text: validated.text.clone(),
+                citations,
+                invented_citations: validated.invented.clone(),
+                fragments_shown: context
+                    .full
+                    .iter()
+                    .map(|f| ShownSource { fragment_id: f.fragment_id, label: f.label.clone(), session: f.session })
+                    .collect(),
+                summaries_shown: context
+                    .summaries
+                    .iter()
+                    .map(|s| ShownSource { fragment_id: s.fragment_id, label: s.label.clone(), session: s.session })
+                    .collect(),
+                dropped_for_budget: context.dropped_for_budget,
+                rerank,
+                search_query: search.search_query.clone(),
+                followup_expanded: search.followup_expanded,
+                entities: search.entities.clone(),
+                pool_size: search.candidates.len(),
+                timings: AnswerTimings {
+                    embed_query_ms: t.embed_query_ms,
+                    dense_ms: t.dense_ms,
+                    bm25_ms: t.bm25_ms,
+                    entity_ms: t.entity_ms,
+                    fuse_ms: t.fuse_ms,
+                    rerank_ms,
+                    generation_ms,
+                    total_ms: started.elapsed().as_secs_f64() * 1000.0,
+                },
+                chat_model: self.chat.id().to_string(),
+                embedder: self.embedder.id().to_string(),
+                prompt_tokens: response.prompt_tokens,
+                completion_tokens: response.completion_tokens,
+            })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Every fragment of `label` the audience may read, in part order (for "show me the source").
+    pub async fn read_source(&self, label: &str, audience: Audience) -> Result<Vec<StoredFragment>, AskError> {
+        let index = self.open_index().await?;
+        let mut parts: Vec<StoredFragment> = index
+            .store
+            .fragments(audience.visibility_filter())?
+            .into_iter()
+            .filter(|stored| stored.fragment.label == label)
+            .collect();
+        parts.sort_by_key(|stored| stored.fragment.part);
+        Ok(parts)
+    }
+}
+
+/// Valid citations with their source and excerpt; invented ones flagged, with nothing else.
+fn citation_sources(
+    validated: &ValidatedAnswer,
+    context: &Context,
+    texts: &HashMap<i64, StoredFragment>,
+    pool: &[Candidate],
+) -> Vec<CitationSource> {
+    validated
+        .citations
+        .iter()
+        .map(|citation| {
+            let mut source = CitationSource {
+                label: citation.label.clone(),
+                valid: citation.valid,
+                source_path: None,
+                session: None,
+                kind: None,
+                fragment_id: None,
+                excerpt: None,
+                count: citation.count,
+            };
+            if !citation.valid {
+                return source;
+            }
+            if let Some(full) = context.full.iter().find(|f| f.label == citation.label) {
+                source.fragment_id = Some(full.fragment_id);
+                source.session = full.session;
+                source.excerpt = Some(excerpt(&full.text));
+                if let Some(stored) = texts.get(&full.fragment_id) {
+                    source.source_path = Some(stored.fragment.source_path.clone());
+                    source.kind = Some(stored.fragment.kind);
+                }
+            } else if let Some(summary) = context.summaries.iter().find(|s| s.label == citation.label) {
+                source.fragment_id = Some(summary.fragment_id);
+                source.session = summary.session;
+                source.excerpt = Some(summary.summary.clone());
+                if let Some(candidate) = pool.iter().find(|c| c.fragment_id == summary.fragment_id) {
+                    source.source_path = Some(candidate.source_path.clone());
+                    source.kind = Some(candidate.kind);
+                }
+            }
+            source
+        })
+        .collect()
+}
+
+/// The first `EXCERPT_CHARS` characters of a fragment, cut at a word, on one line.
+fn excerpt(text: &str) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= EXCERPT_CHARS {
+        return one_line;
+    }
+    let cut: String = one_line.chars().take(EXCERPT_CHARS).collect();
+    match cut.rfind(' ') {
+        Some(space) => format!("{}…", &cut[..space]),
+        None => format!("{cut}…"),
+    }
+}

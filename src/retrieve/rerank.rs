@@ -1,0 +1,199 @@
+//! The rerank: one extra call to the same chat model, over the cached annotations of the
+//! fused pool, choosing the `k` fragments the model will see in full.
+//!
+//! Measured in the design: the pool held the right source for 30 of 30 questions, the fused
+//! top 8 for only 25. Shown the annotations (not the text), the rerank raised recall to 0.93;
+//! raw text dropped it to 0.73, text plus annotation gave 0.87.
+//!
+//! Architecture invariant: the rerank switches itself off (no configuration) and returns the
+//! fusion order untouched when any candidate lacks an annotation, when the model does not
+//! answer or times out, or when its output does not parse or validate. It never fails the
+//! search and never returns fewer candidates than asked.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use serde::Serialize;
+use tracing::{Instrument, info_span, warn};
+
+use super::Candidate;
+use crate::answer::prompt::{rerank_messages, rerank_schema};
+use crate::llm::chat::{ChatModel, ChatRequest};
+
+/// Tokens for `{"ids": [..8 ids..]}` with room to spare.
+const RERANK_MAX_TOKENS: usize = 128;
+
+/// Why the rerank left the fusion order as it was.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum RerankSkip {
+    /// The pool is no bigger than the set asked for: nothing to choose.
+    PoolFits,
+    MissingAnnotation { fragment_id: i64 },
+    BackendUnavailable { detail: String },
+    Timeout { seconds: u64 },
+    UnparsableJson { detail: String },
+    NoValidIds,
+}
+
+/// What the rerank did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RerankDecision {
+    /// `from_model` of the chosen came from the model's answer; the rest filled from fusion.
+    Applied { from_model: usize },
+    Skipped(RerankSkip),
+}
+
+#[derive(serde::Deserialize)]
+struct RerankOutput {
+    ids: Vec<serde_json::Value>,
+}
+
+/// Chooses `k` candidates from `pool` (fusion order). `annotations`: fragment id → annotation.
+pub async fn rerank_by_annotation(
+    question: &str,
+    pool: &[Candidate],
+    annotations: &HashMap<i64, String>,
+    chat: &dyn ChatModel,
+    k: usize,
+    timeout: Duration,
+) -> (Vec<Candidate>, RerankDecision) {
+    let span = info_span!("retrieve.rerank", n_candidates = pool.len(), k);
+    async move {
+        let fusion_order = || pool.iter().take(k).cloned().collect::<Vec<_>>();
+        let skip = |reason: RerankSkip| {
+            warn!(?reason, "rerank skipped: fusion order kept");
+            (fusion_order(), RerankDecision::Skipped(reason))
+        };
+        if pool.len() <= k {
+            return (fusion_order(), RerankDecision::Skipped(RerankSkip::PoolFits));
+        }
+        let mut listed = Vec::with_capacity(pool.len());
+        for candidate in pool {
+            match annotations.get(&candidate.fragment_id) {
+                Some(annotation) => listed.push((candidate.fragment_id, annotation.as_str())),
+                None => return skip(RerankSkip::MissingAnnotation { fragment_id: candidate.fragment_id }),
+            }
+        }
+        let request = ChatRequest {
+            messages: rerank_messages(question, &listed, k).into_iter().map(Into::into).collect(),
+            json_schema: Some(rerank_schema(k)),
+            max_tokens: RERANK_MAX_TOKENS,
+            temperature: 0.0,
+        };
+        let response = match tokio::time::timeout(timeout, chat.chat(&request, None)).await {
+            Err(_) => return skip(RerankSkip::Timeout { seconds: timeout.as_secs() }),
+            Ok(Err(err)) => return skip(RerankSkip::BackendUnavailable { detail: err.to_string() }),
+            Ok(Ok(response)) => response,
+        };
+        let ids = match parse_ids(&response.text) {
+            Ok(ids) => ids,
+            Err(detail) => return skip(RerankSkip::UnparsableJson { detail }),
+        };
+        let (chosen, from_model) = choose(pool, &ids, k);
+        if from_model == 0 {
+            return skip(RerankSkip::NoValidIds);
+        }
+        (chosen, RerankDecision::Applied { from_model })
+    }
+    .instrument(span)
+    .await
+}
+
+/// The ids in the model's answer, in its order. Tolerates ids written as strings.
+fn parse_ids(text: &str) -> Result<Vec<i64>, String> {
+    let trimmed = text.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```").trim();
+    let output: RerankOutput = serde_json::from_str(trimmed).map_err(|err| format!("{err}: {}", truncate(text, 200)))?;
+    Ok(output
+        .ids
+        .iter()
+        .filter_map(|id| match id {
+            serde_json::Value::Number(n) => n.as_i64(),
+            serde_json::Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        })
+        .collect())
+}
+
+/// The model's valid, distinct ids first (unknown and repeated ones dropped), then the
+/// fusion order fills the set to `k`.
+fn choose(pool: &[Candidate], ids: &[i64], k: usize) -> (Vec<Candidate>, usize) {
+    let by_id: HashMap<i64, &Candidate> = pool.iter().map(|c| (c.fragment_id, c)).collect();
+    let mut seen = HashSet::new();
+    let mut chosen: Vec<Candidate> = ids
+        .iter()
+        .filter(|id| by_id.contains_key(id) && seen.insert(**id))
+        .take(k)
+        .map(|id| by_id[id].clone())
+        .collect();
+    let from_model = chosen.len();
+    for candidate in pool {
+        if chosen.len() >= k {
+            break;
+        }
+        if seen.insert(candidate.fragment_id) {
+            chosen.push(candidate.clone());
+        }
+    }
+    (chosen, from_model)
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    text.chars().take(max_chars).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::{NoteKind, Visibility};
+    use crate::retrieve::PathRanks;
+
+    fn pool(ids: &[i64]) -> Vec<Candidate> {
+        ids.iter()
+            .map(|&id| Candidate {
+                fragment_id: id,
+                label: format!("F{id}"),
+                kind: NoteKind::Session,
+                source_path: String::new(),
+                session: None,
+                part: 0,
+                visibility: Visibility::Player,
+                content_hash: String::new(),
+                ranks: PathRanks::default(),
+                rrf_score: 0.0,
+            })
+            .collect()
+    }
+
+    fn check(model_ids: &[i64], k: usize, expected: &[i64], expected_from_model: usize) {
+        let (chosen, from_model) = choose(&pool(&[1, 2, 3, 4, 5, 6]), model_ids, k);
+        assert_eq!(chosen.iter().map(|c| c.fragment_id).collect::<Vec<_>>(), expected);
+        assert_eq!(from_model, expected_from_model);
+    }
+
+    #[test]
+    fn the_model_order_comes_first_and_fusion_fills_the_rest() {
+        check(&[5, 3], 4, &[5, 3, 1, 2], 2);
+        check(&[6, 5, 4, 3], 4, &[6, 5, 4, 3], 4);
+    }
+
+    #[test]
+    fn unknown_and_duplicate_ids_are_dropped() {
+        check(&[99, 5, 5, -1, 3, 5], 4, &[5, 3, 1, 2], 2);
+        check(&[99, 100], 3, &[1, 2, 3], 0);
+    }
+
+    #[test]
+    fn too_many_ids_are_cut_to_k() {
+        check(&[6, 5, 4, 3, 2, 1], 3, &[6, 5, 4], 3);
+    }
+
+    #[test]
+    fn ids_parse_from_json_with_fences_and_strings() {
+        assert_eq!(parse_ids("{\"ids\": [3, \"7\", 2]}").unwrap(), vec![3, 7, 2]);
+        assert_eq!(parse_ids("```json\n{\"ids\": [1]}\n```").unwrap(), vec![1]);
+        assert!(parse_ids("the best are 1 and 2").is_err());
+        assert!(parse_ids("{\"ids\": [1, 2").is_err());
+    }
+}

@@ -1,0 +1,269 @@
+//! Cited answers: the rerank's fallbacks against a scripted chat model speaking Ollama's wire
+//! format, the whole oracle over HTTP, and a real embedded GGUF from ingest to answer.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use oraculo::index::Index;
+use oraculo::ingest::{Quiet, annotate_fragments};
+use oraculo::llm::chat::ChatModel;
+use oraculo::llm::ollama_chat::{OllamaChat, OllamaChatConfig};
+use oraculo::oracle::{AnswerSettings, AskRequest, Oracle};
+use oraculo::retrieve::rerank::{RerankDecision, RerankSkip, rerank_by_annotation};
+use oraculo::retrieve::{Audience, Candidate, CompendiumIndex, SearchRequest, search};
+
+use crate::fake_ollama::{Fault, FakeOllama};
+use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+
+fn chat_config(url: String, timeout: Duration) -> OllamaChatConfig {
+    OllamaChatConfig { url, model: "qwen2.5:14b".into(), timeout, retries: 0, keep_alive: "30m".into(), context_window: 8192 }
+}
+
+/// Twelve sessions about a port town, so the fused pool is larger than the eight shown.
+fn port_campaign() -> Scratch {
+    let mut files: Vec<(String, String)> = Vec::new();
+    let events = [
+        "la feria de las redes en el puerto",
+        "una tormenta hunde la barca de Baika",
+        "el faro se apaga y el puerto queda a oscuras",
+        "Baika teje una red encantada para el puerto",
+        "los contrabandistas del puerto roban la estatua",
+        "el archiduque visita el puerto con su guardia",
+        "Tomás cae en combate defendiendo el puente del puerto",
+        "el funeral de Tomás en el puerto",
+        "Baika revela un secreto del faro del puerto",
+        "la guardia del archiduque cierra el puerto",
+        "un barco fantasma entra en el puerto",
+        "el grupo abandona el puerto hacia el norte",
+    ];
+    for (n, event) in events.iter().enumerate() {
+        files.push((format!("Sesiones/Sesion {}.md", n + 1), format!("# Sesión {}\nEn esta sesión: {event}.\n", n + 1)));
+    }
+    files.push(("PNJs/Baika.md".into(), "# Baika\nTejedora de redes del puerto.\n".into()));
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    Scratch::new(&refs)
+}
+
+async fn pool_of(scratch: &Scratch, embedder: &dyn oraculo::llm::Embedder, question: &str) -> Vec<Candidate> {
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let request = SearchRequest { question, history: &[], audience: Audience::Player, k: 8 };
+    search(&index, &compendium, embedder, &request).await.unwrap().candidates
+}
+
+fn annotations_for(pool: &[Candidate]) -> HashMap<i64, String> {
+    pool.iter().map(|c| (c.fragment_id, format!("Resumen de {}.", c.label))).collect()
+}
+
+fn ids(candidates: &[Candidate]) -> Vec<i64> {
+    candidates.iter().map(|c| c.fragment_id).collect()
+}
+
+struct RerankBench {
+    fake: FakeOllama,
+    pool: Vec<Candidate>,
+    annotations: HashMap<i64, String>,
+    _scratch: Scratch,
+}
+
+async fn rerank_bench() -> RerankBench {
+    let scratch = port_campaign();
+    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+    let embedder = ollama_embedder(&fake, "bge-m3").await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+    let pool = pool_of(&scratch, &embedder, "¿Qué pasó en el puerto con Baika?").await;
+    assert!(pool.len() > 8, "the pool must exceed k for the rerank to choose: {}", pool.len());
+    let annotations = annotations_for(&pool);
+    RerankBench { fake, pool, annotations, _scratch: scratch }
+}
+
+async fn rerank(bench: &RerankBench, chat: &dyn ChatModel, annotations: &HashMap<i64, String>, timeout: Duration) -> (Vec<Candidate>, RerankDecision) {
+    rerank_by_annotation("¿Qué pasó en el puerto con Baika?", &bench.pool, annotations, chat, 8, timeout).await
+}
+
+#[tokio::test]
+async fn rerank_reorders_by_the_model_and_fills_from_fusion() {
+    let bench = rerank_bench().await;
+    let chat = OllamaChat::new(chat_config(bench.fake.url(), Duration::from_secs(10))).unwrap();
+    let (a, b, c) = (bench.pool[9].fragment_id, bench.pool[4].fragment_id, bench.pool[0].fragment_id);
+    // Duplicates and an unknown id are dropped; three valid ids lead, fusion fills to eight.
+    bench.fake.enqueue_reply(&format!("{{\"ids\": [{a}, {b}, {a}, 99999, {c}]}}"));
+    let (chosen, decision) = rerank(&bench, &chat, &bench.annotations, Duration::from_secs(10)).await;
+    assert_eq!(decision, RerankDecision::Applied { from_model: 3 });
+    assert_eq!(chosen.len(), 8);
+    assert_eq!(&ids(&chosen)[..3], &[a, b, c]);
+    let fill: Vec<i64> = ids(&bench.pool).into_iter().filter(|id| ![a, b, c].contains(id)).take(5).collect();
+    assert_eq!(&ids(&chosen)[3..], fill.as_slice());
+    // The model was shown annotations, not fragment text, and asked for JSON.
+    let request = bench.fake.chat_requests("/api/chat").pop().unwrap();
+    let prompt = request.body["messages"].to_string();
+    assert!(prompt.contains("Resumen de Sesión"), "{prompt}");
+    assert!(!prompt.contains("En esta sesión"), "fragment text must not reach the rerank");
+    assert!(request.body["format"].is_object());
+}
+
+#[tokio::test]
+async fn rerank_falls_back_to_fusion_order_on_every_failure() {
+    let bench = rerank_bench().await;
+    let fusion: Vec<i64> = ids(&bench.pool).into_iter().take(8).collect();
+    let chat = OllamaChat::new(chat_config(bench.fake.url(), Duration::from_secs(10))).unwrap();
+
+    // A candidate without an annotation: no call at all.
+    let mut partial = bench.annotations.clone();
+    partial.remove(&bench.pool[5].fragment_id);
+    let calls_before = bench.fake.chat_requests("/api/chat").len();
+    let (chosen, decision) = rerank(&bench, &chat, &partial, Duration::from_secs(10)).await;
+    assert_eq!(decision, RerankDecision::Skipped(RerankSkip::MissingAnnotation { fragment_id: bench.pool[5].fragment_id }));
+    assert_eq!(ids(&chosen), fusion);
+    assert_eq!(bench.fake.chat_requests("/api/chat").len(), calls_before);
+
+    // Output that is not JSON.
+    bench.fake.enqueue_reply("Los mejores son la sesión uno y la dos.");
+    let (chosen, decision) = rerank(&bench, &chat, &bench.annotations, Duration::from_secs(10)).await;
+    assert!(matches!(decision, RerankDecision::Skipped(RerankSkip::UnparsableJson { .. })), "{decision:?}");
+    assert_eq!(ids(&chosen), fusion);
+
+    // Only unknown ids.
+    bench.fake.enqueue_reply("{\"ids\": [123456, 654321]}");
+    let (chosen, decision) = rerank(&bench, &chat, &bench.annotations, Duration::from_secs(10)).await;
+    assert_eq!(decision, RerankDecision::Skipped(RerankSkip::NoValidIds));
+    assert_eq!(ids(&chosen), fusion);
+
+    // Too few ids: applied, and the set is still complete.
+    bench.fake.enqueue_reply(&format!("{{\"ids\": [{}]}}", bench.pool[7].fragment_id));
+    let (chosen, decision) = rerank(&bench, &chat, &bench.annotations, Duration::from_secs(10)).await;
+    assert_eq!(decision, RerankDecision::Applied { from_model: 1 });
+    assert_eq!(chosen.len(), 8);
+
+    // The model is slower than the rerank's patience.
+    bench.fake.enqueue(Fault::Delay(Duration::from_secs(5)));
+    let (chosen, decision) = rerank(&bench, &chat, &bench.annotations, Duration::from_millis(300)).await;
+    assert!(matches!(decision, RerankDecision::Skipped(RerankSkip::Timeout { .. })), "{decision:?}");
+    assert_eq!(ids(&chosen), fusion);
+
+    // A server error.
+    bench.fake.enqueue(Fault::Status(500, "out of memory".into()));
+    let (chosen, decision) = rerank(&bench, &chat, &bench.annotations, Duration::from_secs(10)).await;
+    assert!(matches!(decision, RerankDecision::Skipped(RerankSkip::BackendUnavailable { .. })), "{decision:?}");
+    assert_eq!(ids(&chosen), fusion);
+
+    // Nobody listening.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let down = OllamaChat::new(chat_config(format!("http://{closed}"), Duration::from_secs(2))).unwrap();
+    let (chosen, decision) = rerank(&bench, &down, &bench.annotations, Duration::from_secs(10)).await;
+    assert!(matches!(decision, RerankDecision::Skipped(RerankSkip::BackendUnavailable { .. })), "{decision:?}");
+    assert_eq!(ids(&chosen), fusion);
+}
+
+#[tokio::test]
+async fn the_oracle_answers_with_checked_citations_over_http() {
+    let scratch = port_campaign();
+    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+    let embedder = Arc::new(ollama_embedder(&fake, "bge-m3").await);
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+
+    // Annotations at ingest: one chat call per fragment, cached.
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let fragments = index.store.fragments(None).unwrap();
+    for stored in &fragments {
+        fake.enqueue_reply(&format!("Anotación: {}.", stored.fragment.label));
+    }
+    let report = annotate_fragments(&index, chat.as_ref(), &Quiet).await;
+    assert_eq!((report.made, report.missing), (fragments.len(), 0), "{report:?}");
+    let again = annotate_fragments(&index, chat.as_ref(), &Quiet).await;
+    assert_eq!(again.made, 0, "unchanged fragments are never annotated twice");
+
+    let question = "¿Qué le pasó a Tomás en el puente?";
+    let pool = pool_of(&scratch, embedder.as_ref(), question).await;
+    let label_of = |label: &str| pool.iter().find(|c| c.label == label).map(|c| c.fragment_id).unwrap();
+    let (funeral, bridge) = (label_of("Sesión 8"), label_of("Sesión 7"));
+    fake.enqueue_reply(&format!("{{\"ids\": [{bridge}, {funeral}]}}"));
+    fake.enqueue_reply("Tomás cayó en combate en el puente [Sesión 7] y lo enterraron en el puerto [Sesión 8]. Antes había robado una corona [Sesión 99].");
+
+    let oracle = Oracle::new(&scratch.index_dir(), embedder.clone(), chat.clone(), AnswerSettings::new(256));
+    let streamed = Mutex::new(String::new());
+    let sink = |token: &str| streamed.lock().unwrap().push_str(token);
+    let answer = oracle
+        .ask(&AskRequest { question, history: &[], audience: Audience::Player }, Some(&sink))
+        .await
+        .unwrap();
+
+    assert_eq!(answer.rerank, RerankDecision::Applied { from_model: 2 });
+    let shown: Vec<&str> = answer.fragments_shown.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(&shown[..2], &["Sesión 7", "Sesión 8"]);
+    assert_eq!(shown.len(), 8);
+    // Summaries: one per session, none for a session shown in full.
+    assert!(!answer.summaries_shown.is_empty());
+    for summary in &answer.summaries_shown {
+        assert!(!shown.contains(&summary.label.as_str()), "{} is shown twice", summary.label);
+    }
+    // The invented citation is marked and counted; the real ones carry their source.
+    assert_eq!(answer.invented_citations, vec!["Sesión 99".to_string()]);
+    assert!(answer.text.contains("[?]") && !answer.text.contains("Sesión 99"), "{}", answer.text);
+    let bridge_citation = answer.citations.iter().find(|c| c.label == "Sesión 7").unwrap();
+    assert!(bridge_citation.valid);
+    assert_eq!(bridge_citation.source_path.as_deref(), Some("Sesiones/Sesion 7.md"));
+    assert!(bridge_citation.excerpt.as_deref().unwrap().contains("puente"));
+    assert!(streamed.lock().unwrap().contains("Sesión 99"), "the stream carries the raw text");
+    // The answer request: one model for everything, num_ctx sized, the summaries in their block.
+    let request = fake.chat_requests("/api/chat").pop().unwrap();
+    assert_eq!(request.body["model"], "qwen2.5:14b");
+    assert!(request.body["options"]["num_ctx"].as_u64().unwrap() >= 1024);
+    let prompt = request.body["messages"].to_string();
+    assert!(prompt.contains(oraculo::answer::context::SUMMARIES_BLOCK_NAME), "{prompt}");
+    assert!(answer.timings.total_ms >= answer.timings.generation_ms);
+}
+
+#[tokio::test]
+async fn empty_and_oversized_questions_and_a_missing_index_read_as_messages() {
+    let scratch = port_campaign();
+    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+    let embedder = Arc::new(ollama_embedder(&fake, "bge-m3").await);
+    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+    let oracle = Oracle::new(&scratch.index_dir(), embedder, chat, AnswerSettings::new(64));
+    let ask = |question: String| {
+        let oracle = &oracle;
+        async move { oracle.ask(&AskRequest { question: &question, history: &[], audience: Audience::Player }, None).await }
+    };
+    let err = ask("¿Qué pasó?".into()).await.unwrap_err();
+    assert!(err.to_string().contains("not been indexed"), "{err}");
+    let err = ask("   ".into()).await.unwrap_err();
+    assert!(err.to_string().contains("empty"), "{err}");
+    let err = ask("¿".repeat(2000)).await.unwrap_err();
+    assert!(err.to_string().contains("too long"), "{err}");
+}
+
+#[tokio::test]
+async fn a_real_embedded_gguf_answers_from_ingest_to_citation() {
+    let gguf = crate::support::models_dir().join(oraculo::llm::llama_cpp::SMOLLM2_135M_FILE);
+    assert!(gguf.is_file(), "{} is missing: run scripts/fetch-models.sh", gguf.display());
+    let scratch = Scratch::new(&[
+        ("Sesiones/Sesion 1.md", "# Sesión 1\nEl capitán Ardo cayó en combate defendiendo el puente del río.\n"),
+        ("Sesiones/Sesion 2.md", "# Sesión 2\nEn el mercado compraron cuerdas, antorchas y pan.\n"),
+    ]);
+    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(crate::embedded::e5());
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    let config = oraculo::llm::llama_cpp::LlamaCppConfig { gguf, threads: 1, n_ctx: 2048 };
+    let chat: Arc<dyn ChatModel> = Arc::new(
+        tokio::task::spawn_blocking(move || oraculo::llm::llama_cpp::LlamaCppChat::load(&config)).await.unwrap().unwrap(),
+    );
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let report = annotate_fragments(&index, chat.as_ref(), &Quiet).await;
+    assert_eq!(report.made, 2, "{report:?}");
+
+    let oracle = Oracle::new(&scratch.index_dir(), embedder, chat, AnswerSettings::new(48));
+    let answer = oracle
+        .ask(&AskRequest { question: "¿Quién murió en el puente?", history: &[], audience: Audience::Player }, None)
+        .await
+        .unwrap();
+    assert!(!answer.text.trim().is_empty());
+    assert_eq!(answer.fragments_shown.len(), 2);
+    assert_eq!(answer.rerank, RerankDecision::Skipped(RerankSkip::PoolFits));
+    // Whatever a 135M model writes, nothing it cites is presented as a source unless shown.
+    for citation in &answer.citations {
+        assert_eq!(citation.valid, answer.fragments_shown.iter().any(|s| s.label == citation.label));
+    }
+    assert!(answer.chat_model.contains("SmolLM2"), "{}", answer.chat_model);
+}

@@ -1,0 +1,525 @@
+//! A stand-in for Discord on 127.0.0.1, speaking its real wire formats, so the production
+//! serenity + poise client is what runs in tests.
+//!
+//! REST (reached through serenity's `HttpBuilder::proxy`): every request is recorded
+//! (method, path, JSON body, headers) and answered with plausible JSON: the gateway address,
+//! the current user and application, 204 for interaction callbacks and typing, message
+//! objects for webhook follow-ups, edits and channel messages, channel objects for threads.
+//!
+//! Gateway (`GET /gateway` answers `ws://127.0.0.1:…`): HELLO on connect, READY after
+//! IDENTIFY, an ACK for every heartbeat, then whatever the test dispatches
+//! (INTERACTION_CREATE, MESSAGE_CREATE), in order, with increasing sequence numbers.
+//!
+//! Waiting is event-driven: `wait_for` wakes on each new request and gives up after a
+//! timeout, naming what it waited for and listing what did arrive.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+pub const APP_ID: u64 = 880_000_000_000_000_001;
+pub const BOT_ID: u64 = 880_000_000_000_000_001;
+pub const GUILD_ID: u64 = 880_000_000_000_000_100;
+/// How long any one wait may take before the test fails (a cold debug build is slow).
+pub const WAIT: Duration = Duration::from_secs(120);
+const TIMESTAMP: &str = "2024-05-01T20:00:00.000000+00:00";
+
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    /// Without `/api/v10` and without the query string.
+    pub path: String,
+    pub body: Value,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// Whether this request carries a message (content, embeds or components), the bodies
+    /// that must have `allowed_mentions`.
+    pub fn message_body(&self) -> Option<&Value> {
+        let body = if self.path.ends_with("/callback") { &self.body["data"] } else { &self.body };
+        let sends_message = self.method == "POST" || self.method == "PATCH";
+        let is_message_route = self.path.starts_with("/webhooks/")
+            || (self.path.starts_with("/channels/")
+                && self.path.contains("/messages")
+                && !self.path.ends_with("/threads"))
+            || self.path.ends_with("/callback");
+        (sends_message && is_message_route && body.is_object()).then_some(body)
+    }
+}
+
+#[derive(Default)]
+struct State {
+    requests: Vec<Recorded>,
+    next_id: u64,
+    /// thread id → parent channel id.
+    threads: HashMap<u64, u64>,
+    /// interaction token → channel id.
+    tokens: HashMap<String, u64>,
+    identify: Option<Value>,
+}
+
+#[derive(Clone)]
+pub struct FakeDiscord {
+    pub rest_addr: SocketAddr,
+    pub gateway_addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    changed: Arc<watch::Sender<usize>>,
+    events: mpsc::UnboundedSender<(String, Value)>,
+}
+
+impl FakeDiscord {
+    pub async fn start() -> FakeDiscord {
+        let rest = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let gateway = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let (events, receiver) = mpsc::unbounded_channel();
+        let fake = FakeDiscord {
+            rest_addr: rest.local_addr().unwrap(),
+            gateway_addr: gateway.local_addr().unwrap(),
+            state: Arc::new(Mutex::new(State { next_id: 990_000_000_000_000_000, ..State::default() })),
+            changed: Arc::new(watch::Sender::new(0)),
+            events,
+        };
+        let server = fake.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = rest.accept().await {
+                let server = server.clone();
+                tokio::spawn(async move {
+                    let _ = server.serve_rest(stream).await;
+                });
+            }
+        });
+        let server = fake.clone();
+        let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = gateway.accept().await {
+                let server = server.clone();
+                let receiver = Arc::clone(&receiver);
+                tokio::spawn(async move {
+                    let _ = server.serve_gateway(stream, receiver).await;
+                });
+            }
+        });
+        fake
+    }
+
+    pub fn rest_url(&self) -> String {
+        format!("http://{}", self.rest_addr)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.lock().unwrap().requests.clone()
+    }
+
+    /// The IDENTIFY payload the bot sent, once it has.
+    pub fn identify(&self) -> Option<Value> {
+        self.state.lock().unwrap().identify.clone()
+    }
+
+    /// The first recorded request matching `matches`, waiting for it up to [`WAIT`].
+    pub async fn wait_for(&self, what: &str, matches: impl Fn(&Recorded) -> bool) -> Recorded {
+        let mut changed = self.changed.subscribe();
+        let found = tokio::time::timeout(WAIT, async {
+            loop {
+                if let Some(found) = self.requests().into_iter().find(|r| matches(r)) {
+                    return found;
+                }
+                changed.changed().await.expect("the fake lives as long as the test");
+            }
+        })
+        .await;
+        match found {
+            Ok(found) => found,
+            Err(_) => {
+                let seen: Vec<String> =
+                    self.requests().iter().map(|r| format!("{} {} {}", r.method, r.path, r.body)).collect();
+                panic!("timed out waiting for {what}; requests so far:\n{}", seen.join("\n"));
+            }
+        }
+    }
+
+    /// Sends a dispatch event (`t`, `d`) on the gateway, after READY.
+    pub fn dispatch(&self, event: &str, data: Value) {
+        self.events.send((event.to_string(), data)).expect("the gateway task lives as long as the test");
+    }
+
+    fn next_id(&self) -> u64 {
+        let mut state = self.state.lock().unwrap();
+        state.next_id += 1;
+        state.next_id
+    }
+
+    /// An INTERACTION_CREATE for a slash command in the guild; returns its token.
+    pub fn slash_command(&self, user: u64, roles: &[u64], channel: Value, name: &str, options: Value) -> String {
+        let id = self.next_id();
+        let token = format!("token-{id}");
+        let channel_id: u64 = channel["id"].as_str().and_then(|id| id.parse().ok()).expect("a channel id");
+        self.state.lock().unwrap().tokens.insert(token.clone(), channel_id);
+        let interaction = json!({
+            "id": id.to_string(),
+            "application_id": APP_ID.to_string(),
+            "type": 2,
+            "token": token,
+            "version": 1,
+            "data": { "id": "770000000000000001", "name": name, "type": 1, "options": options },
+            "guild_id": GUILD_ID.to_string(),
+            "channel_id": channel_id.to_string(),
+            "channel": channel,
+            "member": member(user, roles),
+            "app_permissions": "2248473465835073",
+            "locale": "es-ES",
+            "guild_locale": "es-ES",
+            "entitlements": [],
+            "authorizing_integration_owners": { "0": GUILD_ID.to_string() },
+            "context": 0,
+            "attachment_size_limit": 8388608,
+        });
+        self.dispatch("INTERACTION_CREATE", interaction);
+        token
+    }
+
+    /// An INTERACTION_CREATE for a click on a button with `custom_id` under a bot message;
+    /// returns its token.
+    pub fn button_click(&self, user: u64, channel: Value, custom_id: &str) -> String {
+        let id = self.next_id();
+        let token = format!("token-{id}");
+        let channel_id: u64 = channel["id"].as_str().and_then(|id| id.parse().ok()).expect("a channel id");
+        self.state.lock().unwrap().tokens.insert(token.clone(), channel_id);
+        let message = self.message_json(self.next_id(), channel_id, &json!({ "content": "" }));
+        let interaction = json!({
+            "id": id.to_string(),
+            "application_id": APP_ID.to_string(),
+            "type": 3,
+            "token": token,
+            "version": 1,
+            "data": { "custom_id": custom_id, "component_type": 2 },
+            "message": message,
+            "guild_id": GUILD_ID.to_string(),
+            "channel_id": channel_id.to_string(),
+            "channel": channel,
+            "member": member(user, &[]),
+            "app_permissions": "2248473465835073",
+            "locale": "es-ES",
+            "guild_locale": "es-ES",
+            "entitlements": [],
+            "authorizing_integration_owners": { "0": GUILD_ID.to_string() },
+            "context": 0,
+            "attachment_size_limit": 8388608,
+        });
+        self.dispatch("INTERACTION_CREATE", interaction);
+        token
+    }
+
+    /// A MESSAGE_CREATE by `user` in `channel`.
+    pub fn message_create(&self, user: u64, channel: u64, content: &str) -> u64 {
+        let id = self.next_id();
+        let mut member = member(user, &[]);
+        member.as_object_mut().unwrap().remove("user");
+        let message = json!({
+            "id": id.to_string(),
+            "channel_id": channel.to_string(),
+            "guild_id": GUILD_ID.to_string(),
+            "author": user_json(user, false),
+            "member": member,
+            "content": content,
+            "timestamp": TIMESTAMP,
+            "edited_timestamp": null,
+            "tts": false,
+            "mention_everyone": false,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": false,
+            "type": 0,
+            "flags": 0,
+            "components": [],
+        });
+        self.dispatch("MESSAGE_CREATE", message);
+        id
+    }
+
+    /// Thread id → parent channel, for the threads the bot opened.
+    pub fn threads(&self) -> HashMap<u64, u64> {
+        self.state.lock().unwrap().threads.clone()
+    }
+
+    // --- REST ---------------------------------------------------------------------------
+
+    async fn serve_rest(&self, stream: TcpStream) -> std::io::Result<()> {
+        let mut reader = BufReader::new(stream);
+        loop {
+            let mut request_line = String::new();
+            if reader.read_line(&mut request_line).await? == 0 {
+                return Ok(());
+            }
+            let mut parts = request_line.split_whitespace();
+            let method = parts.next().unwrap_or("").to_string();
+            let target = parts.next().unwrap_or("").to_string();
+            let mut content_length = 0usize;
+            let mut headers = Vec::new();
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).await?;
+                let header = header.trim_end();
+                if header.is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = header.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        content_length = value.trim().parse().unwrap_or(0);
+                    }
+                    headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+                }
+            }
+            let mut body = vec![0u8; content_length];
+            reader.read_exact(&mut body).await?;
+            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let path = target.split('?').next().unwrap_or("").trim_start_matches("/api/v10").to_string();
+            let (status, payload) = self.answer(&method, &path, &body);
+            {
+                let mut state = self.state.lock().unwrap();
+                state.requests.push(Recorded { method, path, body, headers });
+            }
+            self.changed.send_modify(|n| *n += 1);
+            let reason = match status {
+                200 => "OK",
+                201 => "Created",
+                204 => "No Content",
+                _ => "Not Found",
+            };
+            let response = if status == 204 {
+                format!("HTTP/1.1 204 {reason}\r\n\r\n")
+            } else {
+                format!(
+                    "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{payload}",
+                    payload.len()
+                )
+            };
+            reader.get_mut().write_all(response.as_bytes()).await?;
+        }
+    }
+
+    fn answer(&self, method: &str, path: &str, body: &Value) -> (u16, String) {
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let ok = |value: Value| (200, value.to_string());
+        match (method, segments.as_slice()) {
+            ("GET", ["gateway"]) | ("GET", ["gateway", "bot"]) => ok(json!({
+                "url": format!("ws://{}", self.gateway_addr),
+                "shards": 1,
+                "session_start_limit": { "total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1 },
+            })),
+            ("GET", ["users", "@me"]) => ok(user_json(BOT_ID, true)),
+            ("GET", ["oauth2", "applications", "@me"]) => ok(json!({
+                "id": APP_ID.to_string(), "name": "Oráculo", "icon": null, "description": "",
+                "bot_public": false, "bot_require_code_grant": false, "verify_key": "00",
+                "owner": user_json(1, false), "flags": 0,
+            })),
+            ("PUT", ["applications", _, "commands"]) | ("PUT", ["applications", _, "guilds", _, "commands"]) => {
+                ok(json!([]))
+            }
+            ("POST", ["interactions", _, _, "callback"]) => (204, String::new()),
+            ("POST", ["webhooks", _, token]) => {
+                let channel = self.channel_of(token);
+                ok(self.message_json(self.next_id(), channel, body))
+            }
+            ("PATCH", ["webhooks", _, token, "messages", id]) | ("GET", ["webhooks", _, token, "messages", id]) => {
+                let channel = self.channel_of(token);
+                let id = id.parse().unwrap_or_else(|_| self.next_id());
+                ok(self.message_json(id, channel, body))
+            }
+            ("DELETE", ["webhooks", ..]) | ("DELETE", ["channels", ..]) => (204, String::new()),
+            ("POST", ["channels", channel, "messages", _message, "threads"]) => {
+                let parent: u64 = channel.parse().unwrap_or(0);
+                let id = self.next_id();
+                self.state.lock().unwrap().threads.insert(id, parent);
+                (201, self.thread_json(id, parent, body["name"].as_str().unwrap_or("")).to_string())
+            }
+            ("GET", ["channels", channel]) => {
+                let id: u64 = channel.parse().unwrap_or(0);
+                let parent = self.state.lock().unwrap().threads.get(&id).copied();
+                match parent {
+                    Some(parent) => ok(self.thread_json(id, parent, "hilo")),
+                    None => ok(text_channel(id)),
+                }
+            }
+            ("POST", ["channels", _, "typing"]) => (204, String::new()),
+            ("POST", ["channels", channel, "messages"]) => {
+                let channel = channel.parse().unwrap_or(0);
+                ok(self.message_json(self.next_id(), channel, body))
+            }
+            ("PATCH", ["channels", channel, "messages", id]) => {
+                let channel = channel.parse().unwrap_or(0);
+                ok(self.message_json(id.parse().unwrap_or(0), channel, body))
+            }
+            _ => (404, json!({ "message": "404: Not Found", "code": 0 }).to_string()),
+        }
+    }
+
+    fn channel_of(&self, token: &str) -> u64 {
+        self.state.lock().unwrap().tokens.get(token).copied().unwrap_or(0)
+    }
+
+    /// A message as Discord returns it (embeds and components are not echoed: the bot only
+    /// reads the id and channel back).
+    fn message_json(&self, id: u64, channel: u64, body: &Value) -> Value {
+        json!({
+            "id": id.to_string(),
+            "channel_id": channel.to_string(),
+            "author": user_json(BOT_ID, true),
+            "content": body["content"].as_str().unwrap_or(""),
+            "timestamp": TIMESTAMP,
+            "edited_timestamp": null,
+            "tts": false,
+            "mention_everyone": false,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": false,
+            "type": 0,
+            "flags": body["flags"].as_u64().unwrap_or(0),
+            "components": [],
+            "application_id": APP_ID.to_string(),
+            "webhook_id": APP_ID.to_string(),
+        })
+    }
+
+    fn thread_json(&self, id: u64, parent: u64, name: &str) -> Value {
+        json!({
+            "id": id.to_string(),
+            "type": 11,
+            "guild_id": GUILD_ID.to_string(),
+            "parent_id": parent.to_string(),
+            "owner_id": BOT_ID.to_string(),
+            "name": name,
+            "last_message_id": null,
+            "rate_limit_per_user": 0,
+            "message_count": 0,
+            "member_count": 1,
+            "flags": 0,
+            "total_message_sent": 0,
+            "thread_metadata": {
+                "archived": false, "auto_archive_duration": 1440, "archive_timestamp": TIMESTAMP,
+                "locked": false, "create_timestamp": TIMESTAMP,
+            },
+        })
+    }
+
+    // --- gateway ------------------------------------------------------------------------
+
+    async fn serve_gateway(
+        &self,
+        stream: TcpStream,
+        events: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<(String, Value)>>>,
+    ) -> Result<(), tokio_tungstenite::tungstenite::Error> {
+        let mut socket = tokio_tungstenite::accept_async(stream).await?;
+        let send = |value: Value| WsMessage::Text(value.to_string());
+        socket.send(send(json!({ "op": 10, "d": { "heartbeat_interval": 41250 } }))).await?;
+        let mut sequence = 0u64;
+        // Before READY: answer heartbeats, wait for IDENTIFY.
+        loop {
+            let Some(message) = socket.next().await else { return Ok(()) };
+            let Ok(payload) = serde_json::from_str::<Value>(message?.to_text().unwrap_or("")) else { continue };
+            match payload["op"].as_u64() {
+                Some(1) => socket.send(send(json!({ "op": 11 }))).await?,
+                Some(2) => {
+                    self.state.lock().unwrap().identify = Some(payload["d"].clone());
+                    self.changed.send_modify(|n| *n += 1);
+                    sequence += 1;
+                    let ready = json!({
+                        "v": 10,
+                        "user": user_json(BOT_ID, true),
+                        "guilds": [{ "id": GUILD_ID.to_string(), "unavailable": true }],
+                        "session_id": "fake-session",
+                        "resume_gateway_url": format!("ws://{}", self.gateway_addr),
+                        "shard": [0, 1],
+                        "application": { "id": APP_ID.to_string(), "flags": 0 },
+                    });
+                    socket.send(send(json!({ "op": 0, "s": sequence, "t": "READY", "d": ready }))).await?;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let mut events = events.lock().await;
+        loop {
+            tokio::select! {
+                message = socket.next() => {
+                    let Some(message) = message else { return Ok(()) };
+                    let message = message?;
+                    if message.is_close() {
+                        // Answer the close frame, as Discord does.
+                        let _ = socket.close(None).await;
+                        return Ok(());
+                    }
+                    if let Ok(payload) = serde_json::from_str::<Value>(message.to_text().unwrap_or(""))
+                        && payload["op"] == 1
+                    {
+                        socket.send(send(json!({ "op": 11 }))).await?;
+                    }
+                }
+                event = events.recv() => {
+                    let Some((name, data)) = event else { return Ok(()) };
+                    sequence += 1;
+                    socket.send(send(json!({ "op": 0, "s": sequence, "t": name, "d": data }))).await?;
+                }
+            }
+        }
+    }
+}
+
+pub fn user_json(id: u64, bot: bool) -> Value {
+    json!({
+        "id": id.to_string(),
+        "username": if bot { "oraculo".to_string() } else { format!("jugador{}", id % 1000) },
+        "discriminator": "0",
+        "global_name": null,
+        "avatar": null,
+        "bot": bot,
+        "public_flags": 0,
+    })
+}
+
+fn member(user: u64, roles: &[u64]) -> Value {
+    json!({
+        "user": user_json(user, false),
+        "nick": null,
+        "avatar": null,
+        "roles": roles.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+        "joined_at": TIMESTAMP,
+        "premium_since": null,
+        "deaf": false,
+        "mute": false,
+        "flags": 0,
+        "pending": false,
+        "permissions": "2248473465835073",
+    })
+}
+
+/// A guild text channel as an interaction's partial channel.
+pub fn text_channel(id: u64) -> Value {
+    json!({
+        "id": id.to_string(),
+        "type": 0,
+        "guild_id": GUILD_ID.to_string(),
+        "name": "mesa",
+        "position": 0,
+        "permission_overwrites": [],
+        "nsfw": false,
+        "parent_id": null,
+        "permissions": "2248473465835073",
+    })
+}
