@@ -8,3 +8,4 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/oraculo/target}"
 bash scripts/install-deps.sh
 cargo run --locked --quiet -- ingest
 cargo run --locked --quiet -- sources
+cargo run --locked --quiet -- ask "¿Quién es Madre Ulva?"

@@ -39,9 +39,26 @@ pub enum Command {
     Ask(SearchArgs),
     /// A terminal conversation with follow-ups; `/fuentes` shows the last answer's sources.
     Chat(ChatArgs),
+    /// Scores retrieval (and, with --answers, the answers) on a question bank from eval/.
+    Eval(EvalArgs),
     /// Runs the Discord bot (token from DISCORD_TOKEN or the config's [discord] section)
     /// until Ctrl-C or SIGTERM.
     Bot(crate::discord::BotArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// A question bank (JSON; see eval/README.md).
+    #[arg(long)]
+    pub bank: PathBuf,
+    /// Also answer every question with the chat model and score the answers.
+    #[arg(long)]
+    pub answers: bool,
+    /// Fragments shown in full.
+    #[arg(long, default_value_t = crate::retrieve::DEFAULT_K)]
+    pub k: usize,
 }
 
 #[derive(Debug, Args)]
@@ -125,6 +142,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Search(args) => search(&args).await,
         Command::Ask(args) => ask(&args).await,
         Command::Chat(args) => chat(&args).await,
+        Command::Eval(args) => eval(&args).await,
         Command::Bot(args) => bot(&args).await,
     }
 }
@@ -150,7 +168,17 @@ async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("ingesting {}", campaign_dir.display()))?;
     if !ingest_args.no_annotate {
-        summary.annotations = Some(annotate_with_config(&config, &index, progress).await);
+        let report = annotate_with_config(&config, &index, progress).await;
+        if report.extractions_made > 0 {
+            // New extracted entities: fold them into the compendium (no file changed, so this
+            // second pass embeds nothing and only rewrites the compendium).
+            let merged =
+                ingest_campaign(&mut index, &campaign_dir, &config.campaign, embedder.as_ref(), batch_size, &Quiet)
+                    .await
+                    .context("merging extracted entities into the compendium")?;
+            summary.entities = merged.entities;
+        }
+        summary.annotations = Some(report);
     }
     if let Some(bar) = bar {
         bar.bar.finish_and_clear();
@@ -202,7 +230,14 @@ async fn annotate_with_config(config: &Config, index: &Index, progress: &dyn Ing
         Err(err) => {
             tracing::warn!(error = %err, "no chat model: fragments stay without annotations");
             let missing = index.store.content_hashes().map(|hashes| hashes.len()).unwrap_or(0);
-            AnnotationReport { model: None, made: 0, missing, error: Some(err.to_string()), seconds: 0.0 }
+            AnnotationReport {
+                model: None,
+                made: 0,
+                missing,
+                extractions_made: 0,
+                error: Some(err.to_string()),
+                seconds: 0.0,
+            }
         }
     }
 }
@@ -229,10 +264,11 @@ async fn annotate(args: &CampaignArgs) -> anyhow::Result<()> {
 
 fn render_annotations(report: &AnnotationReport) -> String {
     let mut out = format!(
-        "Annotations ({}): {} made, {} missing, {:.1} s\n",
+        "Annotations ({}): {} made, {} missing; entities extracted from {} sessions; {:.1} s\n",
         report.model.as_deref().unwrap_or("no chat model"),
         report.made,
         report.missing,
+        report.extractions_made,
         report.seconds
     );
     if let Some(error) = &report.error {
@@ -434,6 +470,31 @@ async fn chat(args: &ChatArgs) -> anyhow::Result<()> {
                 last = Some(answer);
             }
             Err(err) => eprintln!("error: {err:#}"),
+        }
+    }
+    Ok(())
+}
+
+async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
+    let config = args.campaign.load_config()?;
+    let bank = crate::eval::load_bank(&args.bank)?;
+    let (_, index) = open_campaign_index(&config).await?;
+    let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
+    let compendium = CompendiumIndex::load(&index.store)?;
+    let retrieval = crate::eval::eval_retrieval(&index, &compendium, embedder.as_ref(), &bank, args.k.max(1)).await?;
+    let answers = if args.answers {
+        let mut oracle = open_oracle(&config).await?;
+        oracle.set_k(args.k.max(1));
+        Some(crate::eval::eval_answers(&oracle, &bank).await?)
+    } else {
+        None
+    };
+    if args.campaign.json {
+        println!("{}", serde_json::json!({ "retrieval": retrieval, "answers": answers }));
+    } else {
+        print!("{}", retrieval.render());
+        if let Some(answers) = &answers {
+            print!("\n{}", answers.render());
         }
     }
     Ok(())

@@ -20,8 +20,10 @@ use tracing::{Instrument, info, info_span, warn};
 
 use crate::config::CampaignConfig;
 use crate::corpus::{self, Diagnostic, Fragment, Note, NoteKind, Visibility};
-use crate::compendium::{Compendium, EntityMatcher};
-use crate::index::store::{META_COMPENDIUM_VERSION, META_DIMENSION, META_EMBEDDER, META_VECTOR_TABLE};
+use crate::compendium::{Compendium, EntityMatcher, ExtractedEntity};
+use crate::index::store::{
+    META_COMPENDIUM_EXTRACTIONS, META_COMPENDIUM_VERSION, META_DIMENSION, META_EMBEDDER, META_VECTOR_TABLE,
+};
 use crate::index::{
     CompendiumRecords, FileRecord, Index, IndexError, IngestChanges, MentionRecord, VectorRow, vector_table_name,
 };
@@ -128,9 +130,11 @@ pub async fn ingest_campaign(
             diagnostics.extend(fragment_diagnostics);
             (notes, fragments)
         };
+        let extracted = cached_extractions(index, &fragments)?;
+        let n_extractions = extracted.len();
         let compendium = {
-            let _span = info_span!("ingest.compendium", n_fragments = fragments.len()).entered();
-            compendium_records(&notes, &fragments)
+            let _span = info_span!("ingest.compendium", n_fragments = fragments.len(), n_extractions).entered();
+            compendium_records(&notes, &fragments, extracted)
         };
         let records = file_records(&note_files, &notes, fragments);
 
@@ -150,7 +154,8 @@ pub async fn ingest_campaign(
         // compendium is rewritten whole whenever any file changed, or its rules did.
         let compendium_stale = !upserts.is_empty()
             || !removals.is_empty()
-            || index.store.compendium_version()?.as_deref() != Some(COMPENDIUM_VERSION);
+            || index.store.compendium_version()?.as_deref() != Some(COMPENDIUM_VERSION)
+            || index.store.meta(META_COMPENDIUM_EXTRACTIONS)? != Some(n_extractions.to_string());
 
         // What LanceDB lacks: every fragment of the new campaign needs its vectors, changed
         // file or not (a previous run may have been cut short, or the embedder changed).
@@ -173,6 +178,7 @@ pub async fn ingest_campaign(
             (META_EMBEDDER.to_string(), embedder.id().to_string()),
             (META_DIMENSION.to_string(), embedder.dimension().to_string()),
             (META_COMPENDIUM_VERSION.to_string(), COMPENDIUM_VERSION.to_string()),
+            (META_COMPENDIUM_EXTRACTIONS.to_string(), n_extractions.to_string()),
         ];
         diagnostics.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
         for diagnostic in &diagnostics {
@@ -212,6 +218,8 @@ pub async fn ingest_campaign(
 
 /// Tokens for a one-or-two-sentence annotation (~40 words) with room to finish the sentence.
 const ANNOTATION_MAX_TOKENS: usize = 120;
+/// Tokens for a session's entity list as JSON.
+const ENTITIES_MAX_TOKENS: usize = 512;
 /// An annotation longer than this is cut: it is a headline, not a second copy of the fragment.
 const ANNOTATION_MAX_CHARS: usize = 400;
 
@@ -223,6 +231,8 @@ pub struct AnnotationReport {
     pub made: usize,
     /// Fragments still without an annotation: the rerank stays off for pools holding them.
     pub missing: usize,
+    /// Session fragments whose named entities were extracted (merged by the next ingest).
+    pub extractions_made: usize,
     /// Why the pass stopped early, if it did.
     pub error: Option<String>,
     pub seconds: f64,
@@ -275,11 +285,65 @@ pub async fn annotate_fragments(index: &Index, chat: &dyn ChatModel, progress: &
             report.missing -= 1;
             progress.annotated(1);
         }
+        if report.error.is_none() {
+            extract_entities(index, chat, &mut report).await;
+        }
         report.seconds = started.elapsed().as_secs_f64();
         report
     }
     .instrument(span)
     .await
+}
+
+/// The compendium's LLM source: named entities of each player-visible session fragment, cached
+/// by content hash + model + prompt version like the annotations. The next ingest merges them.
+async fn extract_entities(index: &Index, chat: &dyn ChatModel, report: &mut AnnotationReport) {
+    use crate::answer::prompt::{ENTITIES_PROMPT_VERSION, entities_messages, entities_schema};
+    #[derive(serde::Deserialize)]
+    struct Extraction {
+        entities: Vec<ExtractedEntity>,
+    }
+    let pending = match index.store.fragments_missing_annotation(chat.id(), ENTITIES_PROMPT_VERSION) {
+        Ok(pending) => pending,
+        Err(err) => {
+            report.error = Some(err.to_string());
+            return;
+        }
+    };
+    let sessions = pending
+        .iter()
+        .filter(|s| s.fragment.kind == NoteKind::Session && s.fragment.visibility == Visibility::Player);
+    for stored in sessions {
+        let fragment = &stored.fragment;
+        let request = ChatRequest {
+            messages: entities_messages(&fragment.label, &fragment.text).into_iter().map(Into::into).collect(),
+            json_schema: Some(entities_schema()),
+            max_tokens: ENTITIES_MAX_TOKENS,
+            temperature: 0.0,
+        };
+        let text = match chat.chat(&request, None).await {
+            Ok(response) => response.text,
+            Err(err) => {
+                warn!(error = %err, label = %fragment.label, "entity extraction stopped");
+                report.error = Some(err.to_string());
+                return;
+            }
+        };
+        let entities: Vec<ExtractedEntity> = match serde_json::from_str::<Extraction>(text.trim()) {
+            Ok(extraction) => extraction.entities.into_iter().filter(|e| !e.name.trim().is_empty()).collect(),
+            Err(err) => {
+                // Not cached: the next pass tries again.
+                warn!(error = %err, label = %fragment.label, "entity extraction is not valid JSON; skipped");
+                continue;
+            }
+        };
+        let json = serde_json::to_string(&entities).unwrap_or_else(|_| "[]".into());
+        if let Err(err) = index.store.put_annotation(&fragment.content_hash, chat.id(), ENTITIES_PROMPT_VERSION, &json) {
+            report.error = Some(err.to_string());
+            return;
+        }
+        report.extractions_made += 1;
+    }
 }
 
 /// One line, no surrounding quotes, at most `ANNOTATION_MAX_CHARS`.
@@ -370,9 +434,28 @@ async fn embed_fragments<'a>(
     .await
 }
 
-/// The compendium of the whole campaign and its mentions in every fragment.
-fn compendium_records(notes: &[Note], fragments: &[Fragment]) -> CompendiumRecords {
-    let compendium = Compendium::build(notes);
+/// Entities a chat model extracted from the campaign's player-visible session fragments in
+/// earlier annotation passes (cached by content hash), whichever model wrote them.
+fn cached_extractions(index: &Index, fragments: &[Fragment]) -> Result<Vec<ExtractedEntity>, IndexError> {
+    use crate::answer::prompt::ENTITIES_PROMPT_VERSION;
+    let hashes: Vec<&str> = fragments
+        .iter()
+        .filter(|f| f.kind == NoteKind::Session && f.visibility == Visibility::Player)
+        .map(|f| f.content_hash.as_str())
+        .collect();
+    let mut extracted = Vec::new();
+    for json in index.store.cached_outputs_any_model(&hashes, ENTITIES_PROMPT_VERSION)? {
+        // Stored only after validation; a row that no longer parses is skipped, not fatal.
+        extracted.extend(serde_json::from_str::<Vec<ExtractedEntity>>(&json).unwrap_or_default());
+    }
+    Ok(extracted)
+}
+
+/// The compendium of the whole campaign (deterministic sources, then what a chat model
+/// extracted) and its mentions in every fragment.
+fn compendium_records(notes: &[Note], fragments: &[Fragment], extracted: Vec<ExtractedEntity>) -> CompendiumRecords {
+    let mut compendium = Compendium::build(notes);
+    compendium.merge_extracted(extracted);
     let matcher = EntityMatcher::new(&compendium);
     let mentions = crate::compendium::mentions(&compendium, &matcher, fragments)
         .into_iter()

@@ -33,4 +33,5 @@ pub mod llm;
 pub mod discord;
 
 pub mod cli;
+pub mod eval;
 pub mod sample;

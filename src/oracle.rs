@@ -118,6 +118,9 @@ pub struct Answer {
     pub summaries_shown: Vec<ShownSource>,
     pub dropped_for_budget: usize,
     pub rerank: RerankDecision,
+    /// Tokens of the rerank prompt (question + the pool's annotations), when every candidate
+    /// had an annotation.
+    pub rerank_prompt_tokens: Option<usize>,
     pub search_query: String,
     pub followup_expanded: bool,
     pub entities: Vec<DetectedEntity>,
@@ -232,6 +235,15 @@ impl Oracle {
             )
             .await;
             let rerank_ms = rerank_started.elapsed().as_secs_f64() * 1000.0;
+            // The size of what the rerank read (or would have read), for the cost report.
+            let rerank_prompt_tokens = (annotations.len() == search.candidates.len()).then(|| {
+                let listed: Vec<(i64, &str)> =
+                    search.candidates.iter().map(|c| (c.fragment_id, annotations[&c.fragment_id].as_str())).collect();
+                crate::answer::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
+                    .iter()
+                    .map(|message| self.chat.count_tokens(&message.content))
+                    .sum::<usize>()
+            });
 
             // The context: chosen in full, the rest of the pool as one-line summaries.
             let mut texts: HashMap<i64, StoredFragment> = HashMap::new();
@@ -317,6 +329,7 @@ impl Oracle {
                     .collect(),
                 dropped_for_budget: context.dropped_for_budget,
                 rerank,
+                rerank_prompt_tokens,
                 search_query: search.search_query.clone(),
                 followup_expanded: search.followup_expanded,
                 entities: search.entities.clone(),

@@ -20,6 +20,8 @@ use super::context::Context;
 pub const ANSWER_PROMPT_VERSION: &str = "answer.v1";
 pub const ANNOTATE_PROMPT_VERSION: &str = "annotate.v1";
 pub const RERANK_PROMPT_VERSION: &str = "rerank.v1";
+/// Entity extraction for the compendium; cached with the annotations under this version.
+pub const ENTITIES_PROMPT_VERSION: &str = "entities.v1";
 
 /// `prompts/answer.v1.md`: the answer's system prompt and the user message carrying the
 /// material and the question.
@@ -28,12 +30,15 @@ pub const ANSWER_PROMPT: &str = include_str!("../../prompts/answer.v1.md");
 pub const ANNOTATE_PROMPT: &str = include_str!("../../prompts/annotate.v1.md");
 /// `prompts/rerank.v1.md`: the best ids among the candidates' annotations, as JSON.
 pub const RERANK_PROMPT: &str = include_str!("../../prompts/rerank.v1.md");
+/// Asks for the named entities of a session fragment as JSON.
+pub const ENTITIES_PROMPT: &str = include_str!("../../prompts/entities.v1.md");
 
 /// Every prompt file with its version, for tests and for `oraculo` to show.
 pub const PROMPT_FILES: &[(&str, &str)] = &[
     (ANSWER_PROMPT_VERSION, ANSWER_PROMPT),
     (ANNOTATE_PROMPT_VERSION, ANNOTATE_PROMPT),
     (RERANK_PROMPT_VERSION, RERANK_PROMPT),
+    (ENTITIES_PROMPT_VERSION, ENTITIES_PROMPT),
 ];
 
 /// Earlier messages of a conversation sent with a question: three exchanges. Enough for a
@@ -107,6 +112,35 @@ pub fn rerank_messages(question: &str, candidates: &[(i64, &str)], n: usize) -> 
     let candidates = lines.join("\n");
     let values = [("n", n.as_str()), ("question", question.trim()), ("candidates", candidates.as_str())];
     vec![PromptMessage::system(fill(system, &values)), PromptMessage::user(fill(user, &values))]
+}
+
+/// The request for one session fragment's named entities (the compendium's LLM source).
+pub fn entities_messages(label: &str, text: &str) -> Vec<PromptMessage> {
+    let (system, user) = split_prompt(ENTITIES_PROMPT);
+    vec![PromptMessage::system(system), PromptMessage::user(fill(user, &[("label", label), ("text", text.trim())]))]
+}
+
+/// `{"entities": [{"name", "kind", "aliases", "description"}]}`.
+pub fn entities_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "entities": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": { "type": "string" },
+                        "kind": { "type": "string", "enum": ["pc", "npc", "place", "god", "faction", "item", "other"] },
+                        "aliases": { "type": "array", "items": { "type": "string" } },
+                        "description": { "type": "string" }
+                    },
+                    "required": ["name", "kind", "aliases", "description"]
+                }
+            }
+        },
+        "required": ["entities"]
+    })
 }
 
 /// The JSON schema the rerank reply must satisfy: `{"ids": [integer, …]}`, at most `n`.

@@ -216,6 +216,9 @@ pub async fn oraculo(
 }
 
 /// Opens a thread on the answer, starting its history with the exchange it was opened on.
+///
+/// A thread started from a message takes that message's id, so its history is written
+/// before the thread exists: a follow-up typed the moment it appears is already recognised.
 async fn open_thread(
     ctx: Context<'_>,
     data: &Data,
@@ -224,16 +227,18 @@ async fn open_thread(
     answer: &str,
     lang: Lang,
 ) {
+    let turns = vec![
+        Turn { role: TurnRole::User, content: question.to_string() },
+        Turn { role: TurnRole::Assistant, content: answer.to_string() },
+    ];
+    data.history.append(Place::Thread(message_id.get()), turns.clone()).await;
     let builder = serenity::CreateThread::new(embeds::thread_name(question, lang))
         .auto_archive_duration(serenity::AutoArchiveDuration::OneDay);
     match ctx.channel_id().create_thread_from_message(ctx.http(), message_id, builder).await {
-        Ok(thread) => {
-            let turns = vec![
-                Turn { role: TurnRole::User, content: question.to_string() },
-                Turn { role: TurnRole::Assistant, content: answer.to_string() },
-            ];
+        Ok(thread) if thread.id.get() != message_id.get() => {
             data.history.append(Place::Thread(thread.id.get()), turns).await;
         }
+        Ok(_) => {}
         Err(err) => log_discord_error(&err, "opening a thread on an answer"),
     }
 }

@@ -25,6 +25,8 @@ pub const META_VECTOR_TABLE: &str = "vector_table";
 pub const META_EMBEDDER: &str = "embedder";
 /// The meta key recording which compendium rules built the stored entities.
 pub const META_COMPENDIUM_VERSION: &str = "compendium_version";
+/// The meta key recording how many cached entity extractions the stored compendium merged.
+pub const META_COMPENDIUM_EXTRACTIONS: &str = "compendium_extractions";
 /// The meta key giving the live table's vector dimension.
 pub const META_DIMENSION: &str = "embedder_dimension";
 
@@ -525,6 +527,21 @@ impl Store {
         )?;
         let rows = statement.query_map(params![model, prompt_version], read_fragment)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The latest cached output under `prompt_version` for each of `hashes`, whichever model
+    /// wrote it (entity extractions outlive a change of chat model).
+    pub fn cached_outputs_any_model(&self, hashes: &[&str], prompt_version: &str) -> Result<Vec<String>, IndexError> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT text FROM annotations WHERE content_hash = ?1 AND prompt_version = ?2 ORDER BY rowid DESC LIMIT 1",
+        )?;
+        let mut found = Vec::new();
+        for hash in hashes {
+            if let Some(text) = statement.query_row(params![hash, prompt_version], |row| row.get::<_, String>(0)).optional()? {
+                found.push(text);
+            }
+        }
+        Ok(found)
     }
 
     /// Raw access for the stages built on this store (retrieval, compendium).

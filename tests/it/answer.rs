@@ -267,3 +267,45 @@ async fn a_real_embedded_gguf_answers_from_ingest_to_citation() {
     }
     assert!(answer.chat_model.contains("SmolLM2"), "{}", answer.chat_model);
 }
+
+#[tokio::test]
+async fn entities_a_chat_model_extracts_join_the_compendium_once() {
+    let scratch = Scratch::new(&[
+        ("Sesiones/Sesion 1.md", "# Sesión 1\nLlega Ulrico Mendaña. El coleccionista pregunta por la estatua.\n"),
+        ("Lugares/Galerna.md", "# Galerna\nCiudad portuaria.\n"),
+    ]);
+    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+    let embedder = ollama_embedder(&fake, "bge-m3").await;
+    let config = campaign_config(&[]);
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, &embedder).await.unwrap();
+    let chat = OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap();
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    // Two annotations, then one extraction (sessions only).
+    fake.enqueue_reply("Llega un coleccionista.");
+    fake.enqueue_reply("Galerna, ciudad portuaria.");
+    fake.enqueue_reply(
+        r#"{"entities": [{"name": "Ulrico Mendaña", "kind": "npc", "aliases": ["el coleccionista"], "description": "Coleccionista."}]}"#,
+    );
+    let report = annotate_fragments(&index, &chat, &Quiet).await;
+    assert_eq!((report.made, report.extractions_made), (2, 1), "{report:?}");
+    let extraction = fake.chat_requests("/api/chat").pop().unwrap();
+    assert!(extraction.body["format"]["properties"]["entities"].is_object(), "the schema constrains the output");
+    drop(index);
+
+    // The next ingest merges them: no file changed, nothing embedded, the compendium grows.
+    let merged = ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, &embedder).await.unwrap();
+    assert_eq!(merged.windows_embedded, 0);
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let named = compendium.detect("¿Qué quería el coleccionista?");
+    assert_eq!(named.iter().map(|(_, e)| e.name.as_str()).collect::<Vec<_>>(), vec!["Ulrico Mendaña"]);
+    let listing = index.store.compendium_listing(None).unwrap();
+    let ulrico = listing.iter().find(|e| e.name == "Ulrico Mendaña").unwrap();
+    assert_eq!(ulrico.sessions.iter().map(|s| s.0).collect::<Vec<_>>(), vec![1]);
+
+    // Cached: a second pass asks the model nothing.
+    let calls = fake.chat_requests("/api/chat").len();
+    let again = annotate_fragments(&index, &chat, &Quiet).await;
+    assert_eq!((again.made, again.extractions_made), (0, 0));
+    assert_eq!(fake.chat_requests("/api/chat").len(), calls);
+}

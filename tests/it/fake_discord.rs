@@ -341,9 +341,10 @@ impl FakeDiscord {
                 ok(self.message_json(id, channel, body))
             }
             ("DELETE", ["webhooks", ..]) | ("DELETE", ["channels", ..]) => (204, String::new()),
-            ("POST", ["channels", channel, "messages", _message, "threads"]) => {
+            ("POST", ["channels", channel, "messages", message, "threads"]) => {
                 let parent: u64 = channel.parse().unwrap_or(0);
-                let id = self.next_id();
+                // As Discord does: a thread started from a message takes the message's id.
+                let id: u64 = message.parse().unwrap_or(0);
                 self.state.lock().unwrap().threads.insert(id, parent);
                 (201, self.thread_json(id, parent, body["name"].as_str().unwrap_or("")).to_string())
             }
