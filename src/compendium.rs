@@ -955,11 +955,12 @@ impl FoldedText {
 #[cfg(test)]
 mod tests {
     use std::fmt::Write;
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     use super::*;
+    use crate::corpus::tests::read_campaign;
     use crate::corpus::{
-        CorpusConfig, LabelLanguage, default_kind_folders, fragment_campaign, is_campaign_note, parse_note,
+        CorpusConfig, LabelLanguage, default_kind_folders, fragment_campaign, parse_note,
     };
 
     fn config() -> CorpusConfig {
@@ -1283,31 +1284,6 @@ Ficha: Baika: Baika×1, Norkiel×1
 Sesión 1: Baika×3, Norkiel×1
 Sesión 1: Baika×1",
         );
-    }
-
-    /// Every campaign note under `campaign_dir`: (`/`-separated relative path, text), sorted.
-    fn read_campaign(campaign_dir: &Path) -> Vec<(String, String)> {
-        let mut pending = vec![campaign_dir.to_path_buf()];
-        let mut sources = Vec::new();
-        while let Some(dir) = pending.pop() {
-            for entry in std::fs::read_dir(&dir).expect("fixture folders are readable") {
-                let path = entry.expect("fixture entries are readable").path();
-                let relative = path.strip_prefix(campaign_dir).expect("under the campaign");
-                let relative: Vec<String> =
-                    relative.components().map(|part| part.as_os_str().to_string_lossy().into_owned()).collect();
-                let relative = relative.join("/");
-                if path.is_dir() {
-                    pending.push(path);
-                } else if is_campaign_note(&relative) {
-                    // `broken/binario.md` is not UTF-8 everywhere; the corpus reports it.
-                    let text = String::from_utf8_lossy(&std::fs::read(&path).expect("fixture notes are readable"))
-                        .into_owned();
-                    sources.push((relative, text));
-                }
-            }
-        }
-        sources.sort();
-        sources
     }
 
     /// Builds the compendium of the campaign at `campaign` (relative to the crate root) and
