@@ -332,7 +332,7 @@ pub async fn answer_question(
         return None;
     };
     let mut notice = None;
-    let _slot = match data.queue.enter() {
+    let slot = match data.queue.enter() {
         super::queue::Admission::Now(slot) => slot,
         super::queue::Admission::Queued(waiting) => {
             tracing::info!(position = waiting.position(), "question queued");
@@ -360,7 +360,8 @@ pub async fn answer_question(
             return None;
         }
     };
-    drop(_slot);
+    // The next question may start while this answer is posted.
+    drop(slot);
     let answer = match asked {
         Ok(Ok(answer)) => answer,
         Ok(Err(err)) => {

@@ -246,7 +246,7 @@ fn best_boundary(text: &str, start: usize, end: usize, inside_citation: &dyn Fn(
         return Some(cut);
     }
     let lines = window.match_indices('\n').map(|(i, _)| start + i);
-    if let Some(cut) = lines.filter(|&p| good(p)).last() {
+    if let Some(cut) = lines.rev().find(|&p| good(p)) {
         return Some(cut);
     }
     // After the punctuation (and any closing quote or bracket), before the space.
@@ -255,7 +255,7 @@ fn best_boundary(text: &str, start: usize, end: usize, inside_citation: &dyn Fn(
         return Some(cut);
     }
     let spaces = window.char_indices().filter(|(_, c)| c.is_whitespace()).map(|(i, _)| start + i);
-    spaces.filter(|&p| good(p)).last()
+    spaces.rev().find(|&p| good(p))
 }
 
 fn last_char_len(text: &str) -> usize {
