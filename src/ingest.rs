@@ -332,9 +332,10 @@ async fn extract_entities(index: &Index, chat: &dyn ChatModel, report: &mut Anno
         let entities: Vec<ExtractedEntity> = match serde_json::from_str::<Extraction>(text.trim()) {
             Ok(extraction) => extraction.entities.into_iter().filter(|e| !e.name.trim().is_empty()).collect(),
             Err(err) => {
-                // Not cached: the next pass tries again.
-                warn!(error = %err, label = %fragment.label, "entity extraction is not valid JSON; skipped");
-                continue;
+                // Cached as "nothing found": unchanged text is never sent again (a small model
+                // that runs out of tokens would otherwise cost every ingest the same calls).
+                warn!(error = %err, label = %fragment.label, "entity extraction is not valid JSON; recorded as empty");
+                Vec::new()
             }
         };
         let json = serde_json::to_string(&entities).unwrap_or_else(|_| "[]".into());
