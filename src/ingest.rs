@@ -248,6 +248,14 @@ pub async fn annotate_fragments(index: &Index, chat: &dyn ChatModel, progress: &
     let started = Instant::now();
     async move {
         let mut report = AnnotationReport { model: Some(chat.id().to_string()), ..Default::default() };
+        // The ingest lock: two passes at once would pay the model twice for the same fragments.
+        let _lock = match index.lock_for_ingest() {
+            Ok(lock) => lock,
+            Err(err) => {
+                report.error = Some(err.to_string());
+                return report;
+            }
+        };
         let pending = match index.store.fragments_missing_annotation(chat.id(), ANNOTATE_PROMPT_VERSION) {
             Ok(pending) => pending,
             Err(err) => {
