@@ -9,7 +9,8 @@ fn main() {
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
     files.sort();
-    let mut code = String::from("/// (path relative to the sample root, content)\npub const SAMPLE_FILES: &[(&str, &str)] = &[\n");
+    let mut code =
+        String::from("/// (path relative to the sample root, content)\npub const SAMPLE_FILES: &[(&str, &str)] = &[\n");
     for (relative, absolute) in &files {
         code.push_str(&format!("    ({relative:?}, include_str!({absolute:?})),\n"));
     }

@@ -8,11 +8,11 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{CliOverrides, Config, EmbedderConfig};
 use crate::index::{Index, campaign_index_dir};
-use crate::oracle::{AnswerSettings, AskRequest, Oracle};
-use crate::retrieve::{Audience, CompendiumIndex, SearchRequest, Turn, TurnRole};
 use crate::ingest::{
     AnnotationReport, IngestProgress, IngestSummary, Quiet, annotate_fragments, ingest_campaign, resolve_campaign_dir,
 };
+use crate::oracle::{AnswerSettings, AskRequest, Oracle};
+use crate::retrieve::{Audience, CompendiumIndex, SearchRequest, Turn, TurnRole};
 
 /// Oráculo: answers a campaign's questions from the game master's notes, citing them.
 #[derive(Debug, Parser)]
@@ -296,7 +296,8 @@ async fn compendium(args: &CompendiumArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     for entity in &listing {
-        let aliases = if entity.aliases.is_empty() { String::new() } else { format!(" ({})", entity.aliases.join(", ")) };
+        let aliases =
+            if entity.aliases.is_empty() { String::new() } else { format!(" ({})", entity.aliases.join(", ")) };
         println!("{} [{}]{}", entity.name, entity.kind.as_str(), aliases);
         if !entity.description.is_empty() {
             println!("    {}", entity.description);
@@ -338,7 +339,10 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
     }
     let rank = |r: Option<usize>| r.map(|r| r.to_string()).unwrap_or_else(|| "-".into());
     let width = result.candidates.iter().map(|c| c.label.chars().count()).max().unwrap_or(5).max(5);
-    println!("{:>3}  {:>5}  {:width$}  {:>5}  {:>5}  {:>6}  {:>7}  source", "#", "id", "label", "dense", "bm25", "entity", "rrf");
+    println!(
+        "{:>3}  {:>5}  {:width$}  {:>5}  {:>5}  {:>6}  {:>7}  source",
+        "#", "id", "label", "dense", "bm25", "entity", "rrf"
+    );
     for (position, candidate) in result.candidates.iter().enumerate() {
         println!(
             "{:>3}  {:>5}  {:width$}  {:>5}  {:>5}  {:>6}  {:>7.5}  {}",

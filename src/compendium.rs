@@ -959,9 +959,7 @@ mod tests {
 
     use super::*;
     use crate::corpus::tests::read_campaign;
-    use crate::corpus::{
-        CorpusConfig, LabelLanguage, default_kind_folders, fragment_campaign, parse_note,
-    };
+    use crate::corpus::{CorpusConfig, LabelLanguage, default_kind_folders, fragment_campaign, parse_note};
 
     fn config() -> CorpusConfig {
         CorpusConfig {

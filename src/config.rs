@@ -212,7 +212,10 @@ pub struct CampaignConfig {
 #[derive(Debug, Clone)]
 pub enum EmbedderConfig {
     /// multilingual-e5-small in-process; `None` looks in `<data_dir>/models/`.
-    Embedded { model_path: Option<PathBuf>, batch_size: usize },
+    Embedded {
+        model_path: Option<PathBuf>,
+        batch_size: usize,
+    },
     Ollama(OllamaEmbedderConfig),
 }
 
@@ -221,7 +224,11 @@ pub enum EmbedderConfig {
 pub enum ChatConfig {
     /// llama.cpp in-process. `gguf: None` picks the largest model fetched into
     /// `<data_dir>/models/` (see `LlamaCppChat::default_path`).
-    Embedded { gguf: Option<PathBuf>, threads: usize, n_ctx: usize },
+    Embedded {
+        gguf: Option<PathBuf>,
+        threads: usize,
+        n_ctx: usize,
+    },
     Ollama(OllamaChatConfig),
     OpenAi(OpenAiChatConfig),
 }
@@ -248,7 +255,8 @@ impl Config {
         let file = overrides.config_file.clone().or_else(|| std::env::var_os("ORACULO_CONFIG").map(PathBuf::from));
         let raw = match &file {
             Some(path) => {
-                let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+                let text =
+                    std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
                 RawConfig::parse(&text, path)?
             }
             None => RawConfig::default(),

@@ -18,9 +18,9 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tracing::{Instrument, info, info_span, warn};
 
+use crate::compendium::{Compendium, EntityMatcher, ExtractedEntity};
 use crate::config::CampaignConfig;
 use crate::corpus::{self, Diagnostic, Fragment, Note, NoteKind, Visibility};
-use crate::compendium::{Compendium, EntityMatcher, ExtractedEntity};
 use crate::index::store::{
     META_COMPENDIUM_EXTRACTIONS, META_COMPENDIUM_VERSION, META_DIMENSION, META_EMBEDDER, META_VECTOR_TABLE,
 };
@@ -242,7 +242,11 @@ pub struct AnnotationReport {
 /// prompt version. Each annotation is committed as soon as it is made; a failure stops the
 /// pass (the rest stays missing, to be filled by the next ingest or `oraculo annotate`)
 /// but is never an ingest error.
-pub async fn annotate_fragments(index: &Index, chat: &dyn ChatModel, progress: &dyn IngestProgress) -> AnnotationReport {
+pub async fn annotate_fragments(
+    index: &Index,
+    chat: &dyn ChatModel,
+    progress: &dyn IngestProgress,
+) -> AnnotationReport {
     use crate::answer::prompt::{ANNOTATE_PROMPT_VERSION, annotate_messages};
     let span = info_span!("ingest.annotate", model = chat.id());
     let started = Instant::now();
@@ -285,7 +289,9 @@ pub async fn annotate_fragments(index: &Index, chat: &dyn ChatModel, progress: &
                 warn!(label = %fragment.label, "the model returned an empty annotation");
                 continue;
             }
-            if let Err(err) = index.store.put_annotation(&fragment.content_hash, chat.id(), ANNOTATE_PROMPT_VERSION, &text) {
+            if let Err(err) =
+                index.store.put_annotation(&fragment.content_hash, chat.id(), ANNOTATE_PROMPT_VERSION, &text)
+            {
                 report.error = Some(err.to_string());
                 break;
             }
@@ -318,9 +324,8 @@ async fn extract_entities(index: &Index, chat: &dyn ChatModel, report: &mut Anno
             return;
         }
     };
-    let sessions = pending
-        .iter()
-        .filter(|s| s.fragment.kind == NoteKind::Session && s.fragment.visibility == Visibility::Player);
+    let sessions =
+        pending.iter().filter(|s| s.fragment.kind == NoteKind::Session && s.fragment.visibility == Visibility::Player);
     for stored in sessions {
         let fragment = &stored.fragment;
         let request = ChatRequest {
@@ -347,7 +352,8 @@ async fn extract_entities(index: &Index, chat: &dyn ChatModel, report: &mut Anno
             }
         };
         let json = serde_json::to_string(&entities).unwrap_or_else(|_| "[]".into());
-        if let Err(err) = index.store.put_annotation(&fragment.content_hash, chat.id(), ENTITIES_PROMPT_VERSION, &json) {
+        if let Err(err) = index.store.put_annotation(&fragment.content_hash, chat.id(), ENTITIES_PROMPT_VERSION, &json)
+        {
             report.error = Some(err.to_string());
             return;
         }
@@ -470,7 +476,12 @@ fn compendium_records(notes: &[Note], fragments: &[Fragment], extracted: Vec<Ext
         .into_iter()
         .filter_map(|mention| {
             let fragment = fragments.get(mention.fragment)?;
-            Some(MentionRecord { entity: mention.entity, label: fragment.label.clone(), part: fragment.part, count: mention.count })
+            Some(MentionRecord {
+                entity: mention.entity,
+                label: fragment.label.clone(),
+                part: fragment.part,
+                count: mention.count,
+            })
         })
         .collect();
     CompendiumRecords { compendium, mentions }
@@ -500,7 +511,8 @@ fn file_records(files: &[NoteFile], notes: &[Note], fragments: Vec<Fragment>) ->
 
 fn summarize(campaign_dir: &Path, records: &[FileRecord]) -> IngestSummary {
     let mut labels: BTreeMap<(&str, NoteKind), ()> = BTreeMap::new();
-    let mut summary = IngestSummary { campaign: campaign_dir.display().to_string(), files: records.len(), ..Default::default() };
+    let mut summary =
+        IngestSummary { campaign: campaign_dir.display().to_string(), files: records.len(), ..Default::default() };
     for fragment in records.iter().flat_map(|r| r.fragments.iter()) {
         summary.fragments += 1;
         if fragment.visibility == Visibility::DmOnly {
@@ -564,10 +576,7 @@ fn read_campaign(
 }
 
 fn is_markdown(path: &Path) -> bool {
-    matches!(
-        path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(),
-        Some("md" | "markdown")
-    )
+    matches!(path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(), Some("md" | "markdown"))
 }
 
 fn relative(root: &Path, path: &Path) -> String {
@@ -576,7 +585,12 @@ fn relative(root: &Path, path: &Path) -> String {
 }
 
 /// Reads one note; `None` (with a diagnostic) for what cannot be a note.
-fn read_note_file(absolute: &Path, path: String, max_bytes: u64, diagnostics: &mut Vec<Diagnostic>) -> Option<NoteFile> {
+fn read_note_file(
+    absolute: &Path,
+    path: String,
+    max_bytes: u64,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<NoteFile> {
     let mut report = |message: String| diagnostics.push(Diagnostic { path: path.clone(), line: None, message });
     let size = match std::fs::metadata(absolute) {
         Ok(metadata) => metadata.len(),

@@ -21,16 +21,16 @@
 pub mod config;
 pub mod logging;
 
-pub mod corpus;
-pub mod lexicon;
-pub mod compendium;
-pub mod ingest;
-pub mod index;
-pub mod retrieve;
 pub mod answer;
-pub mod oracle;
-pub mod llm;
+pub mod compendium;
+pub mod corpus;
 pub mod discord;
+pub mod index;
+pub mod ingest;
+pub mod lexicon;
+pub mod llm;
+pub mod oracle;
+pub mod retrieve;
 
 pub mod cli;
 pub mod eval;

@@ -168,7 +168,12 @@ impl std::fmt::Debug for Oracle {
 }
 
 impl Oracle {
-    pub fn new(index_dir: &Path, embedder: Arc<dyn Embedder>, chat: Arc<dyn ChatModel>, settings: AnswerSettings) -> Oracle {
+    pub fn new(
+        index_dir: &Path,
+        embedder: Arc<dyn Embedder>,
+        chat: Arc<dyn ChatModel>,
+        settings: AnswerSettings,
+    ) -> Oracle {
         Oracle { index_dir: index_dir.to_path_buf(), embedder, chat, settings }
     }
 
@@ -280,7 +285,8 @@ impl Oracle {
                 })
                 .collect();
             let count_tokens = |text: &str| self.chat.count_tokens(text);
-            let empty_context = build_context(&[], &[], ContextBudget { max_tokens: usize::MAX, count_tokens: &count_tokens });
+            let empty_context =
+                build_context(&[], &[], ContextBudget { max_tokens: usize::MAX, count_tokens: &count_tokens });
             let frame_tokens: usize = answer_messages(question, &history, &empty_context)
                 .iter()
                 .map(|message| self.chat.count_tokens(&message.content))
@@ -289,7 +295,11 @@ impl Oracle {
                 .chat
                 .context_window()
                 .saturating_sub(frame_tokens + self.settings.max_tokens + TEMPLATE_MARGIN_TOKENS);
-            let context = build_context(&chosen_context, &leftovers, ContextBudget { max_tokens: budget, count_tokens: &count_tokens });
+            let context = build_context(
+                &chosen_context,
+                &leftovers,
+                ContextBudget { max_tokens: budget, count_tokens: &count_tokens },
+            );
 
             // Generation.
             let chat_request = ChatRequest {

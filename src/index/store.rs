@@ -172,9 +172,9 @@ impl Store {
                 version INTEGER PRIMARY KEY, name TEXT NOT NULL,
                 applied_at TEXT NOT NULL DEFAULT (datetime('now')))",
         )?;
-        let applied: i64 = self
-            .connection
-            .query_row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [], |row| row.get(0))?;
+        let applied: i64 =
+            self.connection
+                .query_row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [], |row| row.get(0))?;
         for (index, (name, sql)) in MIGRATIONS.iter().enumerate() {
             let version = index as i64 + 1;
             if version <= applied {
@@ -182,7 +182,8 @@ impl Store {
             }
             let transaction = self.connection.transaction()?;
             transaction.execute_batch(sql)?;
-            transaction.execute("INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)", params![version, name])?;
+            transaction
+                .execute("INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)", params![version, name])?;
             transaction.commit()?;
             debug!(version, name, "applied migration");
         }
@@ -202,16 +203,14 @@ impl Store {
     }
 
     pub fn meta(&self, key: &str) -> Result<Option<String>, IndexError> {
-        Ok(self
-            .connection
-            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
-            .optional()?)
+        Ok(self.connection.query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0)).optional()?)
     }
 
     /// Writes one ingest's changes in a single transaction.
     pub fn apply_ingest(&mut self, changes: &IngestChanges) -> Result<(), IndexError> {
-        let _span = info_span!("index.write_sqlite", n_upserts = changes.upserts.len(), n_removals = changes.removals.len())
-            .entered();
+        let _span =
+            info_span!("index.write_sqlite", n_upserts = changes.upserts.len(), n_removals = changes.removals.len())
+                .entered();
         let transaction = self.connection.transaction()?;
         // Removals first, so a label moving from one file to another never collides.
         for path in changes.removals.iter().chain(changes.upserts.iter().map(|file| &file.path)) {
@@ -273,8 +272,10 @@ impl Store {
 
     /// The diagnostics the last complete ingest recorded.
     pub fn diagnostics(&self) -> Result<Vec<Diagnostic>, IndexError> {
-        let mut statement = self.connection.prepare("SELECT path, line, message FROM diagnostics ORDER BY path, line")?;
-        let rows = statement.query_map([], |row| Ok(Diagnostic { path: row.get(0)?, line: row.get(1)?, message: row.get(2)? }))?;
+        let mut statement =
+            self.connection.prepare("SELECT path, line, message FROM diagnostics ORDER BY path, line")?;
+        let rows = statement
+            .query_map([], |row| Ok(Diagnostic { path: row.get(0)?, line: row.get(1)?, message: row.get(2)? }))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
@@ -291,16 +292,22 @@ impl Store {
 
     /// Fragment ids whose text matches `fts_query` (already an FTS5 expression), best
     /// BM25 first. The caller owns turning user text into a safe expression.
-    pub fn match_fts(&self, fts_query: &str, visibility: Option<Visibility>, limit: usize) -> Result<Vec<(i64, f64)>, IndexError> {
+    pub fn match_fts(
+        &self,
+        fts_query: &str,
+        visibility: Option<Visibility>,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, IndexError> {
         let mut statement = self.connection.prepare(
             "SELECT f.id, bm25(fragments_fts) AS score
              FROM fragments_fts JOIN fragments f ON f.id = fragments_fts.rowid
              WHERE fragments_fts MATCH ?1 AND (?2 IS NULL OR f.visibility = ?2)
              ORDER BY score, f.id LIMIT ?3",
         )?;
-        let rows = statement.query_map(params![fts_query, visibility.map(Visibility::as_str), limit as i64], |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })?;
+        let rows = statement
+            .query_map(params![fts_query, visibility.map(Visibility::as_str), limit as i64], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
@@ -315,7 +322,8 @@ impl Store {
             "SELECT content_hash, id FROM fragments WHERE content_hash = ?1 AND (?2 IS NULL OR visibility = ?2)",
         )?;
         for hash in hashes {
-            let found = statement.query_map(params![hash, visibility.map(Visibility::as_str)], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            let found = statement
+                .query_map(params![hash, visibility.map(Visibility::as_str)], |row| Ok((row.get(0)?, row.get(1)?)))?;
             for row in found {
                 rows.push(row?);
             }
@@ -402,8 +410,9 @@ impl Store {
 
     /// The stored compendium, entities in store order, with each entity's store id.
     pub fn load_compendium(&self) -> Result<(Compendium, Vec<i64>), IndexError> {
-        let mut statement =
-            self.connection.prepare("SELECT id, name, kind, description, sources, note_path FROM entities ORDER BY id")?;
+        let mut statement = self
+            .connection
+            .prepare("SELECT id, name, kind, description, sources, note_path FROM entities ORDER BY id")?;
         let rows = statement.query_map([], |row| {
             let kind: String = row.get(2)?;
             let sources: String = row.get(4)?;
@@ -423,16 +432,17 @@ impl Store {
                 },
             ))
         })?;
-        let (ids, mut entities): (Vec<i64>, Vec<Entity>) = rows.collect::<rusqlite::Result<Vec<_>>>()?.into_iter().unzip();
+        let (ids, mut entities): (Vec<i64>, Vec<Entity>) =
+            rows.collect::<rusqlite::Result<Vec<_>>>()?.into_iter().unzip();
         let position: HashMap<i64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
         let mut aliases = self.connection.prepare("SELECT entity_id, alias FROM entity_aliases ORDER BY rowid")?;
         let rows = aliases.query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))?;
         for row in rows {
             let (entity_id, alias) = row?;
-            if let Some(entity) = position.get(&entity_id).and_then(|&i| entities.get_mut(i)) {
-                if alias != entity.name {
-                    entity.aliases.push(alias);
-                }
+            if let Some(entity) = position.get(&entity_id).and_then(|&i| entities.get_mut(i))
+                && alias != entity.name
+            {
+                entity.aliases.push(alias);
             }
         }
         Ok((Compendium { entities }, ids))
@@ -473,7 +483,7 @@ impl Store {
                 other_labels,
             });
         }
-        listings.sort_by(|a, b| fold(&a.name).cmp(&fold(&b.name)));
+        listings.sort_by_cached_key(|listing| fold(&listing.name));
         Ok(listings)
     }
 
@@ -515,7 +525,11 @@ impl Store {
 
     /// One fragment per content hash that has no annotation by `model` under `prompt_version`,
     /// in source order.
-    pub fn fragments_missing_annotation(&self, model: &str, prompt_version: &str) -> Result<Vec<StoredFragment>, IndexError> {
+    pub fn fragments_missing_annotation(
+        &self,
+        model: &str,
+        prompt_version: &str,
+    ) -> Result<Vec<StoredFragment>, IndexError> {
         let mut statement = self.connection.prepare(
             "SELECT id, label, kind, source_path, session, part, heading_path, text, word_count,
                     line_start, line_end, visibility, content_hash
@@ -537,7 +551,9 @@ impl Store {
         )?;
         let mut found = Vec::new();
         for hash in hashes {
-            if let Some(text) = statement.query_row(params![hash, prompt_version], |row| row.get::<_, String>(0)).optional()? {
+            if let Some(text) =
+                statement.query_row(params![hash, prompt_version], |row| row.get::<_, String>(0)).optional()?
+            {
                 found.push(text);
             }
         }

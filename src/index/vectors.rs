@@ -10,9 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use futures::TryStreamExt;
-use lancedb::arrow::arrow_array::{
-    Array, FixedSizeListArray, Float32Array, Int32Array, RecordBatch, StringArray,
-};
+use lancedb::arrow::arrow_array::{Array, FixedSizeListArray, Float32Array, Int32Array, RecordBatch, StringArray};
 use lancedb::arrow::arrow_schema::{DataType, Field, Schema};
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::{Connection, DistanceType};
@@ -59,10 +57,8 @@ impl std::fmt::Debug for VectorStore {
 
 /// The table that holds `embedder_id`'s vectors of `dimension` floats.
 pub fn vector_table_name(embedder_id: &str, dimension: usize) -> String {
-    let slug: String = embedder_id
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
-        .collect();
+    let slug: String =
+        embedder_id.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
     format!("{VECTOR_TABLE_PREFIX}{slug}_{dimension}")
 }
 
@@ -133,7 +129,8 @@ impl VectorStore {
         }
         let span = info_span!("index.write_vectors", table, n_rows = rows.len());
         async {
-            let batch = to_record_batch(rows, dimension).map_err(|detail| IndexError::Vectors { path: self.path.clone(), detail })?;
+            let batch = to_record_batch(rows, dimension)
+                .map_err(|detail| IndexError::Vectors { path: self.path.clone(), detail })?;
             match self.open_table(table).await? {
                 Some(existing) => {
                     existing.add(batch).execute().await.map_err(self.lance())?;
@@ -157,11 +154,15 @@ impl VectorStore {
             self.embedded_hashes(table).await?.into_iter().filter(|hash| !keep.contains(hash)).collect();
         for batch in orphans.chunks(DELETE_BATCH) {
             // Hashes are lowercase hex, produced by us: safe inside a quoted SQL literal.
-            let list: Vec<String> = batch.iter().filter(|h| h.chars().all(|c| c.is_ascii_hexdigit())).map(|h| format!("'{h}'")).collect();
+            let list: Vec<String> =
+                batch.iter().filter(|h| h.chars().all(|c| c.is_ascii_hexdigit())).map(|h| format!("'{h}'")).collect();
             if list.is_empty() {
                 continue;
             }
-            lance_table.delete(format!("content_hash IN ({})", list.join(", ")).as_str()).await.map_err(self.lance())?;
+            lance_table
+                .delete(format!("content_hash IN ({})", list.join(", ")).as_str())
+                .await
+                .map_err(self.lance())?;
         }
         debug!(table, n_orphans = orphans.len(), "dropped orphan vectors");
         Ok(orphans.len())
@@ -218,10 +219,10 @@ impl VectorStore {
                 .column_by_name("window")
                 .and_then(|c| c.as_any().downcast_ref::<Int32Array>())
                 .ok_or_else(|| IndexError::Vectors { path: self.path.clone(), detail: "no window column".into() })?;
-            let distances = batch
-                .column_by_name("_distance")
-                .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
-                .ok_or_else(|| IndexError::Vectors { path: self.path.clone(), detail: "no _distance column".into() })?;
+            let distances =
+                batch.column_by_name("_distance").and_then(|c| c.as_any().downcast_ref::<Float32Array>()).ok_or_else(
+                    || IndexError::Vectors { path: self.path.clone(), detail: "no _distance column".into() },
+                )?;
             for row in 0..batch.num_rows() {
                 hits.push(VectorHit {
                     content_hash: hashes.value(row).to_string(),

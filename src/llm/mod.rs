@@ -42,7 +42,9 @@ pub enum LlmError {
     },
     #[error("embedding worker failed: {0}")]
     Worker(String),
-    #[error("cannot reach the OpenAI-compatible server at {url}: {detail}. Is it running (llama-server, vLLM, LM Studio)? Check chat.url")]
+    #[error(
+        "cannot reach the OpenAI-compatible server at {url}: {detail}. Is it running (llama-server, vLLM, LM Studio)? Check chat.url"
+    )]
     ServerUnreachable { url: String, detail: String },
     #[error("the OpenAI-compatible server at {url} refused the API key ({status}): set ORACULO_OPENAI_API_KEY")]
     Unauthorized { url: String, status: u16 },
@@ -50,19 +52,27 @@ pub enum LlmError {
     ModelNotServed { url: String, model: String, body: String },
     #[error("{backend} at {url} answered {status}: {body}")]
     ServerStatus { backend: String, url: String, status: u16, body: String },
-    #[error("{backend} at {url} sent nothing for {seconds} s (a model still loading or a long prompt on a slow machine?): raise {setting}")]
+    #[error(
+        "{backend} at {url} sent nothing for {seconds} s (a model still loading or a long prompt on a slow machine?): raise {setting}"
+    )]
     ServerTimeout { backend: String, url: String, seconds: u64, setting: String },
-    #[error("the answer stream from {backend} ended before it was complete ({detail}); the server may have crashed or restarted")]
+    #[error(
+        "the answer stream from {backend} ended before it was complete ({detail}); the server may have crashed or restarted"
+    )]
     StreamIncomplete { backend: String, detail: String },
     #[error("{backend} reported an error while generating: {message}")]
     Generation { backend: String, message: String },
-    #[error("chat model file {path} is missing: run `scripts/fetch-models.sh` (add `--chat 1.5b` for the model meant for real use), or set chat.gguf")]
+    #[error(
+        "chat model file {path} is missing: run `scripts/fetch-models.sh` (add `--chat 1.5b` for the model meant for real use), or set chat.gguf"
+    )]
     ChatModelFileMissing { path: String },
     #[error("llama.cpp with {path}: {detail}")]
     LlamaCpp { path: String, detail: String },
     #[error("the JSON schema cannot be turned into a llama.cpp grammar: {detail}")]
     Schema { detail: String },
-    #[error("the prompt takes {prompt_tokens} tokens, beyond the {context_window}-token context window of {backend}: send less context or raise chat.n_ctx")]
+    #[error(
+        "the prompt takes {prompt_tokens} tokens, beyond the {context_window}-token context window of {backend}: send less context or raise chat.n_ctx"
+    )]
     PromptTooLong { backend: String, prompt_tokens: usize, context_window: usize },
 }
 
@@ -133,7 +143,9 @@ pub async fn connect_chat(
                 .map_err(|err| LlmError::Worker(format!("loading the chat model: {err}")))??;
             Ok(std::sync::Arc::new(model))
         }
-        ChatConfig::Ollama(ollama_config) => Ok(std::sync::Arc::new(ollama_chat::OllamaChat::new(ollama_config.clone())?)),
+        ChatConfig::Ollama(ollama_config) => {
+            Ok(std::sync::Arc::new(ollama_chat::OllamaChat::new(ollama_config.clone())?))
+        }
         ChatConfig::OpenAi(openai_config) => Ok(std::sync::Arc::new(openai::OpenAiChat::new(openai_config.clone())?)),
     }
 }

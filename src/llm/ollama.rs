@@ -73,16 +73,11 @@ impl OllamaEmbedder {
             .timeout(config.timeout)
             .build()
             .map_err(|err| LlmError::Unreachable { url: config.url.clone(), detail: err.to_string() })?;
-        let window_words = config.window_words.unwrap_or_else(|| {
-            if config.model.starts_with("bge-m3") { BGE_M3_WINDOW_WORDS } else { 250 }
-        });
-        let mut embedder = OllamaEmbedder {
-            id: format!("ollama:{}", config.model),
-            config,
-            client,
-            dimension: 0,
-            window_words,
-        };
+        let window_words = config
+            .window_words
+            .unwrap_or_else(|| if config.model.starts_with("bge-m3") { BGE_M3_WINDOW_WORDS } else { 250 });
+        let mut embedder =
+            OllamaEmbedder { id: format!("ollama:{}", config.model), config, client, dimension: 0, window_words };
         let probe = embedder.post_embed(&["dimension probe".to_string()]).await?;
         embedder.dimension = probe.first().map(Vec::len).unwrap_or(0);
         if embedder.dimension == 0 {

@@ -26,7 +26,12 @@ pub fn fts_query(question: &str) -> Option<String> {
 }
 
 /// Fragment ids, best BM25 first.
-pub fn search_bm25(store: &Store, question: &str, visibility: Option<Visibility>, depth: usize) -> Result<Vec<i64>, IndexError> {
+pub fn search_bm25(
+    store: &Store,
+    question: &str,
+    visibility: Option<Visibility>,
+    depth: usize,
+) -> Result<Vec<i64>, IndexError> {
     let _span = tracing::info_span!("retrieve.bm25", depth).entered();
     let Some(query) = fts_query(question) else {
         return Ok(Vec::new());

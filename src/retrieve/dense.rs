@@ -40,4 +40,3 @@ pub async fn search_dense(
     ids.truncate(depth);
     Ok(ids)
 }
-

@@ -44,7 +44,14 @@ impl CompendiumIndex {
             .filter_map(|found| {
                 let id = *self.entity_ids.get(found.entity)?;
                 let entity = self.compendium.entities.get(found.entity)?;
-                Some((id, DetectedEntity { name: entity.name.clone(), kind: entity.kind.as_str().to_string(), alias: found.alias }))
+                Some((
+                    id,
+                    DetectedEntity {
+                        name: entity.name.clone(),
+                        kind: entity.kind.as_str().to_string(),
+                        alias: found.alias,
+                    },
+                ))
             })
             .collect()
     }
@@ -53,7 +60,12 @@ impl CompendiumIndex {
 /// Fragment ids mentioning any of `entity_ids`, most central first: mentions per word of the
 /// fragment (an entity named ten times in a short note is its subject; once in a long session,
 /// a passer-by), summed over the entities named.
-pub fn search_entities(store: &Store, entity_ids: &[i64], visibility: Option<Visibility>, depth: usize) -> Result<Vec<i64>, IndexError> {
+pub fn search_entities(
+    store: &Store,
+    entity_ids: &[i64],
+    visibility: Option<Visibility>,
+    depth: usize,
+) -> Result<Vec<i64>, IndexError> {
     let _span = tracing::info_span!("retrieve.entity", n_entities = entity_ids.len(), depth).entered();
     if entity_ids.is_empty() {
         return Ok(Vec::new());

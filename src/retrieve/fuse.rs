@@ -43,10 +43,7 @@ pub fn fuse_candidates(lists: &[(RetrievalPath, Vec<i64>)], max_pool: usize) -> 
     }
     let mut fused: Vec<Fused> = by_fragment.into_values().collect();
     fused.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(a.ranks.best().cmp(&b.ranks.best()))
-            .then(a.fragment_id.cmp(&b.fragment_id))
+        b.score.total_cmp(&a.score).then(a.ranks.best().cmp(&b.ranks.best())).then(a.fragment_id.cmp(&b.fragment_id))
     });
     fused.truncate(max_pool);
     fused

@@ -181,10 +181,17 @@ pub async fn search(
             // Nothing embedded yet: the dense path has nothing to say.
             None => Vec::new(),
             Some(built_with) if built_with != embedder.id() => {
-                return Err(RetrieveError::EmbedderMismatch { index: built_with, configured: embedder.id().to_string() });
+                return Err(RetrieveError::EmbedderMismatch {
+                    index: built_with,
+                    configured: embedder.id().to_string(),
+                });
             }
             Some(_) => {
-                let query_vector = embedder.embed(&[search_query.clone()], EmbedRole::Query).await?.pop().unwrap_or_default();
+                let query_vector = embedder
+                    .embed(std::slice::from_ref(&search_query), EmbedRole::Query)
+                    .await?
+                    .pop()
+                    .unwrap_or_default();
                 timings.embed_query_ms = ms(started);
                 let dense_started = Instant::now();
                 let ids = dense::search_dense(index, &query_vector, visibility, depth)

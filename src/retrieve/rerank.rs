@@ -29,10 +29,18 @@ const RERANK_MAX_TOKENS: usize = 128;
 pub enum RerankSkip {
     /// The pool is no bigger than the set asked for: nothing to choose.
     PoolFits,
-    MissingAnnotation { fragment_id: i64 },
-    BackendUnavailable { detail: String },
-    Timeout { seconds: u64 },
-    UnparsableJson { detail: String },
+    MissingAnnotation {
+        fragment_id: i64,
+    },
+    BackendUnavailable {
+        detail: String,
+    },
+    Timeout {
+        seconds: u64,
+    },
+    UnparsableJson {
+        detail: String,
+    },
     NoValidIds,
 }
 
@@ -41,7 +49,9 @@ pub enum RerankSkip {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum RerankDecision {
     /// `from_model` of the chosen came from the model's answer; the rest filled from fusion.
-    Applied { from_model: usize },
+    Applied {
+        from_model: usize,
+    },
     Skipped(RerankSkip),
 }
 
@@ -104,7 +114,8 @@ pub async fn rerank_by_annotation(
 /// The ids in the model's answer, in its order. Tolerates ids written as strings.
 fn parse_ids(text: &str) -> Result<Vec<i64>, String> {
     let trimmed = text.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```").trim();
-    let output: RerankOutput = serde_json::from_str(trimmed).map_err(|err| format!("{err}: {}", truncate(text, 200)))?;
+    let output: RerankOutput =
+        serde_json::from_str(trimmed).map_err(|err| format!("{err}: {}", truncate(text, 200)))?;
     Ok(output
         .ids
         .iter()

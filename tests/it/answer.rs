@@ -13,11 +13,18 @@ use oraculo::oracle::{AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::rerank::{RerankDecision, RerankSkip, rerank_by_annotation};
 use oraculo::retrieve::{Audience, Candidate, CompendiumIndex, SearchRequest, search};
 
-use crate::fake_ollama::{Fault, FakeOllama};
+use crate::fake_ollama::{FakeOllama, Fault};
 use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 
 fn chat_config(url: String, timeout: Duration) -> OllamaChatConfig {
-    OllamaChatConfig { url, model: "qwen2.5:14b".into(), timeout, retries: 0, keep_alive: "30m".into(), context_window: 8192 }
+    OllamaChatConfig {
+        url,
+        model: "qwen2.5:14b".into(),
+        timeout,
+        retries: 0,
+        keep_alive: "30m".into(),
+        context_window: 8192,
+    }
 }
 
 /// Twelve sessions about a port town, so the fused pool is larger than the eight shown.
@@ -38,7 +45,8 @@ fn port_campaign() -> Scratch {
         "el grupo abandona el puerto hacia el norte",
     ];
     for (n, event) in events.iter().enumerate() {
-        files.push((format!("Sesiones/Sesion {}.md", n + 1), format!("# Sesión {}\nEn esta sesión: {event}.\n", n + 1)));
+        files
+            .push((format!("Sesiones/Sesion {}.md", n + 1), format!("# Sesión {}\nEn esta sesión: {event}.\n", n + 1)));
     }
     files.push(("PNJs/Baika.md".into(), "# Baika\nTejedora de redes del puerto.\n".into()));
     let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
@@ -78,7 +86,12 @@ async fn rerank_bench() -> RerankBench {
     RerankBench { fake, pool, annotations, _scratch: scratch }
 }
 
-async fn rerank(bench: &RerankBench, chat: &dyn ChatModel, annotations: &HashMap<i64, String>, timeout: Duration) -> (Vec<Candidate>, RerankDecision) {
+async fn rerank(
+    bench: &RerankBench,
+    chat: &dyn ChatModel,
+    annotations: &HashMap<i64, String>,
+    timeout: Duration,
+) -> (Vec<Candidate>, RerankDecision) {
     rerank_by_annotation("¿Qué pasó en el puerto con Baika?", &bench.pool, annotations, chat, 8, timeout).await
 }
 
@@ -114,7 +127,10 @@ async fn rerank_falls_back_to_fusion_order_on_every_failure() {
     partial.remove(&bench.pool[5].fragment_id);
     let calls_before = bench.fake.chat_requests("/api/chat").len();
     let (chosen, decision) = rerank(&bench, &chat, &partial, Duration::from_secs(10)).await;
-    assert_eq!(decision, RerankDecision::Skipped(RerankSkip::MissingAnnotation { fragment_id: bench.pool[5].fragment_id }));
+    assert_eq!(
+        decision,
+        RerankDecision::Skipped(RerankSkip::MissingAnnotation { fragment_id: bench.pool[5].fragment_id })
+    );
     assert_eq!(ids(&chosen), fusion);
     assert_eq!(bench.fake.chat_requests("/api/chat").len(), calls_before);
 
@@ -185,10 +201,8 @@ async fn the_oracle_answers_with_checked_citations_over_http() {
     let oracle = Oracle::new(&scratch.index_dir(), embedder.clone(), chat.clone(), AnswerSettings::new(256));
     let streamed = Mutex::new(String::new());
     let sink = |token: &str| streamed.lock().unwrap().push_str(token);
-    let answer = oracle
-        .ask(&AskRequest { question, history: &[], audience: Audience::Player }, Some(&sink))
-        .await
-        .unwrap();
+    let answer =
+        oracle.ask(&AskRequest { question, history: &[], audience: Audience::Player }, Some(&sink)).await.unwrap();
 
     assert_eq!(answer.rerank, RerankDecision::Applied { from_model: 2 });
     let shown: Vec<&str> = answer.fragments_shown.iter().map(|s| s.label.as_str()).collect();
@@ -247,7 +261,10 @@ async fn a_real_embedded_gguf_answers_from_ingest_to_citation() {
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
     let config = oraculo::llm::llama_cpp::LlamaCppConfig { gguf, threads: 1, n_ctx: 2048 };
     let chat: Arc<dyn ChatModel> = Arc::new(
-        tokio::task::spawn_blocking(move || oraculo::llm::llama_cpp::LlamaCppChat::load(&config)).await.unwrap().unwrap(),
+        tokio::task::spawn_blocking(move || oraculo::llm::llama_cpp::LlamaCppChat::load(&config))
+            .await
+            .unwrap()
+            .unwrap(),
     );
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     let report = annotate_fragments(&index, chat.as_ref(), &Quiet).await;

@@ -22,7 +22,8 @@ async fn embedded_e5_ingest_writes_one_row_per_window_and_finds_a_paraphrase() {
         ("Sesiones/Sesion 3.md", &format!("# Sesión 3\n{}\n", prose("palabra", 300))),
     ]);
     let embedder = e5();
-    let summary = ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+    let summary =
+        ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
     assert_eq!(summary.fragments, 3);
     // 300 words in windows of 250 overlapping by 50: two windows for session 3.
     assert_eq!(summary.windows_embedded, 4);

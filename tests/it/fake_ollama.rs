@@ -70,10 +70,8 @@ impl FakeOllama {
     pub async fn start(models: &[&str]) -> FakeOllama {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
-        let state = Arc::new(Mutex::new(State {
-            models: models.iter().map(|m| m.to_string()).collect(),
-            ..State::default()
-        }));
+        let state =
+            Arc::new(Mutex::new(State { models: models.iter().map(|m| m.to_string()).collect(), ..State::default() }));
         let server_state = Arc::clone(&state);
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
@@ -111,16 +109,6 @@ impl FakeOllama {
     /// The bodies of the chat requests received on `path`, in order.
     pub fn chat_requests(&self, path: &str) -> Vec<Recorded> {
         self.requests().into_iter().filter(|r| r.path == path).collect()
-    }
-
-    /// Texts embedded so far, over every `/api/embed` call (the probe included).
-    pub fn embedded_texts(&self) -> Vec<String> {
-        self.requests()
-            .iter()
-            .filter(|r| r.path == "/api/embed")
-            .flat_map(|r| r.body["input"].as_array().cloned().unwrap_or_default())
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect()
     }
 }
 
@@ -198,13 +186,19 @@ fn answer(method: &str, path: &str, body: &Value, state: &Arc<Mutex<State>>) -> 
     let models = state.lock().unwrap().models.clone();
     match (method, path) {
         ("GET", "/api/tags") => {
-            let list: Vec<Value> = models.iter().map(|m| json!({ "name": format!("{m}:latest"), "model": format!("{m}:latest") })).collect();
+            let list: Vec<Value> = models
+                .iter()
+                .map(|m| json!({ "name": format!("{m}:latest"), "model": format!("{m}:latest") }))
+                .collect();
             (200, json!({ "models": list }).to_string())
         }
         ("POST", "/api/embed") => {
             let model = body["model"].as_str().unwrap_or("");
             if !models.iter().any(|m| m == model) {
-                return (404, json!({ "error": format!("model \"{model}\" not found, try pulling it first") }).to_string());
+                return (
+                    404,
+                    json!({ "error": format!("model \"{model}\" not found, try pulling it first") }).to_string(),
+                );
             }
             let inputs: Vec<String> = match &body["input"] {
                 Value::String(s) => vec![s.clone()],

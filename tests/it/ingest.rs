@@ -74,7 +74,11 @@ async fn ingest_labels_fragments_fts_vectors_and_gm_flags() {
     assert!(player.iter().all(|f| !f.fragment.text.contains("trabaja para el archiduque")));
     assert!(player.iter().all(|f| !f.fragment.text.contains("quiere el trono")));
     let dm_only = index.store.fragments(Some(Visibility::DmOnly)).unwrap();
-    assert!(dm_only.iter().any(|f| f.fragment.text.contains("trabaja para el archiduque") && f.fragment.label == "Sesión 2"));
+    assert!(
+        dm_only
+            .iter()
+            .any(|f| f.fragment.text.contains("trabaja para el archiduque") && f.fragment.label == "Sesión 2")
+    );
     assert!(dm_only.iter().any(|f| f.fragment.text.contains("quiere el trono")));
     assert!(index.store.match_fts("trono", Some(Visibility::Player), 10).unwrap().is_empty());
     assert_eq!(index.store.match_fts("trono", None, 10).unwrap().len(), 1);
@@ -98,7 +102,8 @@ async fn reingest_embeds_only_what_changed_and_forgets_deleted_files() {
     assert_eq!(first.windows_embedded, first.fragments - 1 + 3);
 
     let before = embedder.calls();
-    let unchanged = ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, embedder.as_ref()).await.unwrap();
+    let unchanged =
+        ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, embedder.as_ref()).await.unwrap();
     assert_eq!(embedder.calls(), before, "an unchanged campaign costs no embedding call");
     assert_eq!((unchanged.files_changed, unchanged.windows_embedded, unchanged.embedding_calls), (0, 0, 0));
 
@@ -156,7 +161,8 @@ async fn ollama_down_or_model_missing_reads_as_a_fix() {
 
     // A port nobody listens on.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let err = oraculo::llm::ollama::OllamaEmbedder::connect(config(format!("http://{closed}"), "bge-m3")).await.unwrap_err();
+    let err =
+        oraculo::llm::ollama::OllamaEmbedder::connect(config(format!("http://{closed}"), "bge-m3")).await.unwrap_err();
     assert!(err.to_string().contains("ollama serve"), "{err}");
 }
 

@@ -6,9 +6,9 @@ mod fake_discord;
 mod fake_ollama;
 mod support;
 
+mod answer;
 mod chat;
 mod discord;
-mod answer;
 mod embedded;
 mod ingest;
 mod retrieve;

@@ -155,7 +155,9 @@ async fn an_empty_fts_index_degrades_to_the_other_paths() {
     let request = SearchRequest { question: "¿Qué vende Baika?", history: &[], audience: Audience::Player, k: 8 };
     let result = search(&index, &compendium, &embedder, &request).await.unwrap();
     assert!(result.candidates.iter().all(|c| c.ranks.bm25.is_none()));
-    assert!(result.candidates.iter().any(|c| c.label == "Sesión 1" && c.ranks.dense.is_some() && c.ranks.entity.is_some()));
+    assert!(
+        result.candidates.iter().any(|c| c.label == "Sesión 1" && c.ranks.dense.is_some() && c.ranks.entity.is_some())
+    );
 }
 
 #[tokio::test]
@@ -197,5 +199,9 @@ async fn the_search_command_prints_its_json_contract() {
         assert!(!first[key].is_null() || key == "session", "{key} missing in {first}");
     }
     assert_eq!(first["label"], "Sesión 1", "{json}");
-    assert!(first["ranks"]["dense"].is_number() && first["ranks"]["bm25"].is_number() && first["ranks"]["entity"].is_number());
+    assert!(
+        first["ranks"]["dense"].is_number()
+            && first["ranks"]["bm25"].is_number()
+            && first["ranks"]["entity"].is_number()
+    );
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use oraculo::index::Index;
 
-use crate::fake_ollama::{Fault, FakeOllama};
+use crate::fake_ollama::{FakeOllama, Fault};
 use crate::support::{CountingEmbedder, Scratch, campaign_config, ingest_dir, ollama_embedder, prose};
 
 fn warning_for<'a>(summary: &'a oraculo::ingest::IngestSummary, path: &str) -> &'a str {
@@ -76,7 +76,10 @@ async fn bad_input_is_reported_by_file_and_the_ingest_goes_on() {
 async fn a_failure_midway_leaves_the_old_index_and_the_next_run_completes_it() {
     let mut files: Vec<(String, String)> = Vec::new();
     for session in 1..=6 {
-        files.push((format!("Sesiones/Sesion {session}.md"), format!("# Sesión {session}\nviejo{session} {}\n", prose("v", 20))));
+        files.push((
+            format!("Sesiones/Sesion {session}.md"),
+            format!("# Sesión {session}\nviejo{session} {}\n", prose("v", 20)),
+        ));
     }
     let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
     let scratch = Scratch::new(&refs);
@@ -87,7 +90,10 @@ async fn a_failure_midway_leaves_the_old_index_and_the_next_run_completes_it() {
 
     // Every session changes; the embedder dies on its second call (batches of 4 windows).
     for session in 1..=6 {
-        scratch.write(&format!("Sesiones/Sesion {session}.md"), &format!("# Sesión {session}\nnuevo{session} {}\n", prose("n", 20)));
+        scratch.write(
+            &format!("Sesiones/Sesion {session}.md"),
+            &format!("# Sesión {session}\nnuevo{session} {}\n", prose("n", 20)),
+        );
     }
     let dying = CountingEmbedder::failing_from(ollama_embedder(&fake, "bge-m3").await, 1);
     let err = ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, dying.as_ref()).await.unwrap_err();
@@ -115,7 +121,10 @@ async fn a_failure_midway_leaves_the_old_index_and_the_next_run_completes_it() {
 async fn killing_the_ingest_process_midway_leaves_a_usable_index() {
     let mut files: Vec<(String, String)> = Vec::new();
     for session in 1..=12 {
-        files.push((format!("Sesiones/Sesion {session}.md"), format!("# Sesión {session}\nmarea{session} {}\n", prose("m", 30))));
+        files.push((
+            format!("Sesiones/Sesion {session}.md"),
+            format!("# Sesión {session}\nmarea{session} {}\n", prose("m", 30)),
+        ));
     }
     let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
     let scratch = Scratch::new(&refs[..6]);
@@ -184,6 +193,7 @@ async fn a_second_ingest_of_the_same_campaign_is_refused_while_one_runs() {
     let _held = index.lock_for_ingest().unwrap();
     let fake = FakeOllama::start(&["bge-m3"]).await;
     let embedder = ollama_embedder(&fake, "bge-m3").await;
-    let err = ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap_err();
+    let err =
+        ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap_err();
     assert!(err.to_string().contains("another ingest"), "{err}");
 }

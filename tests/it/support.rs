@@ -98,7 +98,12 @@ impl<E> CountingEmbedder<E> {
     }
 
     pub fn failing_from(inner: E, call: usize) -> Arc<CountingEmbedder<E>> {
-        Arc::new(CountingEmbedder { inner, calls: AtomicUsize::new(0), texts: AtomicUsize::new(0), fail_from: Some(call) })
+        Arc::new(CountingEmbedder {
+            inner,
+            calls: AtomicUsize::new(0),
+            texts: AtomicUsize::new(0),
+            fail_from: Some(call),
+        })
     }
 
     pub fn calls(&self) -> usize {
