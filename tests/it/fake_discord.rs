@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
@@ -261,32 +261,10 @@ impl FakeDiscord {
     async fn serve_rest(&self, stream: TcpStream) -> std::io::Result<()> {
         let mut reader = BufReader::new(stream);
         loop {
-            let mut request_line = String::new();
-            if reader.read_line(&mut request_line).await? == 0 {
+            let Some(request) = crate::http::read_request(&mut reader).await? else {
                 return Ok(());
-            }
-            let mut parts = request_line.split_whitespace();
-            let method = parts.next().unwrap_or("").to_string();
-            let target = parts.next().unwrap_or("").to_string();
-            let mut content_length = 0usize;
-            let mut headers = Vec::new();
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).await?;
-                let header = header.trim_end();
-                if header.is_empty() {
-                    break;
-                }
-                if let Some((name, value)) = header.split_once(':') {
-                    if name.eq_ignore_ascii_case("content-length") {
-                        content_length = value.trim().parse().unwrap_or(0);
-                    }
-                    headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-                }
-            }
-            let mut body = vec![0u8; content_length];
-            reader.read_exact(&mut body).await?;
-            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            };
+            let crate::http::Request { method, target, headers, body } = request;
             let path = target.split('?').next().unwrap_or("").trim_start_matches("/api/v10").to_string();
             let (status, payload) = self.answer(&method, &path, &body);
             {

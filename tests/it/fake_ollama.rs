@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 /// Dimension of the fake vectors.
@@ -127,32 +127,10 @@ pub fn fake_embedding(text: &str) -> Vec<f32> {
 async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream);
     loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).await? == 0 {
+        let Some(request) = crate::http::read_request(&mut reader).await? else {
             return Ok(());
-        }
-        let mut parts = request_line.split_whitespace();
-        let method = parts.next().unwrap_or("").to_string();
-        let path = parts.next().unwrap_or("").to_string();
-        let mut content_length = 0usize;
-        let mut headers = Vec::new();
-        loop {
-            let mut header = String::new();
-            reader.read_line(&mut header).await?;
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    content_length = value.trim().parse().unwrap_or(0);
-                }
-                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-            }
-        }
-        let mut body = vec![0u8; content_length];
-        reader.read_exact(&mut body).await?;
-        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        };
+        let crate::http::Request { method, target: path, headers, body } = request;
         let fault = {
             let mut state = state.lock().unwrap();
             state.requests.push(Recorded { path: path.clone(), body: body.clone(), headers: headers.clone() });

@@ -4,6 +4,7 @@
 
 mod fake_discord;
 mod fake_ollama;
+mod http;
 mod support;
 
 mod answer;
