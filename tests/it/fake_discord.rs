@@ -163,53 +163,37 @@ impl FakeDiscord {
 
     /// An INTERACTION_CREATE for a slash command in the guild; returns its token.
     pub fn slash_command(&self, user: u64, roles: &[u64], channel: Value, name: &str, options: Value) -> String {
-        let id = self.next_id();
-        let token = format!("token-{id}");
-        let channel_id: u64 = channel["id"].as_str().and_then(|id| id.parse().ok()).expect("a channel id");
-        self.state.lock().unwrap().tokens.insert(token.clone(), channel_id);
-        let interaction = json!({
-            "id": id.to_string(),
-            "application_id": APP_ID.to_string(),
-            "type": 2,
-            "token": token,
-            "version": 1,
-            "data": { "id": "770000000000000001", "name": name, "type": 1, "options": options },
-            "guild_id": GUILD_ID.to_string(),
-            "channel_id": channel_id.to_string(),
-            "channel": channel,
-            "member": member(user, roles),
-            "app_permissions": "2248473465835073",
-            "locale": "es-ES",
-            "guild_locale": "es-ES",
-            "entitlements": [],
-            "authorizing_integration_owners": { "0": GUILD_ID.to_string() },
-            "context": 0,
-            "attachment_size_limit": 8388608,
-        });
-        self.dispatch("INTERACTION_CREATE", interaction);
-        token
+        let data = json!({ "id": "770000000000000001", "name": name, "type": 1, "options": options });
+        self.interaction(2, data, None, member(user, roles), channel)
     }
 
     /// An INTERACTION_CREATE for a click on a button with `custom_id` under a bot message;
     /// returns its token.
     pub fn button_click(&self, user: u64, channel: Value, custom_id: &str) -> String {
+        let channel_id: u64 = channel["id"].as_str().and_then(|id| id.parse().ok()).expect("a channel id");
+        let message = self.message_json(self.next_id(), channel_id, &json!({ "content": "" }));
+        let data = json!({ "custom_id": custom_id, "component_type": 2 });
+        self.interaction(3, data, Some(message), member(user, &[]), channel)
+    }
+
+    /// Dispatches an interaction of `kind` (2: command, 3: component) in the guild, with the
+    /// envelope every interaction carries; returns its token.
+    fn interaction(&self, kind: u8, data: Value, message: Option<Value>, member: Value, channel: Value) -> String {
         let id = self.next_id();
         let token = format!("token-{id}");
         let channel_id: u64 = channel["id"].as_str().and_then(|id| id.parse().ok()).expect("a channel id");
         self.state.lock().unwrap().tokens.insert(token.clone(), channel_id);
-        let message = self.message_json(self.next_id(), channel_id, &json!({ "content": "" }));
-        let interaction = json!({
+        let mut interaction = json!({
             "id": id.to_string(),
             "application_id": APP_ID.to_string(),
-            "type": 3,
+            "type": kind,
             "token": token,
             "version": 1,
-            "data": { "custom_id": custom_id, "component_type": 2 },
-            "message": message,
+            "data": data,
             "guild_id": GUILD_ID.to_string(),
             "channel_id": channel_id.to_string(),
             "channel": channel,
-            "member": member(user, &[]),
+            "member": member,
             "app_permissions": "2248473465835073",
             "locale": "es-ES",
             "guild_locale": "es-ES",
@@ -218,6 +202,9 @@ impl FakeDiscord {
             "context": 0,
             "attachment_size_limit": 8388608,
         });
+        if let Some(message) = message {
+            interaction["message"] = message;
+        }
         self.dispatch("INTERACTION_CREATE", interaction);
         token
     }
