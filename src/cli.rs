@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{CliOverrides, Config, EmbedderConfig};
+use crate::config::{CliOverrides, Config};
 use crate::index::{Index, campaign_index_dir};
 use crate::ingest::{
     AnnotationReport, IngestProgress, IngestSummary, Quiet, annotate_fragments, ingest_campaign, resolve_campaign_dir,
@@ -150,14 +150,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
     let args = &ingest_args.campaign;
     let config = args.load_config()?;
-    let campaign_dir = resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
-        .context("writing the sample campaign")?;
+    let (campaign_dir, index_dir) = campaign_paths(&config)?;
     let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
-    let batch_size = match &config.embedder {
-        EmbedderConfig::Embedded { batch_size, .. } => *batch_size,
-        EmbedderConfig::Ollama(ollama) => ollama.batch_size,
-    };
-    let mut index = Index::open(&campaign_index_dir(&config.data_dir, &campaign_dir)).await?;
+    let batch_size = config.embedder.batch_size();
+    let mut index = Index::open(&index_dir).await?;
     let bar = if !args.json && std::io::stderr().is_terminal() { Some(ProgressBar::default()) } else { None };
     let progress: &dyn IngestProgress = match &bar {
         Some(bar) => bar,
@@ -193,9 +189,7 @@ async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
 
 async fn sources(args: &CampaignArgs) -> anyhow::Result<()> {
     let config = args.load_config()?;
-    let campaign_dir = resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
-        .context("writing the sample campaign")?;
-    let index = Index::open_existing(&campaign_index_dir(&config.data_dir, &campaign_dir)).await?;
+    let (campaign_dir, index) = open_campaign_index(&config).await?;
     let sources = index.store.sources()?;
     let warnings = index.store.diagnostics()?;
     if args.json {
@@ -277,12 +271,19 @@ fn render_annotations(report: &AnnotationReport) -> String {
     out
 }
 
-/// Opens the index of the configured campaign, which an ingest must have built.
-async fn open_campaign_index(config: &Config) -> anyhow::Result<(PathBuf, Index)> {
+/// The configured campaign folder (the sample, written out, when none is configured) and the
+/// folder of its index.
+pub fn campaign_paths(config: &Config) -> anyhow::Result<(PathBuf, PathBuf)> {
     let campaign_dir = resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
         .context("writing the sample campaign")?;
-    let index = Index::open_existing(&campaign_index_dir(&config.data_dir, &campaign_dir)).await?;
-    Ok((campaign_dir, index))
+    let index_dir = campaign_index_dir(&config.data_dir, &campaign_dir);
+    Ok((campaign_dir, index_dir))
+}
+
+/// Opens the index of the configured campaign, which an ingest must have built.
+async fn open_campaign_index(config: &Config) -> anyhow::Result<(PathBuf, Index)> {
+    let (campaign_dir, index_dir) = campaign_paths(config)?;
+    Ok((campaign_dir, Index::open_existing(&index_dir).await?))
 }
 
 async fn compendium(args: &CompendiumArgs) -> anyhow::Result<()> {
@@ -371,9 +372,7 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
 
 /// The oracle of the configured campaign: its index, embedder and chat model.
 pub async fn open_oracle(config: &Config) -> anyhow::Result<Oracle> {
-    let campaign_dir = resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
-        .context("writing the sample campaign")?;
-    let index_dir = campaign_index_dir(&config.data_dir, &campaign_dir);
+    let (_, index_dir) = campaign_paths(config)?;
     let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
     let chat = crate::llm::connect_chat(&config.chat, &config.data_dir).await?;
     Ok(Oracle::new(&index_dir, embedder, chat, AnswerSettings::new(config.chat_max_tokens)))

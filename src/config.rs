@@ -233,6 +233,16 @@ pub enum ChatConfig {
     OpenAi(OpenAiChatConfig),
 }
 
+impl EmbedderConfig {
+    /// Passages per embedding call, whichever backend.
+    pub fn batch_size(&self) -> usize {
+        match self {
+            EmbedderConfig::Embedded { batch_size, .. } => *batch_size,
+            EmbedderConfig::Ollama(ollama) => ollama.batch_size,
+        }
+    }
+}
+
 /// Overrides from the command line, the highest layer.
 #[derive(Debug, Default, Clone)]
 pub struct CliOverrides {

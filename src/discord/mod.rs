@@ -35,7 +35,7 @@ use anyhow::Context as _;
 use poise::serenity_prelude as serenity;
 use tokio::sync::watch;
 
-use crate::config::{CampaignConfig, Config, EmbedderConfig};
+use crate::config::{CampaignConfig, Config};
 use crate::oracle::Oracle;
 use commands::Access;
 use history::History;
@@ -141,12 +141,8 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send + 'st
 
     // 2. The oracle: index, embedder and chat model, opened as the CLI opens them.
     let oracle = Arc::new(crate::cli::open_oracle(&config).await.context("opening the campaign's oracle")?);
-    let campaign_dir = crate::ingest::resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
-        .context("writing the sample campaign")?;
-    let batch_size = match &config.embedder {
-        EmbedderConfig::Embedded { batch_size, .. } => *batch_size,
-        EmbedderConfig::Ollama(ollama) => ollama.batch_size,
-    };
+    let (campaign_dir, _) = crate::cli::campaign_paths(&config)?;
+    let batch_size = config.embedder.batch_size();
 
     // 3. The shared state.
     let lifecycle = Lifecycle::new();
