@@ -3,7 +3,8 @@
 # the sample campaign built into the binary and list what was detected. No Ollama, no Discord.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/oraculo/target}"
+# The default target dir (or the caller's CARGO_TARGET_DIR), so the README's next command,
+# `cargo test --locked`, reuses this build instead of compiling LanceDB a second time.
 
 bash scripts/install-deps.sh
 cargo run --locked --quiet -- ingest
