@@ -1,11 +1,11 @@
-//! Embeds the sample campaign (`sample/`) into the binary, so `oraculo ingest` with no
+//! Embeds the sample campaign (`eval/campaign/`) into the binary, so `oraculo ingest` with no
 //! `--campaign` works on a fresh machine from the binary alone.
 
 use std::path::Path;
 
 fn main() {
-    println!("cargo:rerun-if-changed=sample");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample");
+    println!("cargo:rerun-if-changed=eval/campaign");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("eval").join("campaign");
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
     files.sort();

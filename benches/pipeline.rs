@@ -15,7 +15,7 @@ use oraculo::corpus::{self, CorpusConfig, LabelLanguage, default_kind_folders};
 use oraculo::index::{Index, campaign_index_dir};
 use oraculo::ingest::{Quiet, ingest_campaign};
 use oraculo::llm::{EmbedRole, Embedder, LlmError, normalize};
-use oraculo::retrieve::{Audience, CompendiumIndex, DEFAULT_K, SearchRequest, search};
+use oraculo::retrieve::{Audience, CompendiumIndex, DEFAULT_K, PathSet, SearchRequest, search};
 
 const DIMENSION: usize = 384;
 const WORDS_PER_SESSION: usize = 600;
@@ -300,7 +300,7 @@ async fn bench_campaign(n_sessions: usize) {
     let mut pool_sizes = Vec::new();
     for round in 0..5 {
         for question in questions {
-            let request = SearchRequest { question, history: &[], audience: Audience::Player, k: DEFAULT_K };
+            let request = SearchRequest { question, history: &[], audience: Audience::Player, k: DEFAULT_K, paths: PathSet::ALL };
             let result = search(&index, &compendium, &embedder, &request).await.unwrap();
             let t = &result.timings;
             if round > 0 {

@@ -50,12 +50,22 @@ pub enum Command {
 pub struct EvalArgs {
     #[command(flatten)]
     pub campaign: CampaignArgs,
-    /// A question bank (JSON; see eval/README.md).
+    /// The question bank (JSON Lines; see eval/README.md). Default: the sample campaign's
+    /// bank built into the binary, when the campaign is the sample.
+    #[arg(long, alias = "bank")]
+    pub questions: Option<PathBuf>,
+    /// Score retrieval only: no answers generated (seconds instead of minutes per question).
     #[arg(long)]
-    pub bank: PathBuf,
-    /// Also answer every question with the chat model and score the answers.
+    pub retrieval_only: bool,
+    /// Only the full pipeline and the fusion: no path ablations, no naive baseline.
     #[arg(long)]
-    pub answers: bool,
+    pub no_ablations: bool,
+    /// Use the index as it is: no ingest (and no annotation) before the run.
+    #[arg(long)]
+    pub no_ingest: bool,
+    /// Where to save the report as JSON (default: <data dir>/eval/report-<unix time>.json).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Fragments shown in full.
     #[arg(long, default_value_t = crate::retrieve::DEFAULT_K)]
     pub k: usize,
@@ -150,11 +160,24 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
     let args = &ingest_args.campaign;
     let config = args.load_config()?;
-    let (campaign_dir, index_dir) = campaign_paths(&config)?;
+    let summary = run_ingest(&config, !ingest_args.no_annotate, !args.json).await?;
+    if args.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        print!("{}", render_summary(&summary));
+    }
+    Ok(())
+}
+
+/// Ingests the configured campaign (incremental), then annotates new fragments and folds the
+/// entities the model extracted into the compendium. What `oraculo ingest` and `oraculo eval`
+/// run first.
+async fn run_ingest(config: &Config, annotate: bool, show_progress: bool) -> anyhow::Result<IngestSummary> {
+    let (campaign_dir, index_dir) = campaign_paths(config)?;
     let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
     let batch_size = config.embedder.batch_size();
     let mut index = Index::open(&index_dir).await?;
-    let bar = if !args.json && std::io::stderr().is_terminal() { Some(ProgressBar::default()) } else { None };
+    let bar = if show_progress && std::io::stderr().is_terminal() { Some(ProgressBar::default()) } else { None };
     let progress: &dyn IngestProgress = match &bar {
         Some(bar) => bar,
         None => &Quiet,
@@ -163,8 +186,8 @@ async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
         ingest_campaign(&mut index, &campaign_dir, &config.campaign, embedder.as_ref(), batch_size, progress)
             .await
             .with_context(|| format!("ingesting {}", campaign_dir.display()))?;
-    if !ingest_args.no_annotate {
-        let report = annotate_with_config(&config, &index, progress).await;
+    if annotate {
+        let report = annotate_with_config(config, &index, progress).await;
         if report.extractions_made > 0 {
             // New extracted entities: fold them into the compendium (no file changed, so this
             // second pass embeds nothing and only rewrites the compendium).
@@ -179,12 +202,7 @@ async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
     if let Some(bar) = bar {
         bar.bar.finish_and_clear();
     }
-    if args.json {
-        println!("{}", serde_json::to_string(&summary)?);
-    } else {
-        print!("{}", render_summary(&summary));
-    }
-    Ok(())
+    Ok(summary)
 }
 
 async fn sources(args: &CampaignArgs) -> anyhow::Result<()> {
@@ -324,6 +342,7 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
         history: &history,
         audience: if args.gm { Audience::Gm } else { Audience::Player },
         k: args.k.max(1),
+        paths: crate::retrieve::PathSet::ALL,
     };
     let result = crate::retrieve::search(&index, &compendium, embedder.as_ref(), &request).await?;
     if args.campaign.json {
@@ -480,25 +499,57 @@ async fn chat(args: &ChatArgs) -> anyhow::Result<()> {
 
 async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     let config = args.campaign.load_config()?;
-    let bank = crate::eval::load_bank(&args.bank)?;
-    let (_, index) = open_campaign_index(&config).await?;
-    let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
-    let compendium = CompendiumIndex::load(&index.store)?;
-    let retrieval = crate::eval::eval_retrieval(&index, &compendium, embedder.as_ref(), &bank, args.k.max(1)).await?;
-    let answers = if args.answers {
-        let mut oracle = open_oracle(&config).await?;
-        oracle.set_k(args.k.max(1));
-        Some(crate::eval::eval_answers(&oracle, &bank).await?)
-    } else {
-        None
-    };
-    if args.campaign.json {
-        println!("{}", serde_json::json!({ "retrieval": retrieval, "answers": answers }));
-    } else {
-        print!("{}", retrieval.render());
-        if let Some(answers) = &answers {
-            print!("\n{}", answers.render());
+    let (campaign_dir, _) = campaign_paths(&config)?;
+    let (bank, questions_file) = match &args.questions {
+        Some(path) => (crate::eval::load_bank(path)?, path.display().to_string()),
+        None if config.campaign.dir.is_none() => {
+            (crate::sample::sample_bank().context("the built-in sample bank")?, "(built-in sample bank)".to_string())
         }
+        None => anyhow::bail!("--questions FILE is required for a campaign other than the built-in sample"),
+    };
+    if !args.no_ingest {
+        let summary = run_ingest(&config, !args.retrieval_only, !args.campaign.json).await?;
+        eprintln!(
+            "eval: ingested {} ({} fragments, {} embedded){}",
+            summary.campaign,
+            summary.fragments,
+            summary.windows_embedded,
+            match &summary.annotations {
+                Some(report) if report.missing > 0 => format!("; {} fragments without annotation", report.missing),
+                _ => String::new(),
+            }
+        );
+    }
+    let mut oracle = open_oracle(&config).await?;
+    oracle.set_k(args.k.max(1));
+    let options = crate::eval::EvalOptions {
+        answers: !args.retrieval_only,
+        ablations: !args.no_ablations,
+        batch_size: config.embedder.batch_size(),
+    };
+    let run = crate::eval::RunInfo {
+        campaign: campaign_dir.display().to_string(),
+        questions_file,
+        ..Default::default()
+    };
+    let progress = |n: usize, total: usize, question: &crate::eval::EvalQuestion| {
+        eprintln!("eval: [{n}/{total}] {} {}", question.id, question.question);
+    };
+    let report = crate::eval::run_eval(&oracle, &bank, &options, run, &progress).await?;
+    let out = match &args.out {
+        Some(path) => path.clone(),
+        None => config.data_dir.join("eval").join(format!("report-{}.json", report.run.started_at)),
+    };
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::write(&out, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("saving the report to {}", out.display()))?;
+    if args.campaign.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", report.render());
+        println!("Saved to {}", out.display());
     }
     Ok(())
 }

@@ -714,22 +714,18 @@ fn add_note_aliases(entity: &mut Entity, note: &Note) {
     add_alias(entity, last_component(path));
 }
 
-/// `#PC`/`#PJ` and `#NPC`/`#PNJ` tags first (a god tag too), then the deepest recognised
-/// folder, else NPC.
-///
-/// FIXME: front matter `type: pc` makes a note a sheet, but `Note` does not keep the value,
-/// so a PC sheet with neither a tag nor a PC folder is read as an NPC.
+/// Front matter `type: pj` (or `npc`, `dios`…) first, then `#PC`/`#PJ` and `#NPC`/`#PNJ`
+/// tags (a god tag too), then the deepest recognised folder, else NPC.
 fn sheet_kind(note: &Note) -> EntityKind {
-    let tag_kind = note.tags.iter().find_map(|tag| {
-        let first_level = tag.split('/').next().unwrap_or(tag);
-        match fold(first_level).as_str() {
-            "pc" | "pj" => Some(EntityKind::Pc),
-            "npc" | "pnj" => Some(EntityKind::Npc),
-            "deidad" | "dios" | "diosa" | "god" | "deity" => Some(EntityKind::God),
-            _ => None,
-        }
-    });
-    tag_kind.or_else(|| kind_from_folders(&note.path, SHEET_FOLDERS)).unwrap_or(EntityKind::Npc)
+    let from_word = |word: &str| match fold(word.trim()).as_str() {
+        "pc" | "pj" => Some(EntityKind::Pc),
+        "npc" | "pnj" => Some(EntityKind::Npc),
+        "deidad" | "dios" | "diosa" | "god" | "deity" => Some(EntityKind::God),
+        _ => None,
+    };
+    let declared = note.declared_type.as_deref().and_then(from_word);
+    let tagged = || note.tags.iter().find_map(|tag| from_word(tag.split('/').next().unwrap_or(tag)));
+    declared.or_else(tagged).or_else(|| kind_from_folders(&note.path, SHEET_FOLDERS)).unwrap_or(EntityKind::Npc)
 }
 
 /// The kind the deepest listed folder of `path` gives.
@@ -1333,13 +1329,29 @@ Vaskrith (other) [el dragón blanco] sessions 1",
         check_fixture("tests/fixtures/por_sesion", "");
         check_fixture("tests/fixtures/broken", "");
         check_fixture(
-            "sample",
+            "eval/campaign",
             "
-El Bosque Susurrante (other) [bosque susurrante] sessions 1
-Gorim Piedrahonda (pc) [Gorim] sessions 1 3 5 6 7 8
-Madre Ulva (npc) [la curandera, Ulva] sessions 1 2 4 5 6 8
-Nerea Albaluz (pc) [Nerea] sessions 1 2 3 5 7 8
-Villaescarcha (other) [] sessions 1 8",
+Brisa Aldana (npc) [la Capitana, Brisa] sessions 18 19 20 29 36 39 40
+Celia Urquijo (npc) [la Abadesa, Celia] sessions 11 36 40
+Ciénaga de los Ahogados (other) [] sessions 8 13 15 16 17 19
+Dorian Quesada (npc) [Dorian, el capitán de La Zorra Gris] sessions 6 7 8 9 12 33 34
+Gaspar Nieto (npc) [el Tuerto, Gaspar] sessions 6 19 21 22 32
+Inés Carvajal (npc) [la Magistra, Inés] sessions 8 18 27 28 31 34
+Iria Valcárcel (pc) [la Garza, Iria] sessions 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 36 37 38 39 40
+Isla Herrumbre (other) [] sessions 6 8 9 32 33
+La Corona de Sal (other) [] sessions 19 23 27 34 39 40
+Las Salinas de Oruel (other) [Salinas de Oruel] sessions 3 8 23 24 25 26 28 29 39
+Leandro de Valdemora (npc) [el Archiduque, el Heraldo de la Marea Baja, el Heraldo, Leandro] sessions 1 5 8 9 10 30 31 39
+Mirela Saavedra (npc) [Mirela, la posadera] sessions 1 5 14 25 40
+Monasterio de Piedraluz (other) [Piedraluz] sessions 3 11 23 36 39 40
+Nela Nieto (npc) [Nela] sessions 22 23 29 30 32 33 34 36 39 40
+Odo Brezo (pc) [el Cuentacuentos, Odo] sessions 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40
+Puerto Salobre (other) [] sessions 1 2 5 7 9 11 12 13 14 15 19 20 24 25 29 30 31 32 35 37 40
+Rook Ashford (pc) [Rook] sessions 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40
+Sor Amaranta (pc) [Amaranta] sessions 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40
+Tobías Lerma (npc) [Tobi, el Penitente, Tobías, el chico] sessions 3 4 11 28 34 37 38 39 40
+Verónica de Valdemora (npc) [la Regente, Verónica] sessions 5 6 9 10 20 21 22 29 30 31 40
+Yusuf Benarroch (npc) [Yusuf, el cartógrafo] sessions 13 14 15 16 17 18 19 23 26 27 40",
         );
     }
 }

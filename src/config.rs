@@ -22,6 +22,9 @@ pub const DEFAULT_IGNORED: &[&str] =
     &[".obsidian", ".trash", ".git", "Plantillas", "Templates", "_templates", "templates"];
 /// A note bigger than this is skipped with a warning: a 100-session chronicle is ~1 MB, so a
 /// bigger "note" is an export or a dump, and reading it would stall the ingest.
+/// Folders whose notes are GM-only as a whole unless the config says otherwise: a DM who
+/// names a folder "Secretos" means it.
+pub const DEFAULT_SECRET_PATHS: &[&str] = &["Secretos", "Secrets"];
 pub const DEFAULT_MAX_NOTE_BYTES: u64 = 8 * 1024 * 1024;
 /// Ollama's usual address.
 pub const DEFAULT_OLLAMA_URL: &str = "http://127.0.0.1:11434";
@@ -302,7 +305,9 @@ impl Config {
         let corpus = CorpusConfig {
             label_language: campaign.label_language.unwrap_or_default(),
             kind_folders,
-            secret_paths: campaign.secret_paths.unwrap_or_default(),
+            secret_paths: campaign
+                .secret_paths
+                .unwrap_or_else(|| DEFAULT_SECRET_PATHS.iter().map(|path| path.to_string()).collect()),
         };
         let max_note_bytes = campaign.max_note_bytes.unwrap_or(DEFAULT_MAX_NOTE_BYTES);
         if max_note_bytes == 0 {
@@ -501,6 +506,7 @@ mod tests {
     fn chat_defaults_to_the_embedded_model_and_env_picks_another() {
         let config = check("", &[("HOME", "/h")]).unwrap();
         assert!(matches!(config.chat, ChatConfig::Embedded { gguf: None, n_ctx: DEFAULT_EMBEDDED_N_CTX, .. }));
+        assert_eq!(config.campaign.corpus.secret_paths, ["Secretos", "Secrets"]);
         assert_eq!(config.chat_max_tokens, DEFAULT_CHAT_MAX_TOKENS);
 
         let text = "[chat]\nbackend = \"openai\"\nmodel = \"qwen\"\nurl = \"http://gpu:8000/v1\"\n";

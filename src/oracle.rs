@@ -18,9 +18,10 @@ use crate::corpus::{NoteKind, SessionNumber};
 use crate::index::{Index, IndexError, StoredFragment};
 use crate::llm::chat::{ChatMessage, ChatModel, ChatRequest, ChatRole, TokenSink};
 use crate::llm::{Embedder, LlmError};
-use crate::retrieve::rerank::{RerankDecision, rerank_by_annotation};
+use crate::retrieve::rerank::{RerankDecision, RerankSkip, rerank_by_annotation};
 use crate::retrieve::{
-    Audience, Candidate, CompendiumIndex, DEFAULT_K, DetectedEntity, RetrieveError, SearchRequest, Turn, TurnRole,
+    Audience, Candidate, CompendiumIndex, DEFAULT_K, DetectedEntity, PathSet, RetrieveError, SearchRequest,
+    SearchResult, Turn, TurnRole,
 };
 
 /// A question longer than this is refused: it is a paste, not a question, and it would
@@ -58,6 +59,36 @@ impl AnswerSettings {
     pub fn new(max_tokens: usize) -> AnswerSettings {
         AnswerSettings { k: DEFAULT_K, rerank_timeout: Duration::from_secs(60), max_tokens, temperature: 0.2 }
     }
+}
+
+/// How a question is retrieved. The product always runs [`Pipeline::default`] (three paths,
+/// rerank on); the evaluation varies it to measure what each stage adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pipeline {
+    pub paths: PathSet,
+    pub rerank: bool,
+}
+
+impl Default for Pipeline {
+    fn default() -> Pipeline {
+        Pipeline { paths: PathSet::ALL, rerank: true }
+    }
+}
+
+/// What [`Oracle::prepare`] decided: the pool, the rerank's choice and the model's context.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub question: String,
+    started: Instant,
+    pub search: SearchResult,
+    /// The fragments chosen to be shown in full, before the context's token budget.
+    pub chosen: Vec<Candidate>,
+    pub rerank: RerankDecision,
+    pub rerank_ms: f64,
+    pub rerank_prompt_tokens: Option<usize>,
+    pub context: Context,
+    texts: HashMap<i64, StoredFragment>,
+    history: Vec<PromptMessage>,
 }
 
 /// One question.
@@ -182,6 +213,11 @@ impl Oracle {
         self.settings.k = k;
     }
 
+    /// Fragments shown in full.
+    pub fn k(&self) -> usize {
+        self.settings.k
+    }
+
     pub fn index_dir(&self) -> &Path {
         &self.index_dir
     }
@@ -206,31 +242,48 @@ impl Oracle {
     pub async fn ask(&self, request: &AskRequest<'_>, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
         let span = tracing::info_span!("answer", audience = ?request.audience);
         async move {
-            let started = Instant::now();
-            let question = request.question.trim();
-            if question.is_empty() {
-                return Err(AskError::EmptyQuestion);
-            }
-            let chars = question.chars().count();
-            if chars > MAX_QUESTION_CHARS {
-                return Err(AskError::QuestionTooLong { chars, max: MAX_QUESTION_CHARS });
-            }
+            check_question(request.question)?;
             let index = self.open_index().await?;
             let compendium = CompendiumIndex::load(&index.store)?;
-            let search_request =
-                SearchRequest { question, history: request.history, audience: request.audience, k: self.settings.k };
-            let search = crate::retrieve::search(&index, &compendium, self.embedder.as_ref(), &search_request).await?;
+            let prepared = self.prepare(&index, &compendium, request, Pipeline::default()).await?;
+            self.generate(&prepared, on_token).await
+        }
+        .instrument(span)
+        .await
+    }
 
-            // Rerank over the cached annotations of the pool.
-            let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
-            let by_hash = index.store.annotations(&hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
-            let annotations: HashMap<i64, String> = search
-                .candidates
-                .iter()
-                .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
-                .collect();
-            let rerank_started = Instant::now();
-            let (chosen, rerank) = rerank_by_annotation(
+    /// Everything before the model writes: the pool, the rerank's choice and the context.
+    /// `ask` runs it with [`Pipeline::default`]; the evaluation varies the pipeline and scores
+    /// what was prepared without generating.
+    pub async fn prepare(
+        &self,
+        index: &Index,
+        compendium: &CompendiumIndex,
+        request: &AskRequest<'_>,
+        pipeline: Pipeline,
+    ) -> Result<Prepared, AskError> {
+        let started = Instant::now();
+        let question = check_question(request.question)?;
+        let search_request = SearchRequest {
+            question,
+            history: request.history,
+            audience: request.audience,
+            k: self.settings.k,
+            paths: pipeline.paths,
+        };
+        let search = crate::retrieve::search(index, compendium, self.embedder.as_ref(), &search_request).await?;
+
+        // Rerank over the cached annotations of the pool.
+        let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
+        let by_hash = index.store.annotations(&hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
+        let annotations: HashMap<i64, String> = search
+            .candidates
+            .iter()
+            .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
+            .collect();
+        let rerank_started = Instant::now();
+        let (chosen, rerank) = if pipeline.rerank {
+            rerank_by_annotation(
                 &search.search_query,
                 &search.candidates,
                 &annotations,
@@ -238,130 +291,145 @@ impl Oracle {
                 self.settings.k,
                 self.settings.rerank_timeout,
             )
-            .await;
-            let rerank_ms = rerank_started.elapsed().as_secs_f64() * 1000.0;
-            // The size of what the rerank read (or would have read), for the cost report.
-            let rerank_prompt_tokens = (annotations.len() == search.candidates.len()).then(|| {
-                let listed: Vec<(i64, &str)> =
-                    search.candidates.iter().map(|c| (c.fragment_id, annotations[&c.fragment_id].as_str())).collect();
-                crate::answer::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
-                    .iter()
-                    .map(|message| self.chat.count_tokens(&message.content))
-                    .sum::<usize>()
-            });
-
-            // The context: chosen in full, the rest of the pool as one-line summaries.
-            let mut texts: HashMap<i64, StoredFragment> = HashMap::new();
-            for candidate in &chosen {
-                if let Some(stored) = index.store.fragment(candidate.fragment_id)? {
-                    texts.insert(candidate.fragment_id, stored);
-                }
-            }
-            let to_context = |candidate: &Candidate, with_text: bool| ContextFragment {
-                fragment_id: candidate.fragment_id,
-                label: candidate.label.clone(),
-                session: candidate.session,
-                part: candidate.part,
-                text: if with_text {
-                    texts.get(&candidate.fragment_id).map(|s| s.fragment.text.clone()).unwrap_or_default()
-                } else {
-                    String::new()
-                },
-                annotation: annotations.get(&candidate.fragment_id).cloned(),
-            };
-            let chosen_context: Vec<ContextFragment> = chosen.iter().map(|c| to_context(c, true)).collect();
-            let leftovers: Vec<ContextFragment> = search
-                .candidates
-                .iter()
-                .filter(|c| !chosen.iter().any(|chosen| chosen.fragment_id == c.fragment_id))
-                .map(|c| to_context(c, false))
-                .collect();
-            let history: Vec<PromptMessage> = request
-                .history
-                .iter()
-                .map(|turn| match turn.role {
-                    TurnRole::User => PromptMessage::user(turn.content.clone()),
-                    TurnRole::Assistant => PromptMessage::assistant(turn.content.clone()),
-                })
-                .collect();
-            let count_tokens = |text: &str| self.chat.count_tokens(text);
-            let empty_context =
-                build_context(&[], &[], ContextBudget { max_tokens: usize::MAX, count_tokens: &count_tokens });
-            let frame_tokens: usize = answer_messages(question, &history, &empty_context)
+            .await
+        } else {
+            let fusion_order = search.candidates.iter().take(self.settings.k).cloned().collect();
+            (fusion_order, RerankDecision::Skipped(RerankSkip::Disabled))
+        };
+        let rerank_ms = rerank_started.elapsed().as_secs_f64() * 1000.0;
+        // The size of what the rerank read (or would have read), for the cost report.
+        let rerank_prompt_tokens = (annotations.len() == search.candidates.len()).then(|| {
+            let listed: Vec<(i64, &str)> =
+                search.candidates.iter().map(|c| (c.fragment_id, annotations[&c.fragment_id].as_str())).collect();
+            crate::answer::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
                 .iter()
                 .map(|message| self.chat.count_tokens(&message.content))
-                .sum();
-            let budget = self
-                .chat
-                .context_window()
-                .saturating_sub(frame_tokens + self.settings.max_tokens + TEMPLATE_MARGIN_TOKENS);
-            let context = build_context(
-                &chosen_context,
-                &leftovers,
-                ContextBudget { max_tokens: budget, count_tokens: &count_tokens },
-            );
+                .sum::<usize>()
+        });
 
-            // Generation.
-            let chat_request = ChatRequest {
-                messages: answer_messages(question, &history, &context).into_iter().map(Into::into).collect(),
-                json_schema: None,
-                max_tokens: self.settings.max_tokens,
-                temperature: self.settings.temperature,
-            };
-            let generation_started = Instant::now();
-            let response = self
-                .chat
-                .chat(&chat_request, on_token)
-                .instrument(tracing::info_span!("answer.generate", model = self.chat.id()))
-                .await?;
-            let generation_ms = generation_started.elapsed().as_secs_f64() * 1000.0;
-            let validated = validate_citations(&response.text, &context.shown_labels);
-            if !validated.invented.is_empty() {
-                tracing::warn!(invented = ?validated.invented, "the answer cited labels it was not shown");
+        // The context: chosen in full, the rest of the pool as one-line summaries.
+        let mut texts: HashMap<i64, StoredFragment> = HashMap::new();
+        for candidate in &chosen {
+            if let Some(stored) = index.store.fragment(candidate.fragment_id)? {
+                texts.insert(candidate.fragment_id, stored);
             }
-            let citations = citation_sources(&validated, &context, &texts, &search.candidates);
-
-            let t = &search.timings;
-            Ok(Answer {
-                question: question.to_string(),
-                text: validated.text.clone(),
-                citations,
-                invented_citations: validated.invented.clone(),
-                fragments_shown: context
-                    .full
-                    .iter()
-                    .map(|f| ShownSource { fragment_id: f.fragment_id, label: f.label.clone(), session: f.session })
-                    .collect(),
-                summaries_shown: context
-                    .summaries
-                    .iter()
-                    .map(|s| ShownSource { fragment_id: s.fragment_id, label: s.label.clone(), session: s.session })
-                    .collect(),
-                dropped_for_budget: context.dropped_for_budget,
-                rerank,
-                rerank_prompt_tokens,
-                search_query: search.search_query.clone(),
-                followup_expanded: search.followup_expanded,
-                entities: search.entities.clone(),
-                pool_size: search.candidates.len(),
-                timings: AnswerTimings {
-                    embed_query_ms: t.embed_query_ms,
-                    dense_ms: t.dense_ms,
-                    bm25_ms: t.bm25_ms,
-                    entity_ms: t.entity_ms,
-                    fuse_ms: t.fuse_ms,
-                    rerank_ms,
-                    generation_ms,
-                    total_ms: started.elapsed().as_secs_f64() * 1000.0,
-                },
-                chat_model: self.chat.id().to_string(),
-                embedder: self.embedder.id().to_string(),
-                prompt_tokens: response.prompt_tokens,
-                completion_tokens: response.completion_tokens,
-            })
         }
-        .instrument(span)
-        .await
+        let to_context = |candidate: &Candidate, with_text: bool| ContextFragment {
+            fragment_id: candidate.fragment_id,
+            label: candidate.label.clone(),
+            session: candidate.session,
+            part: candidate.part,
+            text: if with_text {
+                texts.get(&candidate.fragment_id).map(|s| s.fragment.text.clone()).unwrap_or_default()
+            } else {
+                String::new()
+            },
+            annotation: annotations.get(&candidate.fragment_id).cloned(),
+        };
+        let chosen_context: Vec<ContextFragment> = chosen.iter().map(|c| to_context(c, true)).collect();
+        let leftovers: Vec<ContextFragment> = search
+            .candidates
+            .iter()
+            .filter(|c| !chosen.iter().any(|chosen| chosen.fragment_id == c.fragment_id))
+            .map(|c| to_context(c, false))
+            .collect();
+        let history: Vec<PromptMessage> = request
+            .history
+            .iter()
+            .map(|turn| match turn.role {
+                TurnRole::User => PromptMessage::user(turn.content.clone()),
+                TurnRole::Assistant => PromptMessage::assistant(turn.content.clone()),
+            })
+            .collect();
+        let count_tokens = |text: &str| self.chat.count_tokens(text);
+        let empty_context =
+            build_context(&[], &[], ContextBudget { max_tokens: usize::MAX, count_tokens: &count_tokens });
+        let frame_tokens: usize = answer_messages(question, &history, &empty_context)
+            .iter()
+            .map(|message| self.chat.count_tokens(&message.content))
+            .sum();
+        let budget = self
+            .chat
+            .context_window()
+            .saturating_sub(frame_tokens + self.settings.max_tokens + TEMPLATE_MARGIN_TOKENS);
+        let context =
+            build_context(&chosen_context, &leftovers, ContextBudget { max_tokens: budget, count_tokens: &count_tokens });
+        Ok(Prepared {
+            question: question.to_string(),
+            started,
+            search,
+            chosen,
+            rerank,
+            rerank_ms,
+            rerank_prompt_tokens,
+            context,
+            texts,
+            history,
+        })
+    }
+
+    /// The model writes the answer to what was prepared; its citations are checked against
+    /// the labels it was shown.
+    pub async fn generate(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
+        let Prepared { question, started, search, rerank, rerank_ms, rerank_prompt_tokens, context, texts, history, .. } =
+            prepared;
+        let chat_request = ChatRequest {
+            messages: answer_messages(question, history, context).into_iter().map(Into::into).collect(),
+            json_schema: None,
+            max_tokens: self.settings.max_tokens,
+            temperature: self.settings.temperature,
+        };
+        let generation_started = Instant::now();
+        let response = self
+            .chat
+            .chat(&chat_request, on_token)
+            .instrument(tracing::info_span!("answer.generate", model = self.chat.id()))
+            .await?;
+        let generation_ms = generation_started.elapsed().as_secs_f64() * 1000.0;
+        let validated = validate_citations(&response.text, &context.shown_labels);
+        if !validated.invented.is_empty() {
+            tracing::warn!(invented = ?validated.invented, "the answer cited labels it was not shown");
+        }
+        let citations = citation_sources(&validated, context, texts, &search.candidates);
+
+        let t = &search.timings;
+        Ok(Answer {
+            question: question.clone(),
+            text: validated.text.clone(),
+            citations,
+            invented_citations: validated.invented.clone(),
+            fragments_shown: context
+                .full
+                .iter()
+                .map(|f| ShownSource { fragment_id: f.fragment_id, label: f.label.clone(), session: f.session })
+                .collect(),
+            summaries_shown: context
+                .summaries
+                .iter()
+                .map(|s| ShownSource { fragment_id: s.fragment_id, label: s.label.clone(), session: s.session })
+                .collect(),
+            dropped_for_budget: context.dropped_for_budget,
+            rerank: rerank.clone(),
+            rerank_prompt_tokens: *rerank_prompt_tokens,
+            search_query: search.search_query.clone(),
+            followup_expanded: search.followup_expanded,
+            entities: search.entities.clone(),
+            pool_size: search.candidates.len(),
+            timings: AnswerTimings {
+                embed_query_ms: t.embed_query_ms,
+                dense_ms: t.dense_ms,
+                bm25_ms: t.bm25_ms,
+                entity_ms: t.entity_ms,
+                fuse_ms: t.fuse_ms,
+                rerank_ms: *rerank_ms,
+                generation_ms,
+                total_ms: started.elapsed().as_secs_f64() * 1000.0,
+            },
+            chat_model: self.chat.id().to_string(),
+            embedder: self.embedder.id().to_string(),
+            prompt_tokens: response.prompt_tokens,
+            completion_tokens: response.completion_tokens,
+        })
     }
 
     /// Every fragment of `label` the audience may read, in part order (for "show me the source").
@@ -376,6 +444,19 @@ impl Oracle {
         parts.sort_by_key(|stored| stored.fragment.part);
         Ok(parts)
     }
+}
+
+/// The question, trimmed, when it can be asked at all.
+fn check_question(question: &str) -> Result<&str, AskError> {
+    let question = question.trim();
+    if question.is_empty() {
+        return Err(AskError::EmptyQuestion);
+    }
+    let chars = question.chars().count();
+    if chars > MAX_QUESTION_CHARS {
+        return Err(AskError::QuestionTooLong { chars, max: MAX_QUESTION_CHARS });
+    }
+    Ok(question)
 }
 
 /// Valid citations with their source and excerpt; invented ones flagged, with nothing else.

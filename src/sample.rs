@@ -21,3 +21,12 @@ pub fn materialize(dir: &Path) -> std::io::Result<PathBuf> {
     }
     Ok(dir.to_path_buf())
 }
+
+/// The sample campaign's question bank (`eval/questions.jsonl`), built in so `oraculo eval`
+/// runs on a fresh machine with no arguments.
+pub const SAMPLE_BANK: &str = include_str!("../eval/questions.jsonl");
+
+/// The built-in bank, read and checked like any other.
+pub fn sample_bank() -> anyhow::Result<Vec<crate::eval::EvalQuestion>> {
+    crate::eval::bank::parse_and_check(SAMPLE_BANK)
+}

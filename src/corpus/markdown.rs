@@ -49,6 +49,8 @@ pub(crate) struct FrontMatter {
     pub tags: Vec<String>,
     pub session: Option<SessionNumber>,
     pub kind: Option<NoteKind>,
+    /// The `type`/`tipo` value as written (`pj`, `npc`, `dios`…): finer than `kind`.
+    pub declared_type: Option<String>,
     /// Index (0-based) of the first body line: lines before it are front matter.
     pub body_start: usize,
     /// Body lines that are nonetheless not text (the closing delimiter of a broken block).
@@ -396,7 +398,10 @@ fn read_front_matter_field(
                 diagnostics.push(diagnostic(path, None, "front matter `session` holds no session number; ignored"));
             }
         }
-        "type" | "tipo" => front.kind = scalar_text(value).map(|text| kind_from_type(&text)),
+        "type" | "tipo" => {
+            front.declared_type = scalar_text(value);
+            front.kind = front.declared_type.as_deref().map(kind_from_type);
+        }
         _ => {}
     }
 }

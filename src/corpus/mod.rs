@@ -151,6 +151,8 @@ pub struct Note {
     pub title: String,
     pub aliases: Vec<String>,
     pub tags: Vec<String>,
+    /// Front matter `type`/`tipo` as written (`pj`, `npc`, `dios`), when there is one.
+    pub declared_type: Option<String>,
     /// From front matter `session:` or the file name; chronicles carry theirs per block.
     pub session: Option<SessionNumber>,
     pub links: Vec<Link>,
@@ -391,7 +393,7 @@ pub(crate) mod tests {
                 "tests/fixtures/por_sesion",
                 "tests/fixtures/boveda",
                 "tests/fixtures/broken",
-                "sample"
+                "eval/campaign"
             ]
         );
         for (campaign, expect) in rows {
@@ -411,6 +413,22 @@ pub(crate) mod tests {
                 assert_eq!(player_sessions("Baika").len(), 6);
                 assert_eq!(player_sessions("cayó en combate"), [5]);
                 assert!(player_sessions("murió").is_empty());
+            }
+            if campaign == "eval/campaign" {
+                // The sample campaign: every session 1–40 found, whatever its header or file
+                // name, and no cross-reference ("como en la sesión 4") made a phantom one.
+                let mut sessions: Vec<u32> =
+                    fragments.iter().filter_map(|fragment| fragment.session.map(|session| session.0)).collect();
+                sessions.dedup();
+                sessions.sort();
+                sessions.dedup();
+                assert_eq!(sessions, (1..=40).collect::<Vec<u32>>());
+                // Long sessions are split, never beyond the cap.
+                assert!(fragments.iter().all(|fragment| fragment.word_count <= SESSION_MAX_WORDS));
+                for long in [9, 18, 30, 39] {
+                    let parts = fragments.iter().filter(|f| f.session.map(|s| s.0) == Some(long)).count();
+                    assert!(parts >= 2, "session {long} is over the cap and must be split ({parts} part)");
+                }
             }
         }
     }

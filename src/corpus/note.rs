@@ -33,6 +33,7 @@ pub fn parse_note(path: &str, text: &str, config: &CorpusConfig) -> (Note, Vec<D
         title: stem.to_string(),
         aliases: Vec::new(),
         tags: Vec::new(),
+        declared_type: None,
         session: None,
         links: Vec::new(),
         blocks: Vec::new(),
@@ -50,6 +51,7 @@ pub fn parse_note(path: &str, text: &str, config: &CorpusConfig) -> (Note, Vec<D
     }
     note.aliases = std::mem::take(&mut front.aliases);
     note.tags = merge_tags(&front.tags, &body.tags);
+    note.declared_type = front.declared_type.clone();
     note.session = front.session.or_else(|| session_from_file_name(path));
 
     let kind_hint = front

@@ -80,6 +80,62 @@ impl PathRanks {
     }
 }
 
+/// Which paths a search runs. Every search in the product runs all three; the evaluation
+/// switches paths off to measure what each one adds (ablations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct PathSet {
+    pub dense: bool,
+    pub bm25: bool,
+    pub entity: bool,
+}
+
+impl PathSet {
+    pub const ALL: PathSet = PathSet { dense: true, bm25: true, entity: true };
+
+    /// Only the paths listed.
+    pub fn only(paths: &[RetrievalPath]) -> PathSet {
+        PathSet {
+            dense: paths.contains(&RetrievalPath::Dense),
+            bm25: paths.contains(&RetrievalPath::Bm25),
+            entity: paths.contains(&RetrievalPath::Entity),
+        }
+    }
+
+    pub fn contains(self, path: RetrievalPath) -> bool {
+        match path {
+            RetrievalPath::Dense => self.dense,
+            RetrievalPath::Bm25 => self.bm25,
+            RetrievalPath::Entity => self.entity,
+        }
+    }
+
+    /// `dense+bm25+entity`, in that order.
+    pub fn name(self) -> String {
+        let names: Vec<&str> = [RetrievalPath::Dense, RetrievalPath::Bm25, RetrievalPath::Entity]
+            .into_iter()
+            .filter(|path| self.contains(*path))
+            .map(RetrievalPath::as_str)
+            .collect();
+        if names.is_empty() { "none".to_string() } else { names.join("+") }
+    }
+}
+
+impl Default for PathSet {
+    fn default() -> PathSet {
+        PathSet::ALL
+    }
+}
+
+impl RetrievalPath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetrievalPath::Dense => "dense",
+            RetrievalPath::Bm25 => "bm25",
+            RetrievalPath::Entity => "entity",
+        }
+    }
+}
+
 /// Who is asking: players never see GM-only fragments; the GM sees everything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -121,6 +177,8 @@ pub struct SearchRequest<'a> {
     pub audience: Audience,
     /// Final answer-set size the pool is built for.
     pub k: usize,
+    /// The paths to run ([`PathSet::ALL`] outside the evaluation).
+    pub paths: PathSet,
 }
 
 /// Milliseconds per stage.
@@ -178,6 +236,7 @@ pub async fn search(
 
         let started = Instant::now();
         let dense = match index.store.meta(crate::index::store::META_EMBEDDER)? {
+            _ if !request.paths.dense => Vec::new(),
             // Nothing embedded yet: the dense path has nothing to say.
             None => Vec::new(),
             Some(built_with) if built_with != embedder.id() => {
@@ -203,12 +262,20 @@ pub async fn search(
         };
 
         let started = Instant::now();
-        let bm25 = bm25::search_bm25(&index.store, &search_query, visibility, depth)?;
+        let bm25 = if request.paths.bm25 {
+            bm25::search_bm25(&index.store, &search_query, visibility, depth)?
+        } else {
+            Vec::new()
+        };
         timings.bm25_ms = ms(started);
 
         let started = Instant::now();
         let entity_ids: Vec<i64> = detected.iter().map(|(id, _)| *id).collect();
-        let by_entity = entity::search_entities(&index.store, &entity_ids, visibility, depth)?;
+        let by_entity = if request.paths.entity {
+            entity::search_entities(&index.store, &entity_ids, visibility, depth)?
+        } else {
+            Vec::new()
+        };
         timings.entity_ms = ms(started);
 
         let started = Instant::now();

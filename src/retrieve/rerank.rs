@@ -29,6 +29,8 @@ const RERANK_MAX_TOKENS: usize = 128;
 pub enum RerankSkip {
     /// The pool is no bigger than the set asked for: nothing to choose.
     PoolFits,
+    /// Switched off by the caller (the evaluation's "rerank off" column).
+    Disabled,
     MissingAnnotation {
         fragment_id: i64,
     },

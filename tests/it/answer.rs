@@ -11,12 +11,12 @@ use oraculo::llm::chat::ChatModel;
 use oraculo::llm::ollama_chat::{OllamaChat, OllamaChatConfig};
 use oraculo::oracle::{AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::rerank::{RerankDecision, RerankSkip, rerank_by_annotation};
-use oraculo::retrieve::{Audience, Candidate, CompendiumIndex, SearchRequest, search};
+use oraculo::retrieve::{Audience, Candidate, CompendiumIndex, PathSet, SearchRequest, search};
 
 use crate::fake_ollama::{FakeOllama, Fault};
 use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 
-fn chat_config(url: String, timeout: Duration) -> OllamaChatConfig {
+pub(crate) fn chat_config(url: String, timeout: Duration) -> OllamaChatConfig {
     OllamaChatConfig {
         url,
         model: "qwen2.5:14b".into(),
@@ -28,7 +28,7 @@ fn chat_config(url: String, timeout: Duration) -> OllamaChatConfig {
 }
 
 /// Twelve sessions about a port town, so the fused pool is larger than the eight shown.
-fn port_campaign() -> Scratch {
+pub(crate) fn port_campaign() -> Scratch {
     let mut files: Vec<(String, String)> = Vec::new();
     let events = [
         "la feria de las redes en el puerto",
@@ -56,7 +56,7 @@ fn port_campaign() -> Scratch {
 async fn pool_of(scratch: &Scratch, embedder: &dyn oraculo::llm::Embedder, question: &str) -> Vec<Candidate> {
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     let compendium = CompendiumIndex::load(&index.store).unwrap();
-    let request = SearchRequest { question, history: &[], audience: Audience::Player, k: 8 };
+    let request = SearchRequest { question, history: &[], audience: Audience::Player, k: 8, paths: PathSet::ALL };
     search(&index, &compendium, embedder, &request).await.unwrap().candidates
 }
 

@@ -11,6 +11,7 @@ mod answer;
 mod chat;
 mod discord;
 mod embedded;
+mod eval;
 mod ingest;
 mod retrieve;
 mod robustness;

@@ -6,7 +6,7 @@ use oraculo::corpus::Visibility;
 use oraculo::index::Index;
 use oraculo::llm::embedded::E5Embedder;
 use oraculo::retrieve::{
-    Audience, CompendiumIndex, DEFAULT_K, SearchRequest, SearchResult, Turn, TurnRole, path_depth, search,
+    Audience, CompendiumIndex, DEFAULT_K, PathSet, SearchRequest, SearchResult, Turn, TurnRole, path_depth, search,
 };
 use tempfile::TempDir;
 use tokio::sync::OnceCell;
@@ -39,7 +39,7 @@ async fn ask(question: &str, history: &[Turn], audience: Audience) -> SearchResu
     let shared = vault().await;
     let index = Index::open_existing(&shared.index_dir).await.unwrap();
     let compendium = CompendiumIndex::load(&index.store).unwrap();
-    let request = SearchRequest { question, history, audience, k: DEFAULT_K };
+    let request = SearchRequest { question, history, audience, k: DEFAULT_K, paths: PathSet::ALL };
     search(&index, &compendium, &shared.embedder, &request).await.unwrap()
 }
 
@@ -152,7 +152,7 @@ async fn an_empty_fts_index_degrades_to_the_other_paths() {
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     index.store.connection().execute("INSERT INTO fragments_fts (fragments_fts) VALUES ('delete-all')", []).unwrap();
     let compendium = CompendiumIndex::load(&index.store).unwrap();
-    let request = SearchRequest { question: "¿Qué vende Baika?", history: &[], audience: Audience::Player, k: 8 };
+    let request = SearchRequest { question: "¿Qué vende Baika?", history: &[], audience: Audience::Player, k: 8, paths: PathSet::ALL };
     let result = search(&index, &compendium, &embedder, &request).await.unwrap();
     assert!(result.candidates.iter().all(|c| c.ranks.bm25.is_none()));
     assert!(

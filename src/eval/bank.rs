@@ -1,0 +1,307 @@
+//! The question bank: what a question tests, the notes that hold its answer and the facts a
+//! correct answer must contain. One JSON object per line (`eval/questions.jsonl`); a JSON list
+//! is read too.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::corpus::fold;
+use crate::retrieve::Turn;
+
+/// What a question tests (see `eval/README.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuestionKind {
+    /// One note answers it.
+    Fact,
+    /// Several sessions together: what happened with X across the campaign.
+    Arc,
+    /// Shares no words with the passage that answers it: only the dense path can find it.
+    Paraphrase,
+    /// Names an entity by a nickname or epithet: the compendium's aliases find it.
+    Alias,
+    /// Leans on the `history` before it.
+    Followup,
+    /// The notes do not hold the answer: the right answer says so. No expected labels.
+    Unanswerable,
+    /// Asked in one language about notes written in the other.
+    Crosslingual,
+    /// Before or after: needs the sessions of both events.
+    Chronology,
+}
+
+impl QuestionKind {
+    pub const ALL: [QuestionKind; 8] = [
+        QuestionKind::Fact,
+        QuestionKind::Arc,
+        QuestionKind::Paraphrase,
+        QuestionKind::Alias,
+        QuestionKind::Followup,
+        QuestionKind::Unanswerable,
+        QuestionKind::Crosslingual,
+        QuestionKind::Chronology,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuestionKind::Fact => "fact",
+            QuestionKind::Arc => "arc",
+            QuestionKind::Paraphrase => "paraphrase",
+            QuestionKind::Alias => "alias",
+            QuestionKind::Followup => "followup",
+            QuestionKind::Unanswerable => "unanswerable",
+            QuestionKind::Crosslingual => "crosslingual",
+            QuestionKind::Chronology => "chronology",
+        }
+    }
+}
+
+/// One question of a bank.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalQuestion {
+    /// A short stable name (`q07`); the line number when missing.
+    #[serde(default)]
+    pub id: String,
+    pub question: String,
+    pub kind: QuestionKind,
+    /// Labels, exactly as `oraculo sources` prints them, of the notes that hold the answer.
+    /// Empty only for unanswerable questions.
+    #[serde(default)]
+    pub expected: Vec<String>,
+    /// What a correct answer must contain, each a `|`-separated list of accepted spellings
+    /// (`"300|trescientas"`), matched case- and accent-insensitively.
+    #[serde(default)]
+    pub key_facts: Vec<String>,
+    /// What no answer to a player may contain: words that only GM secrets hold. Matched like
+    /// key facts; any hit is a leak.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbidden: Vec<String>,
+    /// Earlier turns, for follow-ups.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Turn>,
+}
+
+impl EvalQuestion {
+    /// The expected labels without repeats, in the bank's order.
+    pub fn expected_labels(&self) -> Vec<&str> {
+        let mut seen = BTreeSet::new();
+        self.expected.iter().map(String::as_str).filter(|label| seen.insert(*label)).collect()
+    }
+}
+
+/// Reads and checks a bank: JSON Lines (one question per line, blank lines and lines starting
+/// with `//` skipped) or one JSON list.
+pub fn load_bank(path: impl AsRef<Path>) -> anyhow::Result<Vec<EvalQuestion>> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading the bank {}", path.display()))?;
+    let bank = parse_bank(&text).with_context(|| format!("reading the bank {}", path.display()))?;
+    check_bank(&bank).with_context(|| format!("checking the bank {}", path.display()))?;
+    Ok(bank)
+}
+
+/// Reads and checks a bank from its text (the built-in sample bank has no file).
+pub fn parse_and_check(text: &str) -> anyhow::Result<Vec<EvalQuestion>> {
+    let bank = parse_bank(text)?;
+    check_bank(&bank)?;
+    Ok(bank)
+}
+
+fn parse_bank(text: &str) -> anyhow::Result<Vec<EvalQuestion>> {
+    let mut bank: Vec<EvalQuestion> = if text.trim_start().starts_with('[') {
+        serde_json::from_str(text).context("parsing the JSON list")?
+    } else {
+        let mut bank = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with("//") {
+                continue;
+            }
+            let question: EvalQuestion =
+                serde_json::from_str(line).with_context(|| format!("line {} is not a question", n + 1))?;
+            bank.push(question);
+        }
+        bank
+    };
+    for (n, question) in bank.iter_mut().enumerate() {
+        if question.id.trim().is_empty() {
+            question.id = format!("#{}", n + 1);
+        }
+    }
+    Ok(bank)
+}
+
+/// A bank must have questions, each non-empty; answerable questions name at least one
+/// expected label and unanswerable ones none; follow-ups carry history; ids are unique.
+pub fn check_bank(bank: &[EvalQuestion]) -> anyhow::Result<()> {
+    anyhow::ensure!(!bank.is_empty(), "the bank has no questions");
+    let mut ids = BTreeSet::new();
+    for question in bank {
+        let id = &question.id;
+        anyhow::ensure!(ids.insert(id.as_str()), "the id {id} is used twice");
+        anyhow::ensure!(!question.question.trim().is_empty(), "question {id} is empty");
+        anyhow::ensure!(
+            question.expected.iter().all(|label| !label.trim().is_empty()),
+            "question {id} has an empty expected label"
+        );
+        if question.kind == QuestionKind::Unanswerable {
+            anyhow::ensure!(question.expected.is_empty(), "question {id} is unanswerable but lists expected labels");
+        } else {
+            anyhow::ensure!(!question.expected.is_empty(), "question {id} lists no expected label");
+        }
+        anyhow::ensure!(
+            question.key_facts.iter().all(|fact| fact.split('|').all(|spelling| !spelling.trim().is_empty())),
+            "question {id} has an empty key fact (or an empty spelling between `|`)"
+        );
+        anyhow::ensure!(
+            question.forbidden.iter().all(|word| word.split('|').all(|spelling| !spelling.trim().is_empty())),
+            "question {id} has an empty forbidden word"
+        );
+        if question.kind == QuestionKind::Followup {
+            anyhow::ensure!(!question.history.is_empty(), "question {id} is a follow-up without history");
+        }
+    }
+    Ok(())
+}
+
+/// Whether `answer` contains `fact`: any of its `|`-separated spellings, ignoring case and
+/// accents.
+pub fn contains_fact(answer: &str, fact: &str) -> bool {
+    let answer = fold(answer);
+    fact.split('|').map(|spelling| fold(spelling.trim())).any(|spelling| answer.contains(&spelling))
+}
+
+/// Phrases that say "the notes do not hold this", folded (lower case, no accents), in Spanish
+/// and English. An answer to an unanswerable question should contain one of them.
+const ABSTENTION_PHRASES: &[&str] = &[
+    "no aparece",
+    "no aparecen",
+    "no se menciona",
+    "no mencionan",
+    "no menciona",
+    "no se dice",
+    "no dicen",
+    "no dice",
+    "no hay informacion",
+    "no hay datos",
+    "no hay nada",
+    "no contiene",
+    "no contienen",
+    "no consta",
+    "no se sabe",
+    "no lo se",
+    "no tengo informacion",
+    "no encuentro",
+    "no se indica",
+    "no especifica",
+    "no se especifica",
+    "no figura",
+    "no recogen",
+    "no se recoge",
+    "sin informacion",
+    "not in the notes",
+    "not mentioned",
+    "no information",
+    "do not mention",
+    "does not mention",
+    "don't mention",
+    "doesn't mention",
+    "do not say",
+    "does not say",
+    "doesn't say",
+    "don't say",
+    "do not contain",
+    "does not contain",
+    "not contain",
+    "no mention",
+    "not say",
+    "not recorded",
+    "i don't know",
+    "i do not know",
+    "cannot find",
+    "can't find",
+    "not specified",
+];
+
+/// Whether `answer` says the notes do not hold the answer (wholly or in part).
+pub fn abstains(answer: &str) -> bool {
+    let folded = fold(answer);
+    ABSTENTION_PHRASES.iter().any(|phrase| folded.contains(phrase))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_lines_and_json_lists_read_the_same() {
+        let lines = r#"
+// a comment
+{"id": "q1", "question": "¿Quién?", "kind": "fact", "expected": ["Sesión 1"], "key_facts": ["Leandro"]}
+
+{"question": "¿Y el dragón?", "kind": "unanswerable"}
+"#;
+        let from_lines = parse_bank(lines).unwrap();
+        assert_eq!(from_lines.len(), 2);
+        assert_eq!(from_lines[0].id, "q1");
+        // A missing id becomes the position.
+        assert_eq!(from_lines[1].id, "#2");
+        check_bank(&from_lines).unwrap();
+        let list = r#"[{"id": "q1", "question": "¿Quién?", "kind": "fact", "expected": ["Sesión 1"], "key_facts": ["Leandro"]},
+                       {"question": "¿Y el dragón?", "kind": "unanswerable"}]"#;
+        assert_eq!(parse_bank(list).unwrap(), from_lines);
+    }
+
+    #[test]
+    fn a_bad_line_is_named() {
+        let error = parse_bank("{\"question\": \"q\", \"kind\": \"fact\", \"expected\": [\"Sesión 1\"]}\n{oops}\n")
+            .unwrap_err();
+        assert!(format!("{error:#}").contains("line 2"), "{error:#}");
+        // A typo in a field name is an error, not a silently empty field.
+        assert!(parse_bank(r#"{"question": "q", "expect": ["Sesión 1"], "kind": "fact"}"#).is_err());
+        assert!(parse_bank(r#"{"question": "q", "expected": ["Sesión 1"], "kind": "trivia"}"#).is_err());
+    }
+
+    #[test]
+    fn bank_checks() {
+        let check = |json: &str| check_bank(&parse_bank(json).unwrap());
+        check(r#"{"question": "¿y?", "expected": ["Sesión 7"], "kind": "followup", "history": [{"role": "user", "content": "¿Qué pasó en el lago?"}]}"#).unwrap();
+        assert!(check(r#"{"question": "¿y?", "expected": ["Sesión 1"], "kind": "followup"}"#).is_err());
+        assert!(check(r#"{"question": "q", "expected": [], "kind": "fact"}"#).is_err());
+        assert!(check(r#"{"question": "q", "expected": ["Sesión 1"], "kind": "unanswerable"}"#).is_err());
+        assert!(check(r#"{"question": " ", "expected": ["Sesión 1"], "kind": "fact"}"#).is_err());
+        assert!(check(r#"{"question": "q", "expected": ["Sesión 1"], "kind": "fact", "key_facts": ["a||b"]}"#).is_err());
+        let twice = "{\"id\": \"a\", \"question\": \"q\", \"expected\": [\"Sesión 1\"], \"kind\": \"fact\"}\n".repeat(2);
+        assert!(check(&twice).is_err());
+        assert!(check_bank(&[]).is_err());
+    }
+
+    #[test]
+    fn key_facts_match_any_spelling_without_case_or_accents() {
+        let answer = "Les pagó TRESCIENTAS coronas [Sesión 1]; el archiduque Leandro firmó.";
+        assert!(contains_fact(answer, "300|trescientas"));
+        assert!(contains_fact(answer, "Archiduque"));
+        assert!(contains_fact("Tobias", "Tobías"));
+        assert!(!contains_fact(answer, "Verónica"));
+    }
+
+    #[test]
+    fn abstention_is_read_in_both_languages() {
+        assert!(abstains("Las notas no mencionan ningún torneo en Altamira."));
+        assert!(abstains("Eso no aparece en el material."));
+        assert!(abstains("The notes do not say who won the tournament."));
+        assert!(abstains("No hay información sobre eso."));
+        assert!(!abstains("Gaspar cayó defendiendo la puerta del Pósito [Sesión 22]."));
+    }
+
+    #[test]
+    fn expected_labels_drop_repeats() {
+        let question = parse_bank(r#"{"question": "q", "expected": ["Sesión 2", "Sesión 1", "Sesión 2"], "kind": "arc"}"#)
+            .unwrap()
+            .remove(0);
+        assert_eq!(question.expected_labels(), vec!["Sesión 2", "Sesión 1"]);
+    }
+}

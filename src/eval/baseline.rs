@@ -1,0 +1,152 @@
+//! The naive baseline the design is measured against: what a three-step RAG tutorial builds.
+//! Every note's player-visible text cut blindly into fixed windows of
+//! [`BASELINE_WINDOW_WORDS`] words (across session boundaries, headers ignored), embedded with
+//! the same embedder, searched by cosine alone, top `k`.
+//!
+//! A window that straddles two sessions carries both labels, which flatters the baseline:
+//! its hits are an upper bound.
+
+use std::collections::BTreeMap;
+
+use anyhow::Context as _;
+
+use crate::corpus::Visibility;
+use crate::index::Index;
+use crate::llm::{EmbedRole, Embedder};
+
+/// "Fixed 300-word windows": the tutorial's chunk size, no overlap.
+pub const BASELINE_WINDOW_WORDS: usize = 300;
+
+/// One blind window with the labels of the notes its words came from.
+#[derive(Debug, Clone)]
+struct Window {
+    labels: Vec<String>,
+    vector: Vec<f32>,
+}
+
+/// The baseline's in-memory "index": brute-force cosine over every window.
+#[derive(Debug)]
+pub struct Baseline {
+    windows: Vec<Window>,
+}
+
+/// Cuts each file's player-visible text, in file order, into windows of `words` words and
+/// returns (labels, text) per window. `fragments`: (source path, line start, part, label, text).
+pub fn blind_windows(fragments: &[(String, u32, u32, String, String)], words: usize) -> Vec<(Vec<String>, String)> {
+    let mut by_file: BTreeMap<&str, Vec<&(String, u32, u32, String, String)>> = BTreeMap::new();
+    for fragment in fragments {
+        by_file.entry(fragment.0.as_str()).or_default().push(fragment);
+    }
+    let mut windows = Vec::new();
+    for (_, mut parts) in by_file {
+        parts.sort_by_key(|(_, line, part, _, _)| (*line, *part));
+        let labelled: Vec<(&str, &str)> = parts
+            .iter()
+            .flat_map(|(_, _, _, label, text)| text.split_whitespace().map(move |word| (label.as_str(), word)))
+            .collect();
+        for chunk in labelled.chunks(words.max(1)) {
+            let mut labels: Vec<String> = Vec::new();
+            for (label, _) in chunk {
+                if !labels.iter().any(|seen| seen == label) {
+                    labels.push(label.to_string());
+                }
+            }
+            let text = chunk.iter().map(|(_, word)| *word).collect::<Vec<_>>().join(" ");
+            windows.push((labels, text));
+        }
+    }
+    windows
+}
+
+impl Baseline {
+    /// Embeds every blind window of the index's player-visible fragments.
+    pub async fn build(index: &Index, embedder: &dyn Embedder, batch_size: usize) -> anyhow::Result<Baseline> {
+        let fragments: Vec<(String, u32, u32, String, String)> = index
+            .store
+            .fragments(Some(Visibility::Player))?
+            .into_iter()
+            .map(|stored| {
+                let f = stored.fragment;
+                (f.source_path, f.line_start, f.part, f.label, f.text)
+            })
+            .collect();
+        let cut = blind_windows(&fragments, BASELINE_WINDOW_WORDS);
+        let mut windows = Vec::with_capacity(cut.len());
+        for batch in cut.chunks(batch_size.max(1)) {
+            let texts: Vec<String> = batch.iter().map(|(_, text)| text.clone()).collect();
+            let vectors = embedder.embed(&texts, EmbedRole::Passage).await.context("embedding the baseline's windows")?;
+            anyhow::ensure!(vectors.len() == batch.len(), "the embedder returned {} vectors for {}", vectors.len(), batch.len());
+            for ((labels, _), vector) in batch.iter().zip(vectors) {
+                windows.push(Window { labels: labels.clone(), vector });
+            }
+        }
+        Ok(Baseline { windows })
+    }
+
+    pub fn windows(&self) -> usize {
+        self.windows.len()
+    }
+
+    /// The labels of the `k` windows nearest to `question` (best first, each label once).
+    pub async fn search(&self, embedder: &dyn Embedder, question: &str, k: usize) -> anyhow::Result<Vec<String>> {
+        let query = embedder
+            .embed(&[question.to_string()], EmbedRole::Query)
+            .await
+            .context("embedding the question for the baseline")?
+            .pop()
+            .unwrap_or_default();
+        let mut scored: Vec<(f32, usize)> = self
+            .windows
+            .iter()
+            .enumerate()
+            .map(|(n, window)| (window.vector.iter().zip(&query).map(|(a, b)| a * b).sum::<f32>(), n))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut labels: Vec<String> = Vec::new();
+        for (_, n) in scored.into_iter().take(k) {
+            for label in &self.windows[n].labels {
+                if !labels.contains(label) {
+                    labels.push(label.clone());
+                }
+            }
+        }
+        Ok(labels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fragment(path: &str, line: u32, part: u32, label: &str, words: usize) -> (String, u32, u32, String, String) {
+        let stem = label.replace(' ', "_");
+        let text = (0..words).map(|n| format!("{stem}-{n}")).collect::<Vec<_>>().join(" ");
+        (path.into(), line, part, label.into(), text)
+    }
+
+    #[test]
+    fn windows_cut_blindly_across_sessions_in_file_order() {
+        let fragments = vec![
+            // Given out of order: the file's line order decides.
+            fragment("Crónica.md", 40, 0, "Sesión 2", 250),
+            fragment("Crónica.md", 1, 0, "Sesión 1", 400),
+            fragment("Sesiones/Sesión 3.md", 1, 0, "Sesión 3", 100),
+        ];
+        let windows = blind_windows(&fragments, 300);
+        let labels: Vec<Vec<String>> = windows.iter().map(|(labels, _)| labels.clone()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                vec!["Sesión 1".to_string()],
+                // 100 words of session 1, 200 of session 2: a straddling window.
+                vec!["Sesión 1".to_string(), "Sesión 2".to_string()],
+                vec!["Sesión 2".to_string()],
+                // A new file starts a new window.
+                vec!["Sesión 3".to_string()],
+            ]
+        );
+        assert_eq!(windows[0].1.split_whitespace().count(), 300);
+        assert!(windows[1].1.starts_with("Sesión_1-300 "));
+        assert_eq!(windows[2].1.split_whitespace().count(), 50);
+    }
+}

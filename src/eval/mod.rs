@@ -1,0 +1,208 @@
+//! Evaluation: a question bank (`eval/questions.jsonl`, see `eval/README.md`) run against one
+//! campaign's index, every variant of the pipeline side by side.
+//!
+//! Per question, as a player:
+//! - each retrieval path alone, each pair, the three fused (rerank off) and the full pipeline
+//!   (rerank on): expected labels in the pool, in the k chosen, in the context shown in full
+//!   and with the one-line summaries ([`score::Found`]);
+//! - the naive baseline (fixed 300-word windows, dense only, top k; [`baseline`]);
+//! - with a chat model, the full pipeline's answer: citations checked, abstention, key facts.
+//!
+//! [`bank`] reads the questions, [`score`] turns rows into the report (pure, tested without an
+//! index); this module only runs things.
+
+pub mod bank;
+pub mod baseline;
+pub mod score;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::index::Index;
+use crate::oracle::{AskRequest, Oracle, Pipeline, Prepared};
+use crate::retrieve::rerank::RerankDecision;
+use crate::retrieve::{Audience, CompendiumIndex, PathSet, RetrievalPath};
+
+pub use bank::{EvalQuestion, QuestionKind, load_bank};
+pub use baseline::{BASELINE_WINDOW_WORDS, Baseline};
+pub use score::{EvalReport, FULL_PIPELINE, FUSION_ONLY, Found, NAIVE_BASELINE, QuestionRow, RunInfo};
+
+/// What a run includes.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    /// Generate and score answers (needs the chat model; minutes per question on a CPU).
+    pub answers: bool,
+    /// Run the path ablations and the naive baseline as well as the full pipeline.
+    pub ablations: bool,
+    /// Texts per embedding call for the baseline's windows.
+    pub batch_size: usize,
+}
+
+/// The path ablations, in the order the table prints them (the three fused is `FUSION_ONLY`).
+fn path_variants() -> Vec<PathSet> {
+    use RetrievalPath::{Bm25, Dense, Entity};
+    [vec![Dense], vec![Bm25], vec![Entity], vec![Dense, Bm25], vec![Dense, Entity], vec![Bm25, Entity]]
+        .iter()
+        .map(|paths| PathSet::only(paths))
+        .collect()
+}
+
+/// Where `expected` shows up in what was prepared.
+fn found_in(expected: &[&str], prepared: &Prepared) -> Found {
+    let pool = prepared.search.candidates.iter().map(|c| c.label.as_str());
+    let full = prepared.context.full.iter().map(|f| f.label.as_str());
+    let summaries = prepared.context.summaries.iter().map(|s| s.label.as_str());
+    Found {
+        pool: score::labels_found(expected, pool),
+        top: score::labels_found(expected, prepared.chosen.iter().map(|c| c.label.as_str())),
+        full: score::labels_found(expected, full.clone()),
+        context: score::labels_found(expected, full.chain(summaries)),
+        pool_size: prepared.search.candidates.len(),
+    }
+}
+
+fn rerank_outcome(decision: &RerankDecision) -> String {
+    match decision {
+        RerankDecision::Applied { from_model } => format!("applied ({from_model} from the model)"),
+        RerankDecision::Skipped(reason) => {
+            let value = serde_json::to_value(reason).unwrap_or_default();
+            format!("skipped: {}", value["reason"].as_str().unwrap_or("unknown"))
+        }
+    }
+}
+
+/// Runs the bank. A question the pipeline fails on becomes an error row; the run goes on.
+/// `progress` is told each question as it starts (`n` of `total`).
+pub async fn run_eval(
+    oracle: &Oracle,
+    bank: &[EvalQuestion],
+    options: &EvalOptions,
+    mut run: RunInfo,
+    progress: &dyn Fn(usize, usize, &EvalQuestion),
+) -> anyhow::Result<EvalReport> {
+    let started = Instant::now();
+    run.started_at = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    run.embedder = oracle.embedder().id().to_string();
+    run.chat_model = oracle.chat().id().to_string();
+    let index: Index = oracle.open_index().await?;
+    let compendium = CompendiumIndex::load(&index.store)?;
+    let known: BTreeSet<String> = index.store.sources()?.into_iter().map(|source| source.label).collect();
+    let baseline = if options.ablations {
+        let built = Baseline::build(&index, oracle.embedder().as_ref(), options.batch_size).await?;
+        tracing::info!(windows = built.windows(), "eval: baseline built");
+        Some(built)
+    } else {
+        None
+    };
+
+    let mut variant_order = vec![FULL_PIPELINE.to_string(), FUSION_ONLY.to_string()];
+    if options.ablations {
+        variant_order.extend(path_variants().into_iter().map(PathSet::name));
+        variant_order.push(NAIVE_BASELINE.to_string());
+    }
+
+    let mut rows = Vec::with_capacity(bank.len());
+    for (n, question) in bank.iter().enumerate() {
+        progress(n + 1, bank.len(), question);
+        let row = match eval_question(oracle, &index, &compendium, baseline.as_ref(), question, options).await {
+            Ok(mut row) => {
+                row.unknown_labels = question.expected.iter().filter(|label| !known.contains(*label)).cloned().collect();
+                row
+            }
+            Err(error) => {
+                tracing::warn!(question = %question.id, error = format!("{error:#}"), "eval: the pipeline failed");
+                QuestionRow {
+                    id: question.id.clone(),
+                    kind: question.kind,
+                    question: question.question.clone(),
+                    expected: question.expected.clone(),
+                    unknown_labels: Vec::new(),
+                    variants: BTreeMap::new(),
+                    search_query: String::new(),
+                    rerank: None,
+                    answer: None,
+                    timings: None,
+                    error: Some(format!("{error:#}")),
+                }
+            }
+        };
+        rows.push(row);
+    }
+    run.k = oracle.k();
+    run.seconds = started.elapsed().as_secs_f64();
+    Ok(EvalReport::from_rows(run, &variant_order, rows))
+}
+
+async fn eval_question(
+    oracle: &Oracle,
+    index: &Index,
+    compendium: &CompendiumIndex,
+    baseline: Option<&Baseline>,
+    question: &EvalQuestion,
+    options: &EvalOptions,
+) -> anyhow::Result<QuestionRow> {
+    let expected = question.expected_labels();
+    let request = AskRequest { question: &question.question, history: &question.history, audience: Audience::Player };
+    let mut variants = BTreeMap::new();
+
+    // The full pipeline, timed as a player would wait for it.
+    let full_started = Instant::now();
+    let full = oracle.prepare(index, compendium, &request, Pipeline::default()).await?;
+    variants.insert(FULL_PIPELINE.to_string(), found_in(&expected, &full));
+    let t = &full.search.timings;
+    let mut timings = score::StageTimings {
+        embed_query_ms: t.embed_query_ms,
+        dense_ms: t.dense_ms,
+        bm25_ms: t.bm25_ms,
+        entity_ms: t.entity_ms,
+        fuse_ms: t.fuse_ms,
+        rerank_ms: full.rerank_ms,
+        generation_ms: None,
+        total_ms: 0.0,
+    };
+    let answer = if options.answers {
+        let answer = oracle.generate(&full, None).await?;
+        timings.generation_ms = Some(answer.timings.generation_ms);
+        let mut valid: Vec<String> = Vec::new();
+        for citation in answer.citations.iter().filter(|citation| citation.valid) {
+            if !valid.contains(&citation.label) {
+                valid.push(citation.label.clone());
+            }
+        }
+        Some(score::AnswerScore::new(question, &answer.text, valid, answer.invented_citations.clone()))
+    } else {
+        None
+    };
+    timings.total_ms = full_started.elapsed().as_secs_f64() * 1000.0;
+
+    let fusion = oracle.prepare(index, compendium, &request, Pipeline { paths: PathSet::ALL, rerank: false }).await?;
+    variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
+    if options.ablations {
+        for paths in path_variants() {
+            let prepared = oracle.prepare(index, compendium, &request, Pipeline { paths, rerank: false }).await?;
+            variants.insert(paths.name(), found_in(&expected, &prepared));
+        }
+    }
+    if let Some(baseline) = baseline {
+        let labels = baseline.search(oracle.embedder().as_ref(), &question.question, oracle.k()).await?;
+        let top = score::labels_found(&expected, labels.iter().map(String::as_str));
+        variants.insert(
+            NAIVE_BASELINE.to_string(),
+            Found { pool: top.clone(), top: top.clone(), full: top.clone(), context: top, pool_size: labels.len() },
+        );
+    }
+
+    Ok(QuestionRow {
+        id: question.id.clone(),
+        kind: question.kind,
+        question: question.question.clone(),
+        expected: question.expected.clone(),
+        unknown_labels: Vec::new(),
+        variants,
+        search_query: full.search.search_query.clone(),
+        rerank: Some(rerank_outcome(&full.rerank)),
+        answer,
+        timings: Some(timings),
+        error: None,
+    })
+}
