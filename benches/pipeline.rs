@@ -300,7 +300,8 @@ async fn bench_campaign(n_sessions: usize) {
     let mut pool_sizes = Vec::new();
     for round in 0..5 {
         for question in questions {
-            let request = SearchRequest { question, history: &[], audience: Audience::Player, k: DEFAULT_K, paths: PathSet::ALL };
+            let request =
+                SearchRequest { question, history: &[], audience: Audience::Player, k: DEFAULT_K, paths: PathSet::ALL };
             let result = search(&index, &compendium, &embedder, &request).await.unwrap();
             let t = &result.timings;
             if round > 0 {

@@ -527,11 +527,8 @@ async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
         ablations: !args.no_ablations,
         batch_size: config.embedder.batch_size(),
     };
-    let run = crate::eval::RunInfo {
-        campaign: campaign_dir.display().to_string(),
-        questions_file,
-        ..Default::default()
-    };
+    let run =
+        crate::eval::RunInfo { campaign: campaign_dir.display().to_string(), questions_file, ..Default::default() };
     let progress = |n: usize, total: usize, question: &crate::eval::EvalQuestion| {
         eprintln!("eval: [{n}/{total}] {} {}", question.id, question.question);
     };

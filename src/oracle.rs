@@ -348,12 +348,13 @@ impl Oracle {
             .iter()
             .map(|message| self.chat.count_tokens(&message.content))
             .sum();
-        let budget = self
-            .chat
-            .context_window()
-            .saturating_sub(frame_tokens + self.settings.max_tokens + TEMPLATE_MARGIN_TOKENS);
-        let context =
-            build_context(&chosen_context, &leftovers, ContextBudget { max_tokens: budget, count_tokens: &count_tokens });
+        let budget =
+            self.chat.context_window().saturating_sub(frame_tokens + self.settings.max_tokens + TEMPLATE_MARGIN_TOKENS);
+        let context = build_context(
+            &chosen_context,
+            &leftovers,
+            ContextBudget { max_tokens: budget, count_tokens: &count_tokens },
+        );
         Ok(Prepared {
             question: question.to_string(),
             started,
@@ -371,8 +372,18 @@ impl Oracle {
     /// The model writes the answer to what was prepared; its citations are checked against
     /// the labels it was shown.
     pub async fn generate(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
-        let Prepared { question, started, search, rerank, rerank_ms, rerank_prompt_tokens, context, texts, history, .. } =
-            prepared;
+        let Prepared {
+            question,
+            started,
+            search,
+            rerank,
+            rerank_ms,
+            rerank_prompt_tokens,
+            context,
+            texts,
+            history,
+            ..
+        } = prepared;
         let chat_request = ChatRequest {
             messages: answer_messages(question, history, context).into_iter().map(Into::into).collect(),
             json_schema: None,

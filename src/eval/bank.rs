@@ -273,8 +273,11 @@ mod tests {
         assert!(check(r#"{"question": "q", "expected": [], "kind": "fact"}"#).is_err());
         assert!(check(r#"{"question": "q", "expected": ["Sesión 1"], "kind": "unanswerable"}"#).is_err());
         assert!(check(r#"{"question": " ", "expected": ["Sesión 1"], "kind": "fact"}"#).is_err());
-        assert!(check(r#"{"question": "q", "expected": ["Sesión 1"], "kind": "fact", "key_facts": ["a||b"]}"#).is_err());
-        let twice = "{\"id\": \"a\", \"question\": \"q\", \"expected\": [\"Sesión 1\"], \"kind\": \"fact\"}\n".repeat(2);
+        assert!(
+            check(r#"{"question": "q", "expected": ["Sesión 1"], "kind": "fact", "key_facts": ["a||b"]}"#).is_err()
+        );
+        let twice =
+            "{\"id\": \"a\", \"question\": \"q\", \"expected\": [\"Sesión 1\"], \"kind\": \"fact\"}\n".repeat(2);
         assert!(check(&twice).is_err());
         assert!(check_bank(&[]).is_err());
     }
@@ -299,9 +302,10 @@ mod tests {
 
     #[test]
     fn expected_labels_drop_repeats() {
-        let question = parse_bank(r#"{"question": "q", "expected": ["Sesión 2", "Sesión 1", "Sesión 2"], "kind": "arc"}"#)
-            .unwrap()
-            .remove(0);
+        let question =
+            parse_bank(r#"{"question": "q", "expected": ["Sesión 2", "Sesión 1", "Sesión 2"], "kind": "arc"}"#)
+                .unwrap()
+                .remove(0);
         assert_eq!(question.expected_labels(), vec!["Sesión 2", "Sesión 1"]);
     }
 }

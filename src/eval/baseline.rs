@@ -30,19 +30,29 @@ pub struct Baseline {
     windows: Vec<Window>,
 }
 
+/// A fragment's text with where it sits in its file and the label it carries.
+#[derive(Debug, Clone)]
+pub struct PlacedText {
+    pub source_path: String,
+    pub line_start: u32,
+    pub part: u32,
+    pub label: String,
+    pub text: String,
+}
+
 /// Cuts each file's player-visible text, in file order, into windows of `words` words and
-/// returns (labels, text) per window. `fragments`: (source path, line start, part, label, text).
-pub fn blind_windows(fragments: &[(String, u32, u32, String, String)], words: usize) -> Vec<(Vec<String>, String)> {
-    let mut by_file: BTreeMap<&str, Vec<&(String, u32, u32, String, String)>> = BTreeMap::new();
+/// returns (labels, text) per window.
+pub fn blind_windows(fragments: &[PlacedText], words: usize) -> Vec<(Vec<String>, String)> {
+    let mut by_file: BTreeMap<&str, Vec<&PlacedText>> = BTreeMap::new();
     for fragment in fragments {
-        by_file.entry(fragment.0.as_str()).or_default().push(fragment);
+        by_file.entry(fragment.source_path.as_str()).or_default().push(fragment);
     }
     let mut windows = Vec::new();
     for (_, mut parts) in by_file {
-        parts.sort_by_key(|(_, line, part, _, _)| (*line, *part));
+        parts.sort_by_key(|placed| (placed.line_start, placed.part));
         let labelled: Vec<(&str, &str)> = parts
             .iter()
-            .flat_map(|(_, _, _, label, text)| text.split_whitespace().map(move |word| (label.as_str(), word)))
+            .flat_map(|placed| placed.text.split_whitespace().map(move |word| (placed.label.as_str(), word)))
             .collect();
         for chunk in labelled.chunks(words.max(1)) {
             let mut labels: Vec<String> = Vec::new();
@@ -61,21 +71,33 @@ pub fn blind_windows(fragments: &[(String, u32, u32, String, String)], words: us
 impl Baseline {
     /// Embeds every blind window of the index's player-visible fragments.
     pub async fn build(index: &Index, embedder: &dyn Embedder, batch_size: usize) -> anyhow::Result<Baseline> {
-        let fragments: Vec<(String, u32, u32, String, String)> = index
+        let fragments: Vec<PlacedText> = index
             .store
             .fragments(Some(Visibility::Player))?
             .into_iter()
             .map(|stored| {
                 let f = stored.fragment;
-                (f.source_path, f.line_start, f.part, f.label, f.text)
+                PlacedText {
+                    source_path: f.source_path,
+                    line_start: f.line_start,
+                    part: f.part,
+                    label: f.label,
+                    text: f.text,
+                }
             })
             .collect();
         let cut = blind_windows(&fragments, BASELINE_WINDOW_WORDS);
         let mut windows = Vec::with_capacity(cut.len());
         for batch in cut.chunks(batch_size.max(1)) {
             let texts: Vec<String> = batch.iter().map(|(_, text)| text.clone()).collect();
-            let vectors = embedder.embed(&texts, EmbedRole::Passage).await.context("embedding the baseline's windows")?;
-            anyhow::ensure!(vectors.len() == batch.len(), "the embedder returned {} vectors for {}", vectors.len(), batch.len());
+            let vectors =
+                embedder.embed(&texts, EmbedRole::Passage).await.context("embedding the baseline's windows")?;
+            anyhow::ensure!(
+                vectors.len() == batch.len(),
+                "the embedder returned {} vectors for {}",
+                vectors.len(),
+                batch.len()
+            );
             for ((labels, _), vector) in batch.iter().zip(vectors) {
                 windows.push(Window { labels: labels.clone(), vector });
             }
@@ -118,10 +140,10 @@ impl Baseline {
 mod tests {
     use super::*;
 
-    fn fragment(path: &str, line: u32, part: u32, label: &str, words: usize) -> (String, u32, u32, String, String) {
+    fn fragment(path: &str, line: u32, part: u32, label: &str, words: usize) -> PlacedText {
         let stem = label.replace(' ', "_");
         let text = (0..words).map(|n| format!("{stem}-{n}")).collect::<Vec<_>>().join(" ");
-        (path.into(), line, part, label.into(), text)
+        PlacedText { source_path: path.into(), line_start: line, part, label: label.into(), text }
     }
 
     #[test]

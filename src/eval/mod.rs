@@ -106,7 +106,8 @@ pub async fn run_eval(
         progress(n + 1, bank.len(), question);
         let row = match eval_question(oracle, &index, &compendium, baseline.as_ref(), question, options).await {
             Ok(mut row) => {
-                row.unknown_labels = question.expected.iter().filter(|label| !known.contains(*label)).cloned().collect();
+                row.unknown_labels =
+                    question.expected.iter().filter(|label| !known.contains(*label)).cloned().collect();
                 row
             }
             Err(error) => {

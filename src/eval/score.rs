@@ -169,7 +169,8 @@ impl VariantScore {
             .filter_map(|row| row.variants.get(variant).map(|found| (*row, found)))
             .collect();
         let expected: usize = scored.iter().map(|(row, _)| distinct(&row.expected)).sum();
-        let recall = |stage: fn(&Found) -> &Vec<String>| ratio(scored.iter().map(|(_, f)| stage(f).len()).sum(), expected);
+        let recall =
+            |stage: fn(&Found) -> &Vec<String>| ratio(scored.iter().map(|(_, f)| stage(f).len()).sum(), expected);
         VariantScore {
             questions: scored.len(),
             pool_hits: scored.iter().filter(|(_, found)| !found.pool.is_empty()).count(),
@@ -236,11 +237,14 @@ impl AnswerSummary {
         if answered.is_empty() {
             return None;
         }
-        let answerable: Vec<&(&QuestionRow, &AnswerScore)> = answered.iter().filter(|(row, _)| row.answerable()).collect();
+        let answerable: Vec<&(&QuestionRow, &AnswerScore)> =
+            answered.iter().filter(|(row, _)| row.answerable()).collect();
         let unanswerable: Vec<&(&QuestionRow, &AnswerScore)> =
             answered.iter().filter(|(row, _)| !row.answerable()).collect();
-        let with_facts: Vec<&(&QuestionRow, &AnswerScore)> =
-            answered.iter().filter(|(_, answer)| !answer.key_facts_found.is_empty() || !answer.key_facts_missing.is_empty()).collect();
+        let with_facts: Vec<&(&QuestionRow, &AnswerScore)> = answered
+            .iter()
+            .filter(|(_, answer)| !answer.key_facts_found.is_empty() || !answer.key_facts_missing.is_empty())
+            .collect();
         Some(AnswerSummary {
             answered: answered.len(),
             cited: answered.iter().filter(|(_, answer)| !answer.valid_citations.is_empty()).count(),
@@ -342,7 +346,8 @@ impl EvalReport {
             *questions_by_kind.entry(row.kind).or_insert(0) += 1;
         }
         let timings: Vec<&StageTimings> = rows.iter().filter_map(|row| row.timings.as_ref()).collect();
-        let stages: [(&str, fn(&StageTimings) -> Option<f64>); 8] = [
+        type Stage = fn(&StageTimings) -> Option<f64>;
+        let stages: [(&str, Stage); 8] = [
             ("embed_query", |t| Some(t.embed_query_ms)),
             ("dense", |t| Some(t.dense_ms)),
             ("bm25", |t| Some(t.bm25_ms)),
@@ -395,7 +400,11 @@ impl EvalReport {
     }
 
     fn render_questions(&self, out: &mut String) {
-        let _ = writeln!(out, "{:5} {:12} {:>5} {:>6} {:>6}  {:14}  question / missing", "id", "kind", "pool", "fused", "chosen", "answer");
+        let _ = writeln!(
+            out,
+            "{:5} {:12} {:>5} {:>6} {:>6}  {:14}  question / missing",
+            "id", "kind", "pool", "fused", "chosen", "answer"
+        );
         for row in &self.rows {
             if let Some(error) = &row.error {
                 let _ = writeln!(out, "{:5} {:12} ERROR {}", row.id, row.kind.as_str(), truncate(error, 90));
@@ -453,7 +462,10 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
 
     fn render_kinds(&self, out: &mut String) {
         let (Some(full), Some(fusion)) = (self.variant(FULL_PIPELINE), self.variant(FUSION_ONLY)) else { return };
-        let _ = writeln!(out, "Retrieval by kind (hits: questions with an expected note in the set; recall: expected notes found)");
+        let _ = writeln!(
+            out,
+            "Retrieval by kind (hits: questions with an expected note in the set; recall: expected notes found)"
+        );
         let _ = writeln!(
             out,
             "{:12} {:>3}  {:>7} {:>8} {:>8}  {:>7} {:>8} {:>8}",
@@ -520,11 +532,21 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
             return;
         };
         let _ = writeln!(out, "Answers ({} generated)", a.answered);
-        let _ = writeln!(out, "  citation rate        {}/{} ({:.0}%) answers with a valid citation", a.cited, a.answered, 100.0 * ratio(a.cited, a.answered));
+        let _ = writeln!(
+            out,
+            "  citation rate        {}/{} ({:.0}%) answers with a valid citation",
+            a.cited,
+            a.answered,
+            100.0 * ratio(a.cited, a.answered)
+        );
         let _ = writeln!(out, "  uncited answerable   {}/{}", a.uncited_answerable, a.answerable);
         let _ = writeln!(out, "  cites an expected    {}/{}", a.supported, a.answerable);
         let _ = writeln!(out, "  invented citations   {} in {} answers", a.invented_citations, a.answers_with_invented);
-        let _ = writeln!(out, "  abstention           {}/{} unanswerable (and {} answerable said part was missing)", a.abstained_unanswerable, a.unanswerable, a.abstained_answerable);
+        let _ = writeln!(
+            out,
+            "  abstention           {}/{} unanswerable (and {} answerable said part was missing)",
+            a.abstained_unanswerable, a.unanswerable, a.abstained_answerable
+        );
         let _ = writeln!(
             out,
             "  key facts            {}/{} ({:.0}%); {} of {} answers hold every key fact",
@@ -608,13 +630,21 @@ mod tests {
     #[test]
     fn hits_count_questions_and_recall_counts_labels() {
         let rows = vec![
-            row("a", QuestionKind::Fact, &["Sesión 1"], &[(FUSION_ONLY, found(&["Sesión 1"], &["Sesión 1"], &["Sesión 1"]))]),
+            row(
+                "a",
+                QuestionKind::Fact,
+                &["Sesión 1"],
+                &[(FUSION_ONLY, found(&["Sesión 1"], &["Sesión 1"], &["Sesión 1"]))],
+            ),
             row("b", QuestionKind::Fact, &["Sesión 2"], &[(FUSION_ONLY, found(&[], &[], &[]))]),
             row(
                 "c",
                 QuestionKind::Arc,
                 &["Sesión 6", "Sesión 7", "Sesión 8", "Sesión 9"],
-                &[(FUSION_ONLY, found(&["Sesión 6", "Sesión 7", "Sesión 8"], &["Sesión 6"], &["Sesión 6", "Sesión 7"]))],
+                &[(
+                    FUSION_ONLY,
+                    found(&["Sesión 6", "Sesión 7", "Sesión 8"], &["Sesión 6"], &["Sesión 6", "Sesión 7"]),
+                )],
             ),
             // Unanswerable: no labels, counted in neither hits nor recall.
             row("d", QuestionKind::Unanswerable, &[], &[(FUSION_ONLY, found(&[], &[], &[]))]),
@@ -649,11 +679,17 @@ mod tests {
     #[test]
     fn answers_score_citations_abstention_and_key_facts() {
         let fact = question(QuestionKind::Fact, &["Sesión 22"], &["Gaspar", "Pósito|Posito", "Nela"]);
-        let good = AnswerScore::new(&fact, "Gaspar cayó defendiendo el Pósito [Sesión 22].", strings(&["Sesión 22"]), vec![]);
+        let good =
+            AnswerScore::new(&fact, "Gaspar cayó defendiendo el Pósito [Sesión 22].", strings(&["Sesión 22"]), vec![]);
         assert!(good.supported && !good.abstained);
         assert_eq!(good.key_facts_found, strings(&["Gaspar", "Pósito|Posito"]));
         assert_eq!(good.key_facts_missing, strings(&["Nela"]));
-        let wrong = AnswerScore::new(&fact, "Lo mató un dragón [Sesión 3] [Sesión 99].", strings(&["Sesión 3"]), strings(&["Sesión 99"]));
+        let wrong = AnswerScore::new(
+            &fact,
+            "Lo mató un dragón [Sesión 3] [Sesión 99].",
+            strings(&["Sesión 3"]),
+            strings(&["Sesión 99"]),
+        );
         assert!(!wrong.supported);
         let unanswerable = question(QuestionKind::Unanswerable, &[], &[]);
         let abstained = AnswerScore::new(&unanswerable, "Las notas no mencionan ningún torneo.", vec![], vec![]);
@@ -676,7 +712,10 @@ mod tests {
         assert_eq!((summary.uncited_answerable, summary.invented_citations, summary.answers_with_invented), (0, 1, 1));
         assert_eq!((summary.abstained_unanswerable, summary.unanswerable, summary.abstained_answerable), (1, 1, 0));
         // Key facts over the answers that list them: 2 of 3, then 0 of 3.
-        assert_eq!((summary.key_facts_found, summary.key_facts, summary.complete_answers, summary.with_key_facts), (2, 6, 0, 2));
+        assert_eq!(
+            (summary.key_facts_found, summary.key_facts, summary.complete_answers, summary.with_key_facts),
+            (2, 6, 0, 2)
+        );
     }
 
     #[test]

@@ -38,7 +38,8 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
     let oracle = Oracle::new(&scratch.index_dir(), embedder, chat, AnswerSettings::new(128));
     let options = EvalOptions { answers: true, ablations: true, batch_size: 8 };
     let asked = std::sync::Mutex::new(Vec::new());
-    let progress = |n: usize, total: usize, question: &EvalQuestion| asked.lock().unwrap().push((n, total, question.id.clone()));
+    let progress =
+        |n: usize, total: usize, question: &EvalQuestion| asked.lock().unwrap().push((n, total, question.id.clone()));
     let report = run_eval(&oracle, &bank(), &options, RunInfo::default(), &progress).await.unwrap();
 
     assert_eq!(asked.into_inner().unwrap().iter().map(|(n, _, _)| *n).collect::<Vec<_>>(), [1, 2, 3]);
@@ -46,7 +47,17 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
     let names: Vec<&str> = report.variants.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(
         names,
-        [FULL_PIPELINE, FUSION_ONLY, "dense", "bm25", "entity", "dense+bm25", "dense+entity", "bm25+entity", NAIVE_BASELINE]
+        [
+            FULL_PIPELINE,
+            FUSION_ONLY,
+            "dense",
+            "bm25",
+            "entity",
+            "dense+bm25",
+            "dense+entity",
+            "bm25+entity",
+            NAIVE_BASELINE
+        ]
     );
     assert_eq!(report.errors, 0);
     let row = |id: &str| report.rows.iter().find(|row| row.id == id).unwrap();
@@ -60,7 +71,10 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
     assert_eq!(puente.rerank.as_deref(), Some("skipped: missing_annotation"));
     let answer = puente.answer.as_ref().unwrap();
     assert!(answer.supported && !answer.abstained);
-    assert_eq!((answer.key_facts_found.as_slice(), answer.key_facts_missing.as_slice()), (&["combate".to_string()][..], &["río".to_string()][..]));
+    assert_eq!(
+        (answer.key_facts_found.as_slice(), answer.key_facts_missing.as_slice()),
+        (&["combate".to_string()][..], &["río".to_string()][..])
+    );
     let timings = puente.timings.as_ref().unwrap();
     assert!(timings.generation_ms.is_some() && timings.total_ms >= timings.dense_ms);
 
@@ -74,7 +88,10 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
 
     let answers = report.answers.as_ref().unwrap();
     assert_eq!((answers.answered, answers.cited, answers.supported, answers.answerable), (3, 2, 2, 2));
-    assert_eq!((answers.abstained_unanswerable, answers.unanswerable, answers.invented_citations, answers.leaks), (1, 1, 1, 0));
+    assert_eq!(
+        (answers.abstained_unanswerable, answers.unanswerable, answers.invented_citations, answers.leaks),
+        (1, 1, 1, 0)
+    );
     // Unanswerable questions count in no retrieval figure.
     let full = report.variant(FULL_PIPELINE).unwrap();
     assert_eq!(full.overall.questions, 2);
@@ -112,7 +129,11 @@ async fn the_binary_saves_its_report_and_wants_a_bank_for_a_real_campaign() {
     let mut missing_bank = oraculo(&[]);
     let output = tokio::task::spawn_blocking(move || missing_bank.output().unwrap()).await.unwrap();
     assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--questions"), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--questions"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 
     let mut eval = oraculo(&[
         "--questions",

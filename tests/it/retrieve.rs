@@ -152,7 +152,13 @@ async fn an_empty_fts_index_degrades_to_the_other_paths() {
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     index.store.connection().execute("INSERT INTO fragments_fts (fragments_fts) VALUES ('delete-all')", []).unwrap();
     let compendium = CompendiumIndex::load(&index.store).unwrap();
-    let request = SearchRequest { question: "¿Qué vende Baika?", history: &[], audience: Audience::Player, k: 8, paths: PathSet::ALL };
+    let request = SearchRequest {
+        question: "¿Qué vende Baika?",
+        history: &[],
+        audience: Audience::Player,
+        k: 8,
+        paths: PathSet::ALL,
+    };
     let result = search(&index, &compendium, &embedder, &request).await.unwrap();
     assert!(result.candidates.iter().all(|c| c.ranks.bm25.is_none()));
     assert!(
