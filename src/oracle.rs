@@ -125,7 +125,7 @@ pub struct ShownSource {
 }
 
 /// Milliseconds per stage.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct AnswerTimings {
     pub embed_query_ms: f64,
     pub dense_ms: f64,
@@ -135,6 +135,23 @@ pub struct AnswerTimings {
     pub rerank_ms: f64,
     pub generation_ms: f64,
     pub total_ms: f64,
+}
+
+impl AnswerTimings {
+    /// The search's and the rerank's stages; generation and total still to come.
+    pub fn before_generation(prepared: &Prepared) -> AnswerTimings {
+        let t = &prepared.search.timings;
+        AnswerTimings {
+            embed_query_ms: t.embed_query_ms,
+            dense_ms: t.dense_ms,
+            bm25_ms: t.bm25_ms,
+            entity_ms: t.entity_ms,
+            fuse_ms: t.fuse_ms,
+            rerank_ms: prepared.rerank_ms,
+            generation_ms: 0.0,
+            total_ms: 0.0,
+        }
+    }
 }
 
 /// The answer object: `oraculo ask --json` prints it; the bot renders it.
@@ -372,18 +389,8 @@ impl Oracle {
     /// The model writes the answer to what was prepared; its citations are checked against
     /// the labels it was shown.
     pub async fn generate(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
-        let Prepared {
-            question,
-            started,
-            search,
-            rerank,
-            rerank_ms,
-            rerank_prompt_tokens,
-            context,
-            texts,
-            history,
-            ..
-        } = prepared;
+        let Prepared { question, started, search, rerank, rerank_prompt_tokens, context, texts, history, .. } =
+            prepared;
         let chat_request = ChatRequest {
             messages: answer_messages(question, history, context).into_iter().map(Into::into).collect(),
             json_schema: None,
@@ -403,7 +410,11 @@ impl Oracle {
         }
         let citations = citation_sources(&validated, context, texts, &search.candidates);
 
-        let t = &search.timings;
+        let timings = AnswerTimings {
+            generation_ms,
+            total_ms: started.elapsed().as_secs_f64() * 1000.0,
+            ..AnswerTimings::before_generation(prepared)
+        };
         Ok(Answer {
             question: question.clone(),
             text: validated.text.clone(),
@@ -426,16 +437,7 @@ impl Oracle {
             followup_expanded: search.followup_expanded,
             entities: search.entities.clone(),
             pool_size: search.candidates.len(),
-            timings: AnswerTimings {
-                embed_query_ms: t.embed_query_ms,
-                dense_ms: t.dense_ms,
-                bm25_ms: t.bm25_ms,
-                entity_ms: t.entity_ms,
-                fuse_ms: t.fuse_ms,
-                rerank_ms: *rerank_ms,
-                generation_ms,
-                total_ms: started.elapsed().as_secs_f64() * 1000.0,
-            },
+            timings,
             chat_model: self.chat.id().to_string(),
             embedder: self.embedder.id().to_string(),
             prompt_tokens: response.prompt_tokens,

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::index::Index;
-use crate::oracle::{AskRequest, Oracle, Pipeline, Prepared};
+use crate::oracle::{AnswerTimings, AskRequest, Oracle, Pipeline, Prepared};
 use crate::retrieve::rerank::RerankDecision;
 use crate::retrieve::{Audience, CompendiumIndex, PathSet, RetrievalPath};
 
@@ -150,20 +150,10 @@ async fn eval_question(
     let full_started = Instant::now();
     let full = oracle.prepare(index, compendium, &request, Pipeline::default()).await?;
     variants.insert(FULL_PIPELINE.to_string(), found_in(&expected, &full));
-    let t = &full.search.timings;
-    let mut timings = score::StageTimings {
-        embed_query_ms: t.embed_query_ms,
-        dense_ms: t.dense_ms,
-        bm25_ms: t.bm25_ms,
-        entity_ms: t.entity_ms,
-        fuse_ms: t.fuse_ms,
-        rerank_ms: full.rerank_ms,
-        generation_ms: None,
-        total_ms: 0.0,
-    };
+    let mut timings = AnswerTimings::before_generation(&full);
     let answer = if options.answers {
         let answer = oracle.generate(&full, None).await?;
-        timings.generation_ms = Some(answer.timings.generation_ms);
+        timings.generation_ms = answer.timings.generation_ms;
         let mut valid: Vec<String> = Vec::new();
         for citation in answer.citations.iter().filter(|citation| citation.valid) {
             if !valid.contains(&citation.label) {

@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::bank::{EvalQuestion, QuestionKind, abstains, contains_fact};
+use crate::oracle::AnswerTimings;
 
 /// The variant every product search runs: three paths, fused, then the rerank.
 pub const FULL_PIPELINE: &str = "dense+bm25+entity+rerank";
@@ -51,20 +52,6 @@ pub struct Found {
     /// Among the fragments shown in full or as one-line summaries.
     pub context: Vec<String>,
     pub pool_size: usize,
-}
-
-/// Milliseconds per stage of one full-pipeline question.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct StageTimings {
-    pub embed_query_ms: f64,
-    pub dense_ms: f64,
-    pub bm25_ms: f64,
-    pub entity_ms: f64,
-    pub fuse_ms: f64,
-    pub rerank_ms: f64,
-    /// Absent when answers were not generated.
-    pub generation_ms: Option<f64>,
-    pub total_ms: f64,
 }
 
 /// One answer, scored.
@@ -127,7 +114,8 @@ pub struct QuestionRow {
     /// What the rerank did in the full pipeline (`applied`, or why it was skipped).
     pub rerank: Option<String>,
     pub answer: Option<AnswerScore>,
-    pub timings: Option<StageTimings>,
+    /// The full pipeline's stages (`generation_ms` is 0 when no answer was generated).
+    pub timings: Option<AnswerTimings>,
     /// Set when the pipeline failed on this question; the row then scores nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -345,22 +333,28 @@ impl EvalReport {
         for row in &rows {
             *questions_by_kind.entry(row.kind).or_insert(0) += 1;
         }
-        let timings: Vec<&StageTimings> = rows.iter().filter_map(|row| row.timings.as_ref()).collect();
-        type Stage = fn(&StageTimings) -> Option<f64>;
+        let timed: Vec<(&AnswerTimings, bool)> =
+            rows.iter().filter_map(|row| row.timings.as_ref().map(|t| (t, row.answer.is_some()))).collect();
+        type Stage = fn(&AnswerTimings) -> f64;
         let stages: [(&str, Stage); 8] = [
-            ("embed_query", |t| Some(t.embed_query_ms)),
-            ("dense", |t| Some(t.dense_ms)),
-            ("bm25", |t| Some(t.bm25_ms)),
-            ("entity", |t| Some(t.entity_ms)),
-            ("fuse", |t| Some(t.fuse_ms)),
-            ("rerank", |t| Some(t.rerank_ms)),
+            ("embed_query", |t| t.embed_query_ms),
+            ("dense", |t| t.dense_ms),
+            ("bm25", |t| t.bm25_ms),
+            ("entity", |t| t.entity_ms),
+            ("fuse", |t| t.fuse_ms),
+            ("rerank", |t| t.rerank_ms),
             ("generation", |t| t.generation_ms),
-            ("total", |t| Some(t.total_ms)),
+            ("total", |t| t.total_ms),
         ];
         let latency = stages
             .iter()
             .filter_map(|(name, stage)| {
-                let values: Vec<f64> = timings.iter().filter_map(|t| stage(t)).collect();
+                // Generation only where an answer was generated.
+                let values: Vec<f64> = timed
+                    .iter()
+                    .filter(|(_, answered)| *answered || *name != "generation")
+                    .map(|(t, _)| stage(t))
+                    .collect();
                 percentiles(&values).map(|p| (name.to_string(), p))
             })
             .collect();
@@ -726,7 +720,7 @@ mod tests {
         assert_eq!(percentile(&[7.0], 0.95), Some(7.0));
         assert_eq!(percentile(&[], 0.5), None);
         let mut timed = row("a", QuestionKind::Fact, &["Sesión 1"], &[]);
-        timed.timings = Some(StageTimings { total_ms: 5.0, ..Default::default() });
+        timed.timings = Some(AnswerTimings { total_ms: 5.0, ..Default::default() });
         let report = EvalReport::from_rows(RunInfo::default(), &[], vec![timed]);
         assert_eq!(report.latency["total"].p50_ms, 5.0);
         // No answers generated: no generation stage.

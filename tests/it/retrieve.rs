@@ -174,19 +174,7 @@ async fn the_search_command_prints_its_json_contract() {
         ("Sesiones/Sesion 2.md", "# Sesión 2\nUna tormenta.\n"),
     ]);
     let fake = FakeOllama::start(&["bge-m3"]).await;
-    let oraculo = |args: &[&str]| {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oraculo"));
-        command
-            .args(args)
-            .arg("--campaign")
-            .arg(scratch.campaign.path())
-            .arg("--data")
-            .arg(scratch.data.path())
-            .env("ORACULO_EMBEDDER", "ollama")
-            .env("ORACULO_OLLAMA_URL", fake.url())
-            .env_remove("ORACULO_CONFIG");
-        command
-    };
+    let oraculo = |args: &[&str]| crate::support::oraculo_command(&scratch, &fake, args);
     let mut ingest = oraculo(&["ingest", "--no-annotate", "--json"]);
     let ingest = tokio::task::spawn_blocking(move || ingest.output().unwrap()).await.unwrap();
     assert!(ingest.status.success(), "{}", String::from_utf8_lossy(&ingest.stderr));

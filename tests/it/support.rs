@@ -148,3 +148,20 @@ pub fn models_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").expect("HOME is set")).join(".local/share/oraculo"));
     data_dir.join("models")
 }
+
+/// The `oraculo` binary on `scratch`'s campaign and data dir, with Ollama (embedder and chat)
+/// at the stand-in's address and no config file from the environment.
+pub fn oraculo_command(scratch: &Scratch, fake: &FakeOllama, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oraculo"));
+    command
+        .args(args)
+        .arg("--campaign")
+        .arg(scratch.campaign.path())
+        .arg("--data")
+        .arg(scratch.data.path())
+        .env("ORACULO_EMBEDDER", "ollama")
+        .env("ORACULO_CHAT", "ollama")
+        .env("ORACULO_OLLAMA_URL", fake.url())
+        .env_remove("ORACULO_CONFIG");
+    command
+}
