@@ -55,8 +55,12 @@ pub struct EvalArgs {
     #[arg(long, alias = "bank")]
     pub questions: Option<PathBuf>,
     /// Score retrieval only: no answers generated (seconds instead of minutes per question).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "answers_per_kind")]
     pub retrieval_only: bool,
+    /// Answer only the first N questions of each kind (the rest: retrieval and rerank only).
+    /// For small CPU models, where one answer takes minutes.
+    #[arg(long, value_name = "N")]
+    pub answers_per_kind: Option<usize>,
     /// Only the full pipeline and the fusion: no path ablations, no naive baseline.
     #[arg(long)]
     pub no_ablations: bool,
@@ -522,11 +526,13 @@ async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     }
     let mut oracle = open_oracle(&config).await?;
     oracle.set_k(args.k.max(1));
-    let options = crate::eval::EvalOptions {
-        answers: !args.retrieval_only,
-        ablations: !args.no_ablations,
-        batch_size: config.embedder.batch_size(),
+    let answers = match (args.retrieval_only, args.answers_per_kind) {
+        (true, _) => crate::eval::AnswerScope::None,
+        (false, Some(n)) => crate::eval::AnswerScope::PerKind(n),
+        (false, None) => crate::eval::AnswerScope::All,
     };
+    let options =
+        crate::eval::EvalOptions { answers, ablations: !args.no_ablations, batch_size: config.embedder.batch_size() };
     let run =
         crate::eval::RunInfo { campaign: campaign_dir.display().to_string(), questions_file, ..Default::default() };
     let progress = |n: usize, total: usize, question: &crate::eval::EvalQuestion| {

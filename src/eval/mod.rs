@@ -27,11 +27,23 @@ pub use bank::{EvalQuestion, QuestionKind, load_bank};
 pub use baseline::{BASELINE_WINDOW_WORDS, Baseline};
 pub use score::{EvalReport, FULL_PIPELINE, FUSION_ONLY, Found, NAIVE_BASELINE, QuestionRow, RunInfo};
 
+/// Which questions get an answer generated and scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerScope {
+    /// Retrieval (and the rerank) only.
+    None,
+    /// Every question.
+    All,
+    /// The first `n` questions of each kind, in bank order: a small CPU model needs minutes
+    /// per answer (a ~7,500-token context), so a sample of every kind is what fits.
+    PerKind(usize),
+}
+
 /// What a run includes.
 #[derive(Debug, Clone)]
 pub struct EvalOptions {
-    /// Generate and score answers (needs the chat model; minutes per question on a CPU).
-    pub answers: bool,
+    /// Which questions are answered (the chat model; minutes per answer on a CPU).
+    pub answers: AnswerScope,
     /// Run the path ablations and the naive baseline as well as the full pipeline.
     pub ablations: bool,
     /// Texts per embedding call for the baseline's windows.
@@ -102,9 +114,18 @@ pub async fn run_eval(
     }
 
     let mut rows = Vec::with_capacity(bank.len());
+    let mut answered_of_kind: BTreeMap<QuestionKind, usize> = BTreeMap::new();
     for (n, question) in bank.iter().enumerate() {
         progress(n + 1, bank.len(), question);
-        let row = match eval_question(oracle, &index, &compendium, baseline.as_ref(), question, options).await {
+        let answered = answered_of_kind.entry(question.kind).or_insert(0);
+        let answer = match options.answers {
+            AnswerScope::None => false,
+            AnswerScope::All => true,
+            AnswerScope::PerKind(limit) => *answered < limit,
+        };
+        *answered += usize::from(answer);
+        let asked = eval_question(oracle, &index, &compendium, baseline.as_ref(), question, answer, options.ablations);
+        let row = match asked.await {
             Ok(mut row) => {
                 row.unknown_labels =
                     question.expected.iter().filter(|label| !known.contains(*label)).cloned().collect();
@@ -140,7 +161,8 @@ async fn eval_question(
     compendium: &CompendiumIndex,
     baseline: Option<&Baseline>,
     question: &EvalQuestion,
-    options: &EvalOptions,
+    answer: bool,
+    ablations: bool,
 ) -> anyhow::Result<QuestionRow> {
     let expected = question.expected_labels();
     let request = AskRequest { question: &question.question, history: &question.history, audience: Audience::Player };
@@ -151,7 +173,7 @@ async fn eval_question(
     let full = oracle.prepare(index, compendium, &request, Pipeline::default()).await?;
     variants.insert(FULL_PIPELINE.to_string(), found_in(&expected, &full));
     let mut timings = AnswerTimings::before_generation(&full);
-    let answer = if options.answers {
+    let answer = if answer {
         let answer = oracle.generate(&full, None).await?;
         timings.generation_ms = answer.timings.generation_ms;
         let mut valid: Vec<String> = Vec::new();
@@ -168,7 +190,7 @@ async fn eval_question(
 
     let fusion = oracle.prepare(index, compendium, &request, Pipeline { paths: PathSet::ALL, rerank: false }).await?;
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
-    if options.ablations {
+    if ablations {
         for paths in path_variants() {
             let prepared = oracle.prepare(index, compendium, &request, Pipeline { paths, rerank: false }).await?;
             variants.insert(paths.name(), found_in(&expected, &prepared));

@@ -39,6 +39,12 @@ const CONTEXT_GRANULARITY: usize = 256;
 const SAMPLING_SEED: u32 = 0x5EED;
 /// Candidates kept before temperature sampling.
 const TOP_K: i32 = 40;
+/// Free text only: tokens of the last `REPEAT_WINDOW` are made less likely by
+/// `REPEAT_PENALTY` (llama.cpp's usual 64 / 1.1). Small models otherwise fall into a loop and
+/// repeat one sentence until `max_tokens` (SmolLM2-135M did, on the sample campaign's first
+/// question, for all 1024 tokens). Never with a grammar: JSON repeats its quotes and braces.
+const REPEAT_WINDOW: i32 = 64;
+const REPEAT_PENALTY: f32 = 1.1;
 
 /// How to run the embedded model. Built from `[chat]` in config.
 #[derive(Debug, Clone)]
@@ -309,14 +315,15 @@ impl Engine {
 
 /// Greedy at temperature 0 (reproducible, and what structured output wants); otherwise top-k
 /// then temperature, with a fixed seed. A grammar, when given, comes first and removes every
-/// token that would break it.
+/// token that would break it; free text gets the repetition penalty instead.
 fn build_sampler(model: &LlamaModel, grammar: Option<&str>, temperature: f32) -> Result<LlamaSampler, String> {
     let mut samplers = Vec::new();
-    if let Some(grammar) = grammar {
-        samplers.push(
+    match grammar {
+        Some(grammar) => samplers.push(
             LlamaSampler::grammar(model, grammar, "root")
                 .map_err(|err| format!("llama.cpp rejects the grammar: {err}"))?,
-        );
+        ),
+        None => samplers.push(LlamaSampler::penalties(model.n_vocab(), REPEAT_WINDOW, REPEAT_PENALTY, 0.0, 0.0)),
     }
     if temperature <= 0.0 {
         samplers.push(LlamaSampler::greedy());

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use oraculo::eval::{EvalOptions, EvalQuestion, FULL_PIPELINE, FUSION_ONLY, NAIVE_BASELINE, RunInfo, run_eval};
+use oraculo::eval::{
+    AnswerScope, EvalOptions, EvalQuestion, FULL_PIPELINE, FUSION_ONLY, NAIVE_BASELINE, RunInfo, run_eval,
+};
 use oraculo::llm::chat::ChatModel;
 use oraculo::llm::ollama_chat::OllamaChat;
 use oraculo::oracle::{AnswerSettings, Oracle};
@@ -36,7 +38,7 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
     fake.enqueue_reply("Las notas no mencionan ningún torneo.");
     fake.enqueue_reply("Baika tejió una red encantada [Sesión 4] y perdió su barca [Sesión 2] [Sesión 42].");
     let oracle = Oracle::new(&scratch.index_dir(), embedder, chat, AnswerSettings::new(128));
-    let options = EvalOptions { answers: true, ablations: true, batch_size: 8 };
+    let options = EvalOptions { answers: AnswerScope::All, ablations: true, batch_size: 8 };
     let asked = std::sync::Mutex::new(Vec::new());
     let progress =
         |n: usize, total: usize, question: &EvalQuestion| asked.lock().unwrap().push((n, total, question.id.clone()));
@@ -97,6 +99,20 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
     assert_eq!(full.overall.questions, 2);
     assert_eq!(full.arc.questions, 1);
     assert!(report.latency.contains_key("generation") && report.latency.contains_key("total"));
+    // A sample per kind: the second fact question is searched and scored, not answered.
+    let two_facts = oraculo::eval::bank::parse_and_check(
+        r#"{"id": "a", "kind": "fact", "question": "¿Qué le pasó a Tomás en el puente?", "expected": ["Sesión 7"]}
+{"id": "b", "kind": "fact", "question": "¿Quién visita el puerto?", "expected": ["Sesión 6"]}"#,
+    )
+    .unwrap();
+    fake.enqueue_reply("Cayó en combate [Sesión 7].");
+    let sampled = EvalOptions { answers: AnswerScope::PerKind(1), ablations: false, batch_size: 8 };
+    let partial = run_eval(&oracle, &two_facts, &sampled, RunInfo::default(), &|_, _, _| {}).await.unwrap();
+    assert_eq!(fake.chat_requests("/api/chat").len(), 4);
+    assert!(partial.rows[0].answer.is_some() && partial.rows[1].answer.is_none());
+    assert_eq!(partial.rows[1].variants[FULL_PIPELINE].top, ["Sesión 6"]);
+    assert_eq!(partial.answers.as_ref().unwrap().answered, 1);
+
     let table = report.render();
     for heading in ["Retrieval by kind", "Ablations", "Answers (3 generated)", "Latency per stage", "The bar"] {
         assert!(table.contains(heading), "{heading} missing from\n{table}");
