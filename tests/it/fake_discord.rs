@@ -32,20 +32,9 @@ pub const GUILD_ID: u64 = 880_000_000_000_000_100;
 pub const WAIT: Duration = Duration::from_secs(120);
 const TIMESTAMP: &str = "2024-05-01T20:00:00.000000+00:00";
 
-#[derive(Debug, Clone)]
-pub struct Recorded {
-    pub method: String,
-    /// Without `/api/v10` and without the query string.
-    pub path: String,
-    pub body: Value,
-    pub headers: Vec<(String, String)>,
-}
+pub use crate::http::Recorded;
 
 impl Recorded {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-
     /// Whether this request carries a message (content, embeds or components), the bodies
     /// that must have `allowed_mentions`.
     pub fn message_body(&self) -> Option<&Value> {
@@ -214,26 +203,9 @@ impl FakeDiscord {
         let id = self.next_id();
         let mut member = member(user, &[]);
         member.as_object_mut().unwrap().remove("user");
-        let message = json!({
-            "id": id.to_string(),
-            "channel_id": channel.to_string(),
-            "guild_id": GUILD_ID.to_string(),
-            "author": user_json(user, false),
-            "member": member,
-            "content": content,
-            "timestamp": TIMESTAMP,
-            "edited_timestamp": null,
-            "tts": false,
-            "mention_everyone": false,
-            "mentions": [],
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
-            "pinned": false,
-            "type": 0,
-            "flags": 0,
-            "components": [],
-        });
+        let mut message = message_envelope(id, channel, user_json(user, false), content, 0);
+        message["guild_id"] = json!(GUILD_ID.to_string());
+        message["member"] = member;
         self.dispatch("MESSAGE_CREATE", message);
         id
     }
@@ -341,26 +313,12 @@ impl FakeDiscord {
     /// A message as Discord returns it (embeds and components are not echoed: the bot only
     /// reads the id and channel back).
     fn message_json(&self, id: u64, channel: u64, body: &Value) -> Value {
-        json!({
-            "id": id.to_string(),
-            "channel_id": channel.to_string(),
-            "author": user_json(BOT_ID, true),
-            "content": body["content"].as_str().unwrap_or(""),
-            "timestamp": TIMESTAMP,
-            "edited_timestamp": null,
-            "tts": false,
-            "mention_everyone": false,
-            "mentions": [],
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
-            "pinned": false,
-            "type": 0,
-            "flags": body["flags"].as_u64().unwrap_or(0),
-            "components": [],
-            "application_id": APP_ID.to_string(),
-            "webhook_id": APP_ID.to_string(),
-        })
+        let content = body["content"].as_str().unwrap_or("");
+        let mut message =
+            message_envelope(id, channel, user_json(BOT_ID, true), content, body["flags"].as_u64().unwrap_or(0));
+        message["application_id"] = json!(APP_ID.to_string());
+        message["webhook_id"] = json!(APP_ID.to_string());
+        message
     }
 
     fn thread_json(&self, id: u64, parent: u64, name: &str) -> Value {
@@ -445,6 +403,28 @@ impl FakeDiscord {
             }
         }
     }
+}
+
+/// The fields every message object carries, with no mentions, attachments or embeds.
+fn message_envelope(id: u64, channel: u64, author: Value, content: &str, flags: u64) -> Value {
+    json!({
+        "id": id.to_string(),
+        "channel_id": channel.to_string(),
+        "author": author,
+        "content": content,
+        "timestamp": TIMESTAMP,
+        "edited_timestamp": null,
+        "tts": false,
+        "mention_everyone": false,
+        "mentions": [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": false,
+        "type": 0,
+        "flags": flags,
+        "components": [],
+    })
 }
 
 pub fn user_json(id: u64, bot: bool) -> Value {

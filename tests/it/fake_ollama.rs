@@ -35,19 +35,7 @@ pub enum Fault {
     Truncated,
 }
 
-#[derive(Debug, Clone)]
-pub struct Recorded {
-    pub path: String,
-    pub body: Value,
-    /// Header names lower-cased, in the order sent.
-    pub headers: Vec<(String, String)>,
-}
-
-impl Recorded {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-}
+pub use crate::http::Recorded;
 
 #[derive(Default)]
 struct State {
@@ -133,7 +121,12 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<(
         let crate::http::Request { method, target: path, headers, body } = request;
         let fault = {
             let mut state = state.lock().unwrap();
-            state.requests.push(Recorded { path: path.clone(), body: body.clone(), headers: headers.clone() });
+            state.requests.push(Recorded {
+                method: method.clone(),
+                path: path.clone(),
+                body: body.clone(),
+                headers: headers.clone(),
+            });
             state.faults.pop_front()
         };
         if method == "POST" && (path == "/api/chat" || path == "/v1/chat/completions") {

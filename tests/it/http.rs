@@ -15,6 +15,23 @@ pub struct Request {
     pub body: Value,
 }
 
+/// A request a stand-in kept for the test to inspect.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    /// The path the stand-in routed on (Discord's without `/api/v10` and the query string).
+    pub path: String,
+    pub body: Value,
+    /// Lower-case names, in the order sent.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
 /// Reads the next request on a kept-alive connection; `None` when the client closed it.
 pub async fn read_request<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<Request>> {
     let mut request_line = String::new();
