@@ -289,7 +289,32 @@ impl Oracle {
             paths: pipeline.paths,
         };
         let search = crate::retrieve::search(index, compendium, self.embedder.as_ref(), &search_request).await?;
+        self.prepare_from_pool(index, request, search, pipeline.rerank, started).await
+    }
 
+    /// What [`Oracle::prepare`] does after the search, from a pool already searched: the
+    /// evaluation compares rerank on and off over one search instead of searching twice.
+    pub async fn prepare_from_search(
+        &self,
+        index: &Index,
+        request: &AskRequest<'_>,
+        search: SearchResult,
+        rerank: bool,
+    ) -> Result<Prepared, AskError> {
+        self.prepare_from_pool(index, request, search, rerank, Instant::now()).await
+    }
+
+    /// Rerank (or the fusion order), then the context. `started`: when the caller's clock for
+    /// this question started.
+    async fn prepare_from_pool(
+        &self,
+        index: &Index,
+        request: &AskRequest<'_>,
+        search: SearchResult,
+        rerank: bool,
+        started: Instant,
+    ) -> Result<Prepared, AskError> {
+        let question = check_question(request.question)?;
         // Rerank over the cached annotations of the pool.
         let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
         let by_hash = index.store.annotations(&hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
@@ -299,7 +324,7 @@ impl Oracle {
             .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
             .collect();
         let rerank_started = Instant::now();
-        let (chosen, rerank) = if pipeline.rerank {
+        let (chosen, rerank) = if rerank {
             rerank_by_annotation(
                 &search.search_query,
                 &search.candidates,

@@ -188,7 +188,8 @@ async fn eval_question(
     };
     timings.total_ms = full_started.elapsed().as_secs_f64() * 1000.0;
 
-    let fusion = oracle.prepare(index, compendium, &request, Pipeline { paths: PathSet::ALL, rerank: false }).await?;
+    // The same pool with the rerank off: no second search.
+    let fusion = oracle.prepare_from_search(index, &request, full.search.clone(), false).await?;
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
     if ablations {
         for paths in path_variants() {
