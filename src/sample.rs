@@ -6,10 +6,17 @@ use std::path::{Path, PathBuf};
 include!(concat!(env!("OUT_DIR"), "/sample_files.rs"));
 
 /// Writes the sample campaign into `dir` (rewriting only what differs, so a second run
-/// leaves every file, and so every vector, as it was) and returns `dir`.
+/// leaves every file, and so every vector, as it was) and returns `dir`. The folder is
+/// Oráculo's own: a note an older binary's sample left there, and that this one does not
+/// ship, is removed, so it is not ingested beside the new sample.
 pub fn materialize(dir: &Path) -> std::io::Result<PathBuf> {
+    write_files(dir, SAMPLE_FILES)?;
+    Ok(dir.to_path_buf())
+}
+
+fn write_files(dir: &Path, files: &[(&str, &str)]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    for (relative, content) in SAMPLE_FILES {
+    for (relative, content) in files {
         let path = dir.join(relative);
         if std::fs::read_to_string(&path).ok().as_deref() == Some(*content) {
             continue;
@@ -19,7 +26,24 @@ pub fn materialize(dir: &Path) -> std::io::Result<PathBuf> {
         }
         std::fs::write(&path, content)?;
     }
-    Ok(dir.to_path_buf())
+    let shipped: std::collections::HashSet<PathBuf> = files.iter().map(|(relative, _)| dir.join(relative)).collect();
+    remove_stale(dir, &shipped)
+}
+
+/// Removes the Markdown files under `dir` that are not `shipped`, then the folders left empty.
+fn remove_stale(dir: &Path, shipped: &std::collections::HashSet<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            remove_stale(&path, shipped)?;
+            if std::fs::read_dir(&path)?.next().is_none() {
+                std::fs::remove_dir(&path)?;
+            }
+        } else if path.extension().is_some_and(|extension| extension == "md") && !shipped.contains(&path) {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    Ok(())
 }
 
 /// The sample campaign's question bank (`eval/questions.jsonl`), built in so `oraculo eval`
@@ -29,4 +53,27 @@ pub const SAMPLE_BANK: &str = include_str!("../eval/questions.jsonl");
 /// The built-in bank, read and checked like any other.
 pub fn sample_bank() -> anyhow::Result<Vec<crate::eval::EvalQuestion>> {
     crate::eval::bank::parse_and_check(SAMPLE_BANK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn materializing_keeps_unchanged_files_and_drops_an_older_samples_notes() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let root = dir.path();
+        // What an older binary left: a note this sample no longer ships, in a folder of its own.
+        std::fs::create_dir_all(root.join("PNJs")).unwrap();
+        std::fs::write(root.join("PNJs/Madre Ulva.md"), "# Madre Ulva").unwrap();
+        std::fs::write(root.join("notas.txt"), "not a note").unwrap();
+        write_files(root, &[("Crónica.md", "## Sesión 1"), ("Fichas/Iria.md", "# Iria")]).unwrap();
+        let modified = std::fs::metadata(root.join("Crónica.md")).unwrap().modified().unwrap();
+
+        write_files(root, &[("Crónica.md", "## Sesión 1"), ("Fichas/Iria.md", "# Iria")]).unwrap();
+        assert_eq!(std::fs::metadata(root.join("Crónica.md")).unwrap().modified().unwrap(), modified);
+        assert!(!root.join("PNJs").exists(), "the stale note and its emptied folder are gone");
+        assert!(root.join("notas.txt").exists(), "only Markdown notes are removed");
+        assert_eq!(std::fs::read_to_string(root.join("Fichas/Iria.md")).unwrap(), "# Iria");
+    }
 }
