@@ -133,19 +133,7 @@ pub async fn run_eval(
             }
             Err(error) => {
                 tracing::warn!(question = %question.id, error = format!("{error:#}"), "eval: the pipeline failed");
-                QuestionRow {
-                    id: question.id.clone(),
-                    kind: question.kind,
-                    question: question.question.clone(),
-                    expected: question.expected.clone(),
-                    unknown_labels: Vec::new(),
-                    variants: BTreeMap::new(),
-                    search_query: String::new(),
-                    rerank: None,
-                    answer: None,
-                    timings: None,
-                    error: Some(format!("{error:#}")),
-                }
+                QuestionRow { error: Some(format!("{error:#}")), ..QuestionRow::unscored(question) }
             }
         };
         rows.push(row);
@@ -176,12 +164,8 @@ async fn eval_question(
     let answer = if answer {
         let answer = oracle.generate(&full, None).await?;
         timings.generation_ms = answer.timings.generation_ms;
-        let mut valid: Vec<String> = Vec::new();
-        for citation in answer.citations.iter().filter(|citation| citation.valid) {
-            if !valid.contains(&citation.label) {
-                valid.push(citation.label.clone());
-            }
-        }
+        // Citations are distinct per label already (`answer::validate_citations`).
+        let valid = answer.citations.iter().filter(|citation| citation.valid).map(|c| c.label.clone()).collect();
         Some(score::AnswerScore::new(question, &answer.text, valid, answer.invented_citations.clone()))
     } else {
         None
@@ -207,16 +191,11 @@ async fn eval_question(
     }
 
     Ok(QuestionRow {
-        id: question.id.clone(),
-        kind: question.kind,
-        question: question.question.clone(),
-        expected: question.expected.clone(),
-        unknown_labels: Vec::new(),
         variants,
         search_query: full.search.search_query.clone(),
         rerank: Some(rerank_outcome(&full.rerank)),
         answer,
         timings: Some(timings),
-        error: None,
+        ..QuestionRow::unscored(question)
     })
 }

@@ -122,6 +122,23 @@ pub struct QuestionRow {
 }
 
 impl QuestionRow {
+    /// The question's own fields, with nothing found, answered or timed yet.
+    pub fn unscored(question: &EvalQuestion) -> QuestionRow {
+        QuestionRow {
+            id: question.id.clone(),
+            kind: question.kind,
+            question: question.question.clone(),
+            expected: question.expected.clone(),
+            unknown_labels: Vec::new(),
+            variants: BTreeMap::new(),
+            search_query: String::new(),
+            rerank: None,
+            answer: None,
+            timings: None,
+            error: None,
+        }
+    }
+
     fn answerable(&self) -> bool {
         self.kind != QuestionKind::Unanswerable && !self.expected.is_empty()
     }
