@@ -64,6 +64,10 @@ pub struct EvalArgs {
     /// Only the full pipeline and the fusion: no path ablations, no naive baseline.
     #[arg(long)]
     pub no_ablations: bool,
+    /// How answers are made for this run, over the config's `chat.answer_mode`:
+    /// structured, free or extractive (no model).
+    #[arg(long, value_name = "MODE", value_parser = parse_answer_mode)]
+    pub answer_mode: Option<crate::answer::AnswerMode>,
     /// Use the index as it is: no ingest (and no annotation) before the run.
     #[arg(long)]
     pub no_ingest: bool,
@@ -115,6 +119,9 @@ pub struct SearchArgs {
     /// Final answer-set size the pool is built for (each path searches max(2k, k+5)).
     #[arg(long, default_value_t = crate::retrieve::DEFAULT_K)]
     pub k: usize,
+    /// `ask` only: answer with the notes' own sentences, each with its label, and no model.
+    #[arg(long)]
+    pub extractive: bool,
     /// The question.
     pub question: String,
 }
@@ -398,7 +405,7 @@ pub async fn open_oracle(config: &Config) -> anyhow::Result<Oracle> {
     let (_, index_dir) = campaign_paths(config)?;
     let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
     let chat = crate::llm::connect_chat(&config.chat, &config.data_dir).await?;
-    Ok(Oracle::new(&index_dir, embedder, chat, AnswerSettings::new(config.chat_max_tokens)))
+    Ok(Oracle::new(&index_dir, embedder, chat, AnswerSettings::from_config(config.chat_max_tokens, &config.answer)))
 }
 
 async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
@@ -406,6 +413,9 @@ async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
     let history = read_history(args.history.as_deref())?;
     let mut oracle = open_oracle(&config).await?;
     oracle.set_k(args.k.max(1));
+    if args.extractive {
+        oracle.set_mode(crate::answer::AnswerMode::Extractive);
+    }
     let request = AskRequest {
         question: &args.question,
         history: &history,
@@ -418,11 +428,13 @@ async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
     }
     let answer = ask_streaming(&oracle, &request).await?;
     print_sources(&answer);
+    println!("\n{}", render_footer(&answer));
     Ok(())
 }
 
-/// Asks, printing the answer as it streams; the final text (invented citations marked) is
-/// printed again only if the check changed it.
+/// Asks, printing the answer as it streams (a structured answer sentence by sentence); the
+/// final text is printed again only if it differs from what streamed: invented citations
+/// marked, or the extractive answer that replaced a model's unusable one.
 async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<crate::oracle::Answer> {
     use std::io::Write;
     let streamed = std::sync::Mutex::new(String::new());
@@ -434,12 +446,58 @@ async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Res
         let _ = std::io::stdout().flush();
     };
     let answer = oracle.ask(request, Some(&sink)).await?;
-    println!();
     let streamed = streamed.into_inner().unwrap_or_default();
-    if streamed.trim() != answer.text.trim() {
-        println!("\n(checked: {} invented citation(s) marked [?])\n{}", answer.invented_citations.len(), answer.text);
+    if streamed.trim().is_empty() {
+        println!("{}", answer.text);
+    } else if streamed.trim() != answer.text.trim() {
+        println!();
+        if answer.fallback.is_some() {
+            println!("\n(that answer could not be used; from the notes instead)");
+        } else {
+            println!("\n(checked: {} invented citation(s) marked [?])", answer.invented_citations.len());
+        }
+        println!("{}", answer.text);
+    } else {
+        println!();
     }
     Ok(answer)
+}
+
+fn parse_answer_mode(text: &str) -> Result<crate::answer::AnswerMode, String> {
+    match text {
+        "structured" => Ok(crate::answer::AnswerMode::Structured),
+        "free" => Ok(crate::answer::AnswerMode::Free),
+        "extractive" => Ok(crate::answer::AnswerMode::Extractive),
+        other => Err(format!("{other:?}: expected structured, free or extractive")),
+    }
+}
+
+/// One line on how the answer was made: mode, model, time, and what limited the context.
+fn render_footer(answer: &crate::oracle::Answer) -> String {
+    let seconds = answer.timings.total_ms / 1000.0;
+    let mode = match answer.mode {
+        crate::answer::AnswerMode::Structured => "structured",
+        crate::answer::AnswerMode::Free => "free text",
+        crate::answer::AnswerMode::Extractive => "extractive",
+    };
+    let model = match answer.mode {
+        crate::answer::AnswerMode::Extractive => "no model".to_string(),
+        _ => answer.chat_model.clone(),
+    };
+    let mut footer = format!("— {seconds:.1} s · {mode} · {model}");
+    let plan = &answer.context_plan;
+    if plan.limited_by == "time" {
+        footer.push_str(&format!(
+            " · context planned for {:.0} s at {:.0} prompt tok/s ({} fragment(s) as passages)",
+            plan.answer_seconds.unwrap_or_default(),
+            plan.prompt_tokens_per_s.unwrap_or_default(),
+            plan.fragments_as_passages
+        ));
+    }
+    if let Some(reason) = &answer.fallback {
+        footer.push_str(&format!("\n  (the model did not answer: {reason})"));
+    }
+    footer
 }
 
 fn print_sources(answer: &crate::oracle::Answer) {
@@ -526,6 +584,9 @@ async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     }
     let mut oracle = open_oracle(&config).await?;
     oracle.set_k(args.k.max(1));
+    if let Some(mode) = args.answer_mode {
+        oracle.set_mode(mode);
+    }
     let answers = match (args.retrieval_only, args.answers_per_kind) {
         (true, _) => crate::eval::AnswerScope::None,
         (false, Some(n)) => crate::eval::AnswerScope::PerKind(n),

@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
+use crate::answer::AnswerMode;
 use crate::corpus::{CorpusConfig, LabelLanguage, NoteKind, default_kind_folders};
 use crate::llm::ollama::OllamaEmbedderConfig;
 use crate::llm::ollama_chat::OllamaChatConfig;
@@ -39,6 +40,11 @@ pub const DEFAULT_KEEP_ALIVE: &str = "30m";
 pub const DEFAULT_OPENAI_URL: &str = "http://127.0.0.1:8080";
 /// The answer budget in tokens: a long answer (~400 Spanish words) with room to spare.
 pub const DEFAULT_CHAT_MAX_TOKENS: usize = 1024;
+/// How long an answer may take on a CPU (the embedded backend): a question at the table can
+/// wait a minute and a half; the context is sized so that the model reads it in that time.
+pub const DEFAULT_ANSWER_SECONDS: f64 = 90.0;
+/// Below this no useful context can be read on a CPU.
+pub const MIN_ANSWER_SECONDS: f64 = 10.0;
 /// Context window cap for server backends: Qwen2.5's native window. Each request asks for
 /// only what its prompt needs (rounded up to 1024), so the cap costs nothing until used.
 pub const DEFAULT_SERVER_N_CTX: usize = 32768;
@@ -137,6 +143,8 @@ pub struct RawChat {
     pub max_tokens: Option<usize>,
     pub timeout_secs: Option<u64>,
     pub retries: Option<u32>,
+    pub answer_mode: Option<String>,
+    pub answer_seconds: Option<f64>,
 }
 
 /// `[discord]`: the bot (`oraculo bot`). Ids are Discord snowflakes (integers).
@@ -172,6 +180,9 @@ pub struct Config {
     pub chat: ChatConfig,
     /// The answer budget every generation asks for, in tokens (`chat.max_tokens`).
     pub chat_max_tokens: usize,
+    /// How answers are written (`chat.answer_mode`) and, on a CPU, how long one may take
+    /// (`chat.answer_seconds`).
+    pub answer: AnswerConfig,
     /// `None`: no `[discord]` section and no token in the environment (CLI only).
     pub discord: Option<DiscordConfig>,
 }
@@ -220,6 +231,15 @@ pub enum EmbedderConfig {
         batch_size: usize,
     },
     Ollama(OllamaEmbedderConfig),
+}
+
+/// `chat.answer_mode` and `chat.answer_seconds`, validated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AnswerConfig {
+    pub mode: AnswerMode,
+    /// The time an answer may take where the backend runs on this machine and reports its
+    /// speed (the embedded one): the context is planned to be read within it.
+    pub seconds: f64,
 }
 
 /// Which chat model answers, annotates and reranks; `llm::connect_chat` builds it.
@@ -323,7 +343,9 @@ impl Config {
         let embedder_raw = raw.embedder.unwrap_or_default();
         let ollama_raw = raw.ollama.unwrap_or_default();
         // Before the embedder takes its parts of [ollama]: the chat reaches the same server.
-        let (chat, chat_max_tokens) = chat_config(raw.chat.unwrap_or_default(), &ollama_raw, env)?;
+        let mut raw_chat = raw.chat.unwrap_or_default();
+        let answer = answer_config(&mut raw_chat, env)?;
+        let (chat, chat_max_tokens) = chat_config(raw_chat, &ollama_raw, env)?;
         let backend = env("ORACULO_EMBEDDER").or(embedder_raw.backend).unwrap_or_else(|| "embedded".into());
         let batch_size = embedder_raw.batch_size.unwrap_or(16);
         if batch_size == 0 {
@@ -348,7 +370,7 @@ impl Config {
             other => bail!("embedder.backend = {other:?}: expected \"embedded\" or \"ollama\""),
         };
         let discord = discord_config(raw.discord, env)?;
-        Ok(Config { data_dir, campaign, embedder, chat, chat_max_tokens, discord })
+        Ok(Config { data_dir, campaign, embedder, chat, chat_max_tokens, answer, discord })
     }
 }
 
@@ -395,6 +417,25 @@ fn discord_config(
         history_turns,
         proxy_url: raw.proxy_url.map(|url| url.trim_end_matches('/').to_string()),
     }))
+}
+
+/// `chat.answer_mode` (default: structured for the embedded backend, whose small models cite
+/// reliably only through a schema; free text for servers) and `chat.answer_seconds`.
+/// Takes both keys out of `chat`.
+fn answer_config(chat: &mut RawChat, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<AnswerConfig> {
+    let backend = env("ORACULO_CHAT").or(chat.backend.clone()).unwrap_or_else(|| "embedded".into());
+    let mode = match chat.answer_mode.take().as_deref() {
+        None if backend == "embedded" => AnswerMode::Structured,
+        None => AnswerMode::Free,
+        Some("structured") => AnswerMode::Structured,
+        Some("free") => AnswerMode::Free,
+        Some(other) => bail!("chat.answer_mode = {other:?}: expected \"structured\" or \"free\""),
+    };
+    let seconds = chat.answer_seconds.take().unwrap_or(DEFAULT_ANSWER_SECONDS);
+    if !(seconds.is_finite() && seconds >= MIN_ANSWER_SECONDS) {
+        bail!("chat.answer_seconds = {seconds}: expected at least {MIN_ANSWER_SECONDS} seconds");
+    }
+    Ok(AnswerConfig { mode, seconds })
 }
 
 /// Validates `[chat]`; the Ollama backend reaches the server `[ollama]` describes.
@@ -508,6 +549,8 @@ mod tests {
         assert!(matches!(config.chat, ChatConfig::Embedded { gguf: None, n_ctx: DEFAULT_EMBEDDED_N_CTX, .. }));
         assert_eq!(config.campaign.corpus.secret_paths, ["Secretos", "Secrets"]);
         assert_eq!(config.chat_max_tokens, DEFAULT_CHAT_MAX_TOKENS);
+        // The embedded model answers through the schema, within the CPU's time budget.
+        assert_eq!(config.answer, AnswerConfig { mode: AnswerMode::Structured, seconds: DEFAULT_ANSWER_SECONDS });
 
         let text = "[chat]\nbackend = \"openai\"\nmodel = \"qwen\"\nurl = \"http://gpu:8000/v1\"\n";
         let config = check(text, &[("HOME", "/h"), ("ORACULO_OPENAI_API_KEY", "sk-1")]).unwrap();
@@ -515,8 +558,15 @@ mod tests {
         assert_eq!(chat.api_key.as_ref().map(ApiKey::expose), Some("sk-1"));
         assert!(!format!("{chat:?}").contains("sk-1"));
 
+        assert_eq!(config.answer.mode, AnswerMode::Free, "a server's model writes free text by default");
+
         let config = check(text, &[("HOME", "/h"), ("ORACULO_CHAT", "ollama")]).unwrap();
         assert!(matches!(config.chat, ChatConfig::Ollama(_)));
+        assert_eq!(config.answer.mode, AnswerMode::Free);
+
+        let text = "[chat]\nbackend = \"ollama\"\nanswer_mode = \"structured\"\nanswer_seconds = 30\n";
+        let config = check(text, &[("HOME", "/h")]).unwrap();
+        assert_eq!(config.answer, AnswerConfig { mode: AnswerMode::Structured, seconds: 30.0 });
     }
 
     #[test]
@@ -528,6 +578,8 @@ mod tests {
             ("[chat]\nmax_tokens = 0\n", "chat.max_tokens"),
             ("[chat]\nn_ctx = 512\nmax_tokens = 1024\n", "chat.n_ctx"),
             ("[chat]\nthreads = 0\n", "chat.threads"),
+            ("[chat]\nanswer_mode = \"json\"\n", "chat.answer_mode"),
+            ("[chat]\nanswer_seconds = 2\n", "chat.answer_seconds"),
         ] {
             let err = check(text, &[("HOME", "/h")]).unwrap_err();
             assert!(format!("{err:#}").contains(key), "{text}: {err:#}");

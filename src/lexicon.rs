@@ -15,6 +15,8 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
+use crate::corpus::{LabelLanguage, fold};
+
 /// Whether `folded_word` (already folded: lowercase, no accents) is a Spanish or English
 /// stopword.
 pub fn is_stopword(folded_word: &str) -> bool {
@@ -23,6 +25,30 @@ pub fn is_stopword(folded_word: &str) -> bool {
 
 static STOPWORDS: LazyLock<HashSet<&'static str>> =
     LazyLock::new(|| SPANISH.iter().chain(ENGLISH).flat_map(|group| group.iter().copied()).collect());
+
+static SPANISH_WORDS: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| SPANISH.iter().flat_map(|group| group.iter().copied()).collect());
+static ENGLISH_WORDS: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| ENGLISH.iter().flat_map(|group| group.iter().copied()).collect());
+
+/// The language a question is written in, for what Oráculo itself writes around an answer
+/// (an extractive answer's introduction, "not in the notes"): the function words of each
+/// language are counted, `¿`, `¡`, `ñ` and accents count for Spanish, and a tie is Spanish
+/// (the campaigns this is for are mostly Spanish).
+pub fn language_of(text: &str) -> LabelLanguage {
+    let mut spanish =
+        2 * text.chars().filter(|c| matches!(c, '¿' | '¡' | 'ñ' | 'Ñ' | 'á' | 'é' | 'í' | 'ó' | 'ú')).count();
+    let mut english = 0;
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()) {
+        let folded = fold(word);
+        if SPANISH_WORDS.contains(folded.as_str()) {
+            spanish += 1;
+        } else if ENGLISH_WORDS.contains(folded.as_str()) {
+            english += 1;
+        }
+    }
+    if english > spanish { LabelLanguage::En } else { LabelLanguage::Es }
+}
 
 /// Spanish, by word class. Accented forms appear once, folded (`qué` → `que`, `él` → `el`).
 #[rustfmt::skip]
@@ -167,7 +193,6 @@ const ENGLISH: &[&[&str]] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::corpus::fold;
 
     /// One row per word: whether it is a stopword once folded.
     fn check(cases: &[(&str, bool)]) {
@@ -200,6 +225,21 @@ mod tests {
             ("llama", false),
             ("sesión", false),
         ]);
+    }
+
+    #[test]
+    fn the_language_of_a_question() {
+        for (question, expect) in [
+            ("¿Qué pasó con el archiduque?", LabelLanguage::Es),
+            ("que paso con el archiduque", LabelLanguage::Es),
+            ("What happened to the archduke?", LabelLanguage::En),
+            ("did she ever get it back", LabelLanguage::En),
+            ("Who is Baika?", LabelLanguage::En),
+            ("Baika", LabelLanguage::Es),
+            ("", LabelLanguage::Es),
+        ] {
+            assert_eq!(language_of(question), expect, "{question:?}");
+        }
     }
 
     #[test]

@@ -12,8 +12,14 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tracing::Instrument;
 
-use crate::answer::prompt::{ANNOTATE_PROMPT_VERSION, PromptMessage, answer_messages};
-use crate::answer::{Context, ContextBudget, ContextFragment, ValidatedAnswer, build_context, validate_citations};
+use crate::answer::passages::{QueryTerms, extract_excerpts, render_extractive, select_passages};
+use crate::answer::prompt::{
+    ANNOTATE_PROMPT_VERSION, PromptMessage, answer_messages, structured_answer_messages, structured_retry_message,
+};
+use crate::answer::structured::{SentenceStream, answer_schema, parse_structured, render_sentence, render_structured};
+use crate::answer::{
+    AnswerMode, Context, ContextBudget, ContextFragment, ValidatedAnswer, build_context, validate_citations,
+};
 use crate::corpus::{NoteKind, SessionNumber};
 use crate::index::{Index, IndexError, StoredFragment};
 use crate::llm::chat::{ChatMessage, ChatModel, ChatRequest, ChatRole, TokenSink};
@@ -31,6 +37,18 @@ pub const MAX_QUESTION_CHARS: usize = 1000;
 pub const EXCERPT_CHARS: usize = 300;
 /// Tokens kept free in the context window for the chat template's own markup.
 const TEMPLATE_MARGIN_TOKENS: usize = 256;
+/// Tokens an answer is expected to take when its time is planned: four or five cited
+/// sentences. The budget (`max_tokens`) stays the hard limit.
+const EXPECTED_ANSWER_TOKENS: usize = 256;
+/// Share of a time-planned material budget the chosen fragments may take; the rest is for
+/// the one-line summaries of the leftovers.
+const PASSAGES_SHARE: f64 = 0.85;
+/// Under a time plan, the shortest a fragment's passages are made: below this a fragment
+/// says nothing useful, and fewer fragments are better than many empty ones.
+const MIN_PASSAGE_TOKENS: usize = 96;
+/// Structured replies tried before the answer becomes extractive: the first, and one retry
+/// told what was wrong.
+const STRUCTURED_ATTEMPTS: usize = 2;
 
 impl From<PromptMessage> for ChatMessage {
     fn from(message: PromptMessage) -> ChatMessage {
@@ -53,12 +71,44 @@ pub struct AnswerSettings {
     /// The answer budget, in tokens.
     pub max_tokens: usize,
     pub temperature: f32,
+    /// How the model is asked to answer; `Extractive` asks no model.
+    pub mode: AnswerMode,
+    /// How long an answer may take on a backend that reports its speed (the embedded one).
+    pub answer_seconds: f64,
 }
 
 impl AnswerSettings {
+    /// Free text, as a server's model writes it; see [`AnswerSettings::from_config`].
     pub fn new(max_tokens: usize) -> AnswerSettings {
-        AnswerSettings { k: DEFAULT_K, rerank_timeout: Duration::from_secs(60), max_tokens, temperature: 0.2 }
+        AnswerSettings {
+            k: DEFAULT_K,
+            rerank_timeout: Duration::from_secs(60),
+            max_tokens,
+            temperature: 0.2,
+            mode: AnswerMode::Free,
+            answer_seconds: crate::config::DEFAULT_ANSWER_SECONDS,
+        }
     }
+
+    /// What `[chat]` asks for.
+    pub fn from_config(max_tokens: usize, answer: &crate::config::AnswerConfig) -> AnswerSettings {
+        AnswerSettings { mode: answer.mode, answer_seconds: answer.seconds, ..AnswerSettings::new(max_tokens) }
+    }
+}
+
+/// How much material the model was given, and what limited it: the window (a server) or
+/// the time a CPU may spend reading (the embedded backend).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextPlan {
+    /// `"window"` or `"time"`.
+    pub limited_by: &'static str,
+    /// Tokens the material could take.
+    pub material_tokens: usize,
+    /// The time budget and the measured prompt speed, when the time was the limit.
+    pub answer_seconds: Option<f64>,
+    pub prompt_tokens_per_s: Option<f64>,
+    /// Chosen fragments shown as their passages rather than whole.
+    pub fragments_as_passages: usize,
 }
 
 /// How a question is retrieved. The product always runs [`Pipeline::default`] (three paths,
@@ -87,8 +137,11 @@ pub struct Prepared {
     pub rerank_ms: f64,
     pub rerank_prompt_tokens: Option<usize>,
     pub context: Context,
+    pub plan: ContextPlan,
     texts: HashMap<i64, StoredFragment>,
     history: Vec<PromptMessage>,
+    /// What the question is about, for passages and excerpts.
+    terms: QueryTerms,
 }
 
 /// One question.
@@ -178,6 +231,14 @@ pub struct Answer {
     pub embedder: String,
     pub prompt_tokens: Option<usize>,
     pub completion_tokens: Option<usize>,
+    /// How this answer was made: `structured`, `free` or `extractive`.
+    pub mode: AnswerMode,
+    /// Why the answer is extractive when the model was asked first (server down, timeout,
+    /// a reply that never fitted the schema); `None` otherwise.
+    pub fallback: Option<String>,
+    /// Model replies it took (a structured reply that did not fit gets one retry).
+    pub attempts: usize,
+    pub context_plan: ContextPlan,
 }
 
 /// What can stop an answer. Each reads as a message a player can act on; details go to logs.
@@ -228,6 +289,19 @@ impl Oracle {
     /// Changes how many fragments are shown in full.
     pub fn set_k(&mut self, k: usize) {
         self.settings.k = k;
+    }
+
+    /// Changes how answers are made (`oraculo ask --extractive`).
+    pub fn set_mode(&mut self, mode: AnswerMode) {
+        self.settings.mode = mode;
+    }
+
+    /// The mode a question is answered in: a smoke-test model never writes free text.
+    fn answer_mode(&self) -> AnswerMode {
+        match self.settings.mode {
+            AnswerMode::Free if self.chat.is_smoke_test() => AnswerMode::Structured,
+            mode => mode,
+        }
     }
 
     /// Fragments shown in full.
@@ -349,13 +423,17 @@ impl Oracle {
                 .sum::<usize>()
         });
 
-        // The context: chosen in full, the rest of the pool as one-line summaries.
+        // The context: chosen in full (or as their passages, when a CPU has no time for the
+        // whole), the rest of the pool as one-line summaries.
         let mut texts: HashMap<i64, StoredFragment> = HashMap::new();
         for candidate in &chosen {
             if let Some(stored) = index.store.fragment(candidate.fragment_id)? {
                 texts.insert(candidate.fragment_id, stored);
             }
         }
+        let entity_names: Vec<&str> =
+            search.entities.iter().flat_map(|entity| [entity.name.as_str(), entity.alias.as_str()]).collect();
+        let terms = QueryTerms::new(question, &entity_names);
         let to_context = |candidate: &Candidate, with_text: bool| ContextFragment {
             fragment_id: candidate.fragment_id,
             label: candidate.label.clone(),
@@ -368,7 +446,7 @@ impl Oracle {
             },
             annotation: annotations.get(&candidate.fragment_id).cloned(),
         };
-        let chosen_context: Vec<ContextFragment> = chosen.iter().map(|c| to_context(c, true)).collect();
+        let mut chosen_context: Vec<ContextFragment> = chosen.iter().map(|c| to_context(c, true)).collect();
         let leftovers: Vec<ContextFragment> = search
             .candidates
             .iter()
@@ -384,18 +462,15 @@ impl Oracle {
             })
             .collect();
         let count_tokens = |text: &str| self.chat.count_tokens(text);
-        let empty_context =
-            build_context(&[], &[], ContextBudget { max_tokens: usize::MAX, count_tokens: &count_tokens });
-        let frame_tokens: usize = answer_messages(question, &history, &empty_context)
-            .iter()
-            .map(|message| self.chat.count_tokens(&message.content))
-            .sum();
-        let budget =
-            self.chat.context_window().saturating_sub(frame_tokens + self.settings.max_tokens + TEMPLATE_MARGIN_TOKENS);
+        let mut plan = self.plan_context(question, &history).await;
+        if plan.limited_by == "time" {
+            plan.fragments_as_passages =
+                narrow_to_passages(&mut chosen_context, &terms, plan.material_tokens, &count_tokens);
+        }
         let context = build_context(
             &chosen_context,
             &leftovers,
-            ContextBudget { max_tokens: budget, count_tokens: &count_tokens },
+            ContextBudget { max_tokens: plan.material_tokens, count_tokens: &count_tokens },
         );
         Ok(Prepared {
             question: question.to_string(),
@@ -406,30 +481,76 @@ impl Oracle {
             rerank_ms,
             rerank_prompt_tokens,
             context,
+            plan,
             texts,
             history,
+            terms,
         })
     }
 
-    /// The model writes the answer to what was prepared; its citations are checked against
-    /// the labels it was shown.
-    pub async fn generate(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
-        let Prepared { question, started, search, rerank, rerank_prompt_tokens, context, texts, history, .. } =
-            prepared;
-        let chat_request = ChatRequest {
-            messages: answer_messages(question, history, context).into_iter().map(Into::into).collect(),
-            json_schema: None,
-            max_tokens: self.settings.max_tokens,
-            temperature: self.settings.temperature,
+    /// How much material the answer prompt may carry: what the window leaves beside the
+    /// prompt's frame and the answer budget, and, on a backend that reports its speed (the
+    /// embedded one, on a CPU), what it reads in `answer_seconds` after the time the answer
+    /// itself is expected to take.
+    async fn plan_context(&self, question: &str, history: &[PromptMessage]) -> ContextPlan {
+        let empty = build_context(&[], &[], ContextBudget { max_tokens: usize::MAX, count_tokens: &|_: &str| 0 });
+        let frame = match self.answer_mode() {
+            AnswerMode::Structured => structured_answer_messages(question, history, &empty),
+            _ => answer_messages(question, history, &empty),
         };
+        let frame_tokens: usize = frame.iter().map(|message| self.chat.count_tokens(&message.content)).sum();
+        let window_tokens =
+            self.chat.context_window().saturating_sub(frame_tokens + self.settings.max_tokens + TEMPLATE_MARGIN_TOKENS);
+        let window_plan = ContextPlan {
+            limited_by: "window",
+            material_tokens: window_tokens,
+            answer_seconds: None,
+            prompt_tokens_per_s: None,
+            fragments_as_passages: 0,
+        };
+        if self.answer_mode() == AnswerMode::Extractive {
+            return window_plan;
+        }
+        let Some(speed) = self.chat.speed().await else { return window_plan };
+        let writing_seconds =
+            EXPECTED_ANSWER_TOKENS.min(self.settings.max_tokens) as f64 / speed.generated_tokens_per_s;
+        // Reading gets what writing leaves, and never less than a quarter of the budget.
+        let reading_seconds = (self.settings.answer_seconds - writing_seconds).max(self.settings.answer_seconds / 4.0);
+        let readable = (reading_seconds * speed.prompt_tokens_per_s) as usize;
+        let time_tokens = readable.saturating_sub(frame_tokens);
+        if time_tokens >= window_tokens {
+            return window_plan;
+        }
+        ContextPlan {
+            limited_by: "time",
+            material_tokens: time_tokens,
+            answer_seconds: Some(self.settings.answer_seconds),
+            prompt_tokens_per_s: Some(speed.prompt_tokens_per_s),
+            fragments_as_passages: 0,
+        }
+    }
+
+    /// The model writes the answer to what was prepared (structured, free, or, when no model
+    /// can, the notes' own sentences); its citations are checked against the labels shown.
+    pub async fn generate(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
         let generation_started = Instant::now();
-        let response = self
-            .chat
-            .chat(&chat_request, on_token)
-            .instrument(tracing::info_span!("answer.generate", model = self.chat.id()))
-            .await?;
+        let made = match self.answer_mode() {
+            AnswerMode::Extractive => self.extract(prepared, None),
+            AnswerMode::Free => self.generate_free(prepared, on_token).await,
+            AnswerMode::Structured => self.generate_structured(prepared, on_token).await,
+        };
         let generation_ms = generation_started.elapsed().as_secs_f64() * 1000.0;
-        let validated = validate_citations(&response.text, &context.shown_labels);
+        if let Some(reason) = &made.fallback {
+            tracing::warn!(%reason, "the model could not answer; the answer is extractive");
+        }
+        let Prepared { question, started, search, rerank, rerank_prompt_tokens, context, texts, plan, chosen, .. } =
+            prepared;
+        // An extractive answer cites the chosen fragments it quotes, shown to the model or not.
+        let citable: Vec<String> = match made.mode {
+            AnswerMode::Extractive => chosen.iter().map(|c| c.label.clone()).collect(),
+            _ => context.shown_labels.clone(),
+        };
+        let validated = validate_citations(&made.text, &citable);
         if !validated.invented.is_empty() {
             tracing::warn!(invented = ?validated.invented, "the answer cited labels it was not shown");
         }
@@ -465,9 +586,138 @@ impl Oracle {
             timings,
             chat_model: self.chat.id().to_string(),
             embedder: self.embedder.id().to_string(),
-            prompt_tokens: response.prompt_tokens,
-            completion_tokens: response.completion_tokens,
+            prompt_tokens: made.prompt_tokens,
+            completion_tokens: made.completion_tokens,
+            mode: made.mode,
+            fallback: made.fallback,
+            attempts: made.attempts,
+            context_plan: plan.clone(),
         })
+    }
+
+    /// Free text, citing by the prompt's rule; extractive when the model fails.
+    async fn generate_free(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> MadeAnswer {
+        let request = ChatRequest {
+            messages: answer_messages(&prepared.question, &prepared.history, &prepared.context)
+                .into_iter()
+                .map(Into::into)
+                .collect(),
+            json_schema: None,
+            max_tokens: self.settings.max_tokens,
+            temperature: self.settings.temperature,
+        };
+        let span = tracing::info_span!("answer.generate", model = self.chat.id(), mode = "free");
+        match self.chat.chat(&request, on_token).instrument(span).await {
+            Ok(response) => MadeAnswer {
+                text: response.text,
+                mode: AnswerMode::Free,
+                fallback: None,
+                attempts: 1,
+                prompt_tokens: response.prompt_tokens,
+                completion_tokens: response.completion_tokens,
+            },
+            Err(err) => self.extract(prepared, Some(format!("{err}"))).after_attempts(1),
+        }
+    }
+
+    /// Sentences in a JSON schema whose labels are exactly those shown, each sentence
+    /// streamed as it completes; one retry told what was wrong, then extractive.
+    async fn generate_structured(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> MadeAnswer {
+        let shown = &prepared.context.shown_labels;
+        if shown.is_empty() {
+            return self.extract(prepared, None);
+        }
+        let language = crate::lexicon::language_of(&prepared.question);
+        let mut messages: Vec<ChatMessage> =
+            structured_answer_messages(&prepared.question, &prepared.history, &prepared.context)
+                .into_iter()
+                .map(Into::into)
+                .collect();
+        let (mut prompt_tokens, mut completion_tokens) = (None::<usize>, None::<usize>);
+        let add = |total: &mut Option<usize>, more: Option<usize>| {
+            if let Some(more) = more {
+                *total = Some(total.unwrap_or(0) + more);
+            }
+        };
+        let mut problem = String::new();
+        for attempt in 1..=STRUCTURED_ATTEMPTS {
+            let request = ChatRequest {
+                messages: messages.clone(),
+                json_schema: Some(answer_schema(shown)),
+                max_tokens: self.settings.max_tokens,
+                temperature: self.settings.temperature,
+            };
+            let stream = std::sync::Mutex::new(SentenceStream::new());
+            let sentences_sink = |piece: &str| {
+                let complete = match stream.lock() {
+                    Ok(mut stream) => stream.push(piece),
+                    Err(_) => Vec::new(),
+                };
+                if let Some(sink) = on_token {
+                    for sentence in complete {
+                        sink(&format!("{} ", render_sentence(&sentence)));
+                    }
+                }
+            };
+            let span = tracing::info_span!("answer.generate", model = self.chat.id(), mode = "structured", attempt);
+            let response = match self.chat.chat(&request, Some(&sentences_sink)).instrument(span).await {
+                Ok(response) => response,
+                Err(err) => {
+                    let mut made = self.extract(prepared, Some(format!("{err}"))).after_attempts(attempt);
+                    (made.prompt_tokens, made.completion_tokens) = (prompt_tokens, completion_tokens);
+                    return made;
+                }
+            };
+            add(&mut prompt_tokens, response.prompt_tokens);
+            add(&mut completion_tokens, response.completion_tokens);
+            match parse_structured(&response.text, shown) {
+                Ok(answer) => {
+                    return MadeAnswer {
+                        text: render_structured(&answer, language),
+                        mode: AnswerMode::Structured,
+                        fallback: None,
+                        attempts: attempt,
+                        prompt_tokens,
+                        completion_tokens,
+                    };
+                }
+                Err(err) => {
+                    tracing::warn!(attempt, reason = %err, "the structured answer cannot be used");
+                    problem = err.to_string();
+                    messages.push(ChatMessage::assistant(response.text));
+                    messages.push(structured_retry_message(&problem).into());
+                }
+            }
+        }
+        let mut made = self
+            .extract(prepared, Some(format!("the model's structured answer could not be used ({problem})")))
+            .after_attempts(STRUCTURED_ATTEMPTS);
+        (made.prompt_tokens, made.completion_tokens) = (prompt_tokens, completion_tokens);
+        made
+    }
+
+    /// The extractive answer: 2 to 5 sentences of the chosen fragments, each with its label.
+    /// `fallback`: why the model's answer is not used, when it was asked.
+    fn extract(&self, prepared: &Prepared, fallback: Option<String>) -> MadeAnswer {
+        let _span = tracing::info_span!("answer.extract", n_chosen = prepared.chosen.len()).entered();
+        let fragments: Vec<(&str, &str)> = prepared
+            .chosen
+            .iter()
+            .filter_map(|candidate| {
+                let stored = prepared.texts.get(&candidate.fragment_id)?;
+                Some((candidate.label.as_str(), stored.fragment.text.as_str()))
+            })
+            .collect();
+        let excerpts = extract_excerpts(&fragments, &prepared.terms);
+        let language = crate::lexicon::language_of(&prepared.question);
+        MadeAnswer {
+            text: render_extractive(&excerpts, language, fallback.is_some()),
+            mode: AnswerMode::Extractive,
+            fallback,
+            attempts: 0,
+            prompt_tokens: None,
+            completion_tokens: None,
+        }
     }
 
     /// Every fragment of `label` the audience may read, in part order (for "show me the source").
@@ -484,6 +734,54 @@ impl Oracle {
     }
 }
 
+/// What one of the answer modes produced, before the citation check.
+struct MadeAnswer {
+    text: String,
+    mode: AnswerMode,
+    fallback: Option<String>,
+    attempts: usize,
+    prompt_tokens: Option<usize>,
+    completion_tokens: Option<usize>,
+}
+
+impl MadeAnswer {
+    fn after_attempts(mut self, attempts: usize) -> MadeAnswer {
+        self.attempts = attempts;
+        self
+    }
+}
+
+/// Shows each chosen fragment as its passages for the question when together they exceed
+/// the share of `material_tokens` they may take: each gets an even share of it (what a short
+/// fragment leaves goes to the others), never under [`MIN_PASSAGE_TOKENS`] (the fragments
+/// that then no longer fit are left to the summaries). Returns how many were narrowed.
+fn narrow_to_passages(
+    chosen: &mut [ContextFragment],
+    terms: &QueryTerms,
+    material_tokens: usize,
+    count_tokens: &dyn Fn(&str) -> usize,
+) -> usize {
+    let budget = (material_tokens as f64 * PASSAGES_SHARE) as usize;
+    let sizes: Vec<usize> = chosen.iter().map(|fragment| count_tokens(&fragment.text)).collect();
+    if sizes.iter().sum::<usize>() <= budget || chosen.is_empty() {
+        return 0;
+    }
+    let n_shown = (budget / MIN_PASSAGE_TOKENS).clamp(1, chosen.len());
+    let mut order: Vec<usize> = (0..n_shown).collect();
+    order.sort_by_key(|&idx| sizes[idx]);
+    let mut left = budget;
+    let mut narrowed = 0;
+    for (position, &idx) in order.iter().enumerate() {
+        let share = left / (n_shown - position);
+        if sizes[idx] > share {
+            chosen[idx].text = select_passages(&chosen[idx].text, terms, share, count_tokens);
+            narrowed += 1;
+        }
+        left = left.saturating_sub(sizes[idx].min(share));
+    }
+    narrowed
+}
+
 /// The question, trimmed, when it can be asked at all.
 fn check_question(question: &str) -> Result<&str, AskError> {
     let question = question.trim();
@@ -498,6 +796,8 @@ fn check_question(question: &str) -> Result<&str, AskError> {
 }
 
 /// Valid citations with their source and excerpt; invented ones flagged, with nothing else.
+/// A label is looked up in what the model was shown (full, then summaries), then among the
+/// chosen fragments (an extractive answer quotes them directly).
 fn citation_sources(
     validated: &ValidatedAnswer,
     context: &Context,
@@ -537,6 +837,16 @@ fn citation_sources(
                     source.source_path = Some(candidate.source_path.clone());
                     source.kind = Some(candidate.kind);
                 }
+            } else if let Some(stored) = pool
+                .iter()
+                .filter(|c| c.label == citation.label)
+                .find_map(|candidate| texts.get(&candidate.fragment_id))
+            {
+                source.fragment_id = Some(stored.id);
+                source.session = stored.fragment.session;
+                source.excerpt = Some(excerpt(&stored.fragment.text));
+                source.source_path = Some(stored.fragment.source_path.clone());
+                source.kind = Some(stored.fragment.kind);
             }
             source
         })

@@ -7,6 +7,10 @@
 //!   token budget that never cuts a fragment.
 //! - `prompt`: the versioned prompt files under `prompts/` and the messages built from
 //!   them: the answer, a fragment's annotation, the rerank over annotations.
+//! - `passages`: the paragraphs of a fragment that matter for a question (when a CPU has
+//!   no time for the whole), and the extractive answer (when no model can answer).
+//! - `structured`: the JSON schema of a structured answer, its check, its rendering as
+//!   cited text, and the sentences picked out of it while it streams.
 //! - `citations`: [`validate_citations`] checks every bracketed label of an answer against
 //!   the labels shown, maps near misses to the real label and removes invented ones.
 //!
@@ -15,7 +19,21 @@
 
 pub mod citations;
 pub mod context;
+pub mod passages;
 pub mod prompt;
+pub mod structured;
+
+/// How the model is asked to answer (`chat.answer_mode`), and how an answer was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnswerMode {
+    /// A JSON schema: sentences, each with labels from exactly those shown.
+    Structured,
+    /// Free text, citing by the prompt's rule.
+    Free,
+    /// No model: the notes' own sentences, each with its label.
+    Extractive,
+}
 
 pub use citations::{Citation, CitationSpan, INVENTED_MARK, ValidatedAnswer, parse_citations, validate_citations};
 pub use context::{
@@ -23,5 +41,6 @@ pub use context::{
 };
 pub use prompt::{
     ANNOTATE_PROMPT_VERSION, ANSWER_PROMPT_VERSION, MAX_HISTORY_MESSAGES, PROMPT_FILES, PromptMessage,
-    RERANK_PROMPT_VERSION, annotate_messages, answer_messages, bounded_history, rerank_messages, rerank_schema,
+    RERANK_PROMPT_VERSION, STRUCTURED_ANSWER_PROMPT_VERSION, annotate_messages, answer_messages, bounded_history,
+    rerank_messages, rerank_schema, structured_answer_messages, structured_retry_message,
 };

@@ -18,6 +18,7 @@ use serde_json::json;
 use super::context::Context;
 
 pub const ANSWER_PROMPT_VERSION: &str = "answer.v1";
+pub const STRUCTURED_ANSWER_PROMPT_VERSION: &str = "answer-structured.v1";
 pub const ANNOTATE_PROMPT_VERSION: &str = "annotate.v1";
 pub const RERANK_PROMPT_VERSION: &str = "rerank.v1";
 /// Entity extraction for the compendium; cached with the annotations under this version.
@@ -26,6 +27,10 @@ pub const ENTITIES_PROMPT_VERSION: &str = "entities.v1";
 /// `prompts/answer.v1.md`: the answer's system prompt and the user message carrying the
 /// material and the question.
 pub const ANSWER_PROMPT: &str = include_str!("../../prompts/answer.v1.md");
+/// `prompts/answer-structured.v1.md`: the answer as JSON sentences, each with its labels
+/// (`answer::structured`). The system prompt comes first and never changes between
+/// questions, so llama.cpp reuses its cached keys and values.
+pub const STRUCTURED_ANSWER_PROMPT: &str = include_str!("../../prompts/answer-structured.v1.md");
 /// `prompts/annotate.v1.md`: the one-or-two-sentence description of a fragment.
 pub const ANNOTATE_PROMPT: &str = include_str!("../../prompts/annotate.v1.md");
 /// `prompts/rerank.v1.md`: the best ids among the candidates' annotations, as JSON.
@@ -36,6 +41,7 @@ pub const ENTITIES_PROMPT: &str = include_str!("../../prompts/entities.v1.md");
 /// Every prompt file with its version, for tests and for `oraculo` to show.
 pub const PROMPT_FILES: &[(&str, &str)] = &[
     (ANSWER_PROMPT_VERSION, ANSWER_PROMPT),
+    (STRUCTURED_ANSWER_PROMPT_VERSION, STRUCTURED_ANSWER_PROMPT),
     (ANNOTATE_PROMPT_VERSION, ANNOTATE_PROMPT),
     (RERANK_PROMPT_VERSION, RERANK_PROMPT),
     (ENTITIES_PROMPT_VERSION, ENTITIES_PROMPT),
@@ -77,6 +83,24 @@ pub fn answer_messages(question: &str, history: &[PromptMessage], context: &Cont
     messages.extend(bounded_history(history));
     messages.push(PromptMessage::user(fill(user, &[("material", &context.text), ("question", question.trim())])));
     messages
+}
+
+/// The structured answer conversation: as [`answer_messages`], with the prompt that asks for
+/// the JSON of `answer::structured`.
+pub fn structured_answer_messages(question: &str, history: &[PromptMessage], context: &Context) -> Vec<PromptMessage> {
+    let (system, user) = split_prompt(STRUCTURED_ANSWER_PROMPT);
+    let mut messages = vec![PromptMessage::system(system)];
+    messages.extend(bounded_history(history));
+    messages.push(PromptMessage::user(fill(user, &[("material", &context.text), ("question", question.trim())])));
+    messages
+}
+
+/// What the model is told when its structured reply could not be used, before its one retry.
+pub fn structured_retry_message(problem: &str) -> PromptMessage {
+    PromptMessage::user(format!(
+        "Esa respuesta no vale: {problem}. Responde otra vez con el objeto JSON pedido: \"in_notes\" y \"sentences\", \
+         cada frase con al menos una etiqueta exacta del material."
+    ))
 }
 
 /// The history the answer prompt carries: the last [`MAX_HISTORY_MESSAGES`] user and
@@ -266,8 +290,12 @@ mod tests {
             shown_labels: vec![],
             dropped_for_budget: 0,
         };
-        let built =
-            [answer_messages("q", &[], &context), annotate_messages("l", "t"), rerank_messages("q", &[(1, "a")], 8)];
+        let built = [
+            answer_messages("q", &[], &context),
+            structured_answer_messages("q", &[], &context),
+            annotate_messages("l", "t"),
+            rerank_messages("q", &[(1, "a")], 8),
+        ];
         for message in built.iter().flatten() {
             assert!(!message.content.contains("{{"), "unfilled placeholder in {}", message.content);
         }

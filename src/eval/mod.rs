@@ -166,7 +166,9 @@ async fn eval_question(
         timings.generation_ms = answer.timings.generation_ms;
         // Citations are distinct per label already (`answer::validate_citations`).
         let valid = answer.citations.iter().filter(|citation| citation.valid).map(|c| c.label.clone()).collect();
-        Some(score::AnswerScore::new(question, &answer.text, valid, answer.invented_citations.clone()))
+        let mut score = score::AnswerScore::new(question, &answer.text, valid, answer.invented_citations.clone());
+        (score.mode, score.fallback) = (Some(answer.mode), answer.fallback.clone());
+        Some(score)
     } else {
         None
     };

@@ -71,6 +71,12 @@ pub struct AnswerScore {
     /// Forbidden words (GM secrets) the answer contains.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub leaked: Vec<String>,
+    /// How the answer was made (structured, free, extractive), when the run says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<crate::answer::AnswerMode>,
+    /// Why an answer the model was asked for is extractive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 impl AnswerScore {
@@ -93,6 +99,8 @@ impl AnswerScore {
             key_facts_found: found,
             key_facts_missing: missing,
             leaked: question.forbidden.iter().filter(|word| contains_fact(text, word)).cloned().collect(),
+            mode: None,
+            fallback: None,
         }
     }
 }
@@ -233,6 +241,8 @@ pub struct AnswerSummary {
     pub with_key_facts: usize,
     /// Answers that contain a forbidden word (a GM secret shown to a player).
     pub leaks: usize,
+    /// Answers the model was asked for that fell back to the extractive answer.
+    pub fallbacks: usize,
 }
 
 impl AnswerSummary {
@@ -266,6 +276,7 @@ impl AnswerSummary {
             complete_answers: with_facts.iter().filter(|(_, a)| a.key_facts_missing.is_empty()).count(),
             with_key_facts: with_facts.len(),
             leaks: answered.iter().filter(|(_, answer)| !answer.leaked.is_empty()).count(),
+            fallbacks: answered.iter().filter(|(_, answer)| answer.fallback.is_some()).count(),
         })
     }
 }
@@ -553,6 +564,7 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
         let _ = writeln!(out, "  uncited answerable   {}/{}", a.uncited_answerable, a.answerable);
         let _ = writeln!(out, "  cites an expected    {}/{}", a.supported, a.answerable);
         let _ = writeln!(out, "  invented citations   {} in {} answers", a.invented_citations, a.answers_with_invented);
+        let _ = writeln!(out, "  extractive fallbacks {}/{}", a.fallbacks, a.answered);
         let _ = writeln!(
             out,
             "  abstention           {}/{} unanswerable (and {} answerable said part was missing)",

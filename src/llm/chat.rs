@@ -49,6 +49,9 @@ pub struct ChatResponse {
     pub text: String,
     pub prompt_tokens: Option<usize>,
     pub completion_tokens: Option<usize>,
+    /// Prompt tokens the backend did not read again because it kept them from an earlier
+    /// prompt with the same start (llama.cpp's cached contexts).
+    pub cached_prompt_tokens: Option<usize>,
 }
 
 /// Characters per token the HTTP backends assume when they cannot tokenise: real
@@ -60,6 +63,22 @@ pub const TOKENS_PER_MESSAGE: usize = 4;
 /// A token count for `text` that errs high, for backends without a local tokeniser.
 pub fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(ESTIMATE_CHARS_PER_TOKEN)
+}
+
+/// How fast a backend running on this machine reads a prompt and writes an answer. What a
+/// CPU answer's context is planned from: there prompt reading is the cost (~60-86 tok/s for
+/// the 1.5B on two idle cores), not the window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpeed {
+    pub prompt_tokens_per_s: f64,
+    pub generated_tokens_per_s: f64,
+}
+
+impl ModelSpeed {
+    /// Finite, positive speeds (a stored file could hold anything).
+    pub fn is_plausible(&self) -> bool {
+        [self.prompt_tokens_per_s, self.generated_tokens_per_s].iter().all(|speed| speed.is_finite() && *speed > 0.0)
+    }
 }
 
 /// Receives the answer as it is generated (a terminal, a Discord message being edited).
@@ -78,6 +97,16 @@ pub trait ChatModel: Send + Sync {
     /// Tokens the whole conversation takes in the prompt, template markers included.
     fn count_message_tokens(&self, messages: &[ChatMessage]) -> usize {
         messages.iter().map(|message| self.count_tokens(&message.content) + TOKENS_PER_MESSAGE).sum()
+    }
+    /// A smoke-test model (SmolLM2-135M): it proves the pipeline runs, and its free text is
+    /// never shown to a user (the oracle asks it for structured answers or extracts).
+    fn is_smoke_test(&self) -> bool {
+        false
+    }
+    /// The speeds measured on this machine, for a backend that runs here and whose time is
+    /// the limit (the embedded one); `None` for servers, whose window is the limit.
+    async fn speed(&self) -> Option<ModelSpeed> {
+        None
     }
     /// Generates one answer. `on_token`, when given, receives the text as it streams.
     async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError>;

@@ -138,10 +138,11 @@ pub async fn connect_chat(
         ChatConfig::Embedded { gguf, threads, n_ctx } => {
             let gguf = gguf.clone().unwrap_or_else(|| llama_cpp::LlamaCppChat::default_path(data_dir));
             let config = llama_cpp::LlamaCppConfig { gguf, threads: *threads, n_ctx: *n_ctx };
+            let speed_file = llama_cpp::LlamaCppChat::speed_path(data_dir, &config);
             let model = tokio::task::spawn_blocking(move || llama_cpp::LlamaCppChat::load(&config))
                 .await
                 .map_err(|err| LlmError::Worker(format!("loading the chat model: {err}")))??;
-            Ok(std::sync::Arc::new(model))
+            Ok(std::sync::Arc::new(model.remember_speed_in(speed_file)))
         }
         ChatConfig::Ollama(ollama_config) => {
             Ok(std::sync::Arc::new(ollama_chat::OllamaChat::new(ollama_config.clone())?))

@@ -1,9 +1,10 @@
 //! Follow-up questions: history feeds the search, not only the model.
 //!
 //! A deterministic heuristic, no LLM call. A question that does not stand alone (it opens with
-//! a connector such as "y", "pero", "entonces", "and", "then", or it is short) and names no
-//! entity gets the conversation's last user turn prepended, for the search only; the question
-//! answered stays the original. Conservative on purpose: a proper name always wins, so
+//! a connector such as "y", "pero", "entonces", "and", "then", "what about", it is short, or it
+//! refers back with a pronoun: "did she ever get it back?", "¿y su hermano?", "how far is it
+//! from there?") and names no entity gets the conversation's last user turn prepended, for the
+//! search only; the question answered stays the original. Conservative on purpose: a proper name always wins, so
 //! "¿y qué hizo Baika?" is searched as it is.
 
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,16 @@ const CONNECTORS: &[&str] = &[
 ];
 /// At most this many words and no name: "¿por qué?", "¿y él?", "¿cómo murió?".
 const SHORT_QUESTION_WORDS: usize = 3;
+/// Words that point back at something named before: personal pronouns, possessives and
+/// place adverbs (folded). Left out on purpose: the Spanish `lo`, `la`, `los`, `las` (articles
+/// far more often than pronouns) and English `this`, `that` ("this session", "that night").
+const ANAPHORA: &[&str] = &[
+    "el", "ella", "ellos", "ellas", "eso", "esa", "ese", "esos", "esas", "aquel", "aquella", "alli", "alla", "ahi",
+    "su", "sus", "le", "les", "suyo", "suya", "it", "its", "he", "him", "his", "she", "her", "hers", "they", "them",
+    "their", "theirs", "there",
+];
+/// "What about …?", "¿Y qué hay de …?": the rest of the question lives in the previous one.
+const OPENING_PHRASES: &[&str] = &["what about", "how about", "y que hay de", "que hay de", "y que tal"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -50,8 +61,15 @@ fn stands_alone(question: &str) -> bool {
     let Some(first) = words.first() else {
         return true;
     };
+    let folded: Vec<String> = words.iter().map(|word| fold(word)).collect();
     let opens_with_connector = CONNECTORS.contains(&fold(first).as_str());
-    !opens_with_connector && words.len() > SHORT_QUESTION_WORDS
+    let joined = folded.join(" ");
+    let opens_with_phrase = OPENING_PHRASES.iter().any(|phrase| joined.starts_with(phrase));
+    // "él" (he) folds to "el" (the): only the accented form written is a pronoun.
+    let refers_back = words.iter().zip(&folded).any(|(word, folded)| {
+        ANAPHORA.contains(&folded.as_str()) && !(folded == "el" && !word.to_lowercase().starts_with('é'))
+    });
+    !opens_with_connector && !opens_with_phrase && !refers_back && words.len() > SHORT_QUESTION_WORDS
 }
 
 /// A capitalised word that does not open the sentence: "¿y qué hizo Baika?".
@@ -86,6 +104,17 @@ mod tests {
             "but why did he leave the city?",
             "So who betrayed him?",
             "Why?",
+            // Pronouns that point back, in both languages.
+            "did she ever get it back?",
+            "how far is it from there?",
+            "what happened to his brother in the end?",
+            "¿qué le dijo al capitán del barco?",
+            "¿cuántos años tenía ella entonces?",
+            "¿qué pasó con su hermano mayor?",
+            "¿quién vivía allí antes de la guerra?",
+            "¿lo sabía él desde el principio?",
+            "What about the army of the north?",
+            "¿Qué hay de la torre del mago?",
         ] {
             check(question, false, Some(&expanded(question)));
         }
@@ -97,6 +126,9 @@ mod tests {
             "¿Quién forjó la espada del rey?",
             "¿Dónde está el templo del mar?",
             "What did the party find in the lighthouse?",
+            // "el" the article is not "él" the pronoun; "la" is left alone.
+            "¿Quién forjó el escudo de la reina?",
+            "Which god does the temple of the sea worship?",
         ] {
             check(question, false, None);
         }

@@ -283,6 +283,10 @@ async fn a_real_embedded_gguf_answers_from_ingest_to_citation() {
         assert_eq!(citation.valid, answer.fragments_shown.iter().any(|s| s.label == citation.label));
     }
     assert!(answer.chat_model.contains("SmolLM2"), "{}", answer.chat_model);
+    // A smoke-test model never writes free text for a user: asked for free text, it is held
+    // to the structured schema, and what does not fit it becomes the extractive answer.
+    assert_ne!(answer.mode, oraculo::answer::AnswerMode::Free, "{answer:?}");
+    assert!(answer.invented_citations.is_empty(), "{answer:?}");
 }
 
 #[tokio::test]

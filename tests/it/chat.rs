@@ -368,6 +368,54 @@ async fn llama_cpp_json_schema_output_parses_and_validates() {
 }
 
 #[tokio::test]
+async fn llama_cpp_reads_again_only_what_changed_after_a_cached_prefix() {
+    // Its own instance: the shared one's cached contexts serve the other tests meanwhile.
+    let config = LlamaCppConfig { gguf: models_dir().join(SMOLLM2_135M_FILE), threads: 1, n_ctx: 1024 };
+    let model = LlamaCppChat::load(&config).unwrap();
+    let system = format!("Eres el oráculo de la campaña. {}", "Responde solo con las notas del máster. ".repeat(12));
+    let ask = |system: &str, user: &str| ChatRequest {
+        messages: vec![ChatMessage::system(system), ChatMessage::user(user)],
+        json_schema: None,
+        max_tokens: 4,
+        temperature: 0.0,
+    };
+    model.chat(&ask(&system, "¿Quién es Baika?"), None).await.unwrap();
+    let system_tokens = model.count_tokens(&system);
+    // Another conversation in between keeps its own cached context.
+    model.chat(&ask("You are a rerank model. Answer with JSON.", "Rank these."), None).await.unwrap();
+    let second = model.chat(&ask(&system, "¿Y el archiduque?"), None).await.unwrap();
+    let cached = second.cached_prompt_tokens.unwrap();
+    assert!(cached >= system_tokens, "{cached} cached, the system prompt alone is {system_tokens}: {second:?}");
+    assert!(cached < second.prompt_tokens.unwrap(), "the new question is read: {second:?}");
+    // The very same prompt again: everything but its last token comes from the cache.
+    let again = model.chat(&ask(&system, "¿Y el archiduque?"), None).await.unwrap();
+    assert_eq!(again.cached_prompt_tokens, Some(again.prompt_tokens.unwrap() - 1));
+    assert_eq!(again.text, second.text, "a cached prefix changes nothing in what greedy sampling writes");
+}
+
+#[tokio::test]
+async fn llama_cpp_measures_its_speed_and_remembers_it() {
+    let data = tempfile::TempDir::new().unwrap();
+    let config = LlamaCppConfig { gguf: models_dir().join(SMOLLM2_135M_FILE), threads: 1, n_ctx: 1024 };
+    let path = LlamaCppChat::speed_path(data.path(), &config);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, "not json").unwrap();
+    let load = |config: LlamaCppConfig| LlamaCppChat::load(&config).unwrap();
+    let model = load(config.clone()).remember_speed_in(path.clone());
+    // Nothing usable stored: calibrated on first use, then written.
+    let speed = model.speed().await.expect("calibrated");
+    assert!(speed.is_plausible(), "{speed:?}");
+    let stored: oraculo::llm::chat::ModelSpeed =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(stored, speed);
+    // A new process starts from what was stored, without calibrating.
+    let fake = oraculo::llm::chat::ModelSpeed { prompt_tokens_per_s: 12.5, generated_tokens_per_s: 3.5 };
+    std::fs::write(&path, serde_json::to_string(&fake).unwrap()).unwrap();
+    let model = load(config).remember_speed_in(path);
+    assert_eq!(model.speed().await, Some(fake));
+}
+
+#[tokio::test]
 async fn llama_cpp_counts_tokens_exactly_and_rejects_an_oversized_prompt() {
     let model = smollm();
     assert_eq!(model.count_tokens(""), 0);

@@ -1,0 +1,472 @@
+//! The parts of a fragment that matter for a question: passages when a whole fragment costs
+//! more time than a CPU has, and excerpts when no model can answer at all.
+//!
+//! - [`select_passages`]: the paragraphs of a fragment holding the question's terms and
+//!   entities, under their headings, within a token share. The fragment stays the source
+//!   (its label is what the model cites); only what it shows is narrowed.
+//! - [`extract_excerpts`] / [`render_extractive`]: the extractive answer, 2 to 5 short
+//!   sentences from the top fragments, each with its label. Instant, always cited, nothing
+//!   invented.
+//!
+//! Pure: text in, text out; the oracle decides when each is used.
+
+use std::collections::HashSet;
+
+use crate::corpus::{LabelLanguage, fold};
+use crate::lexicon::is_stopword;
+
+/// Excerpts an extractive answer gives at most: enough to show where the answer is, few
+/// enough to read at a glance.
+pub const MAX_EXCERPTS: usize = 5;
+/// Excerpts an extractive answer gives when the fragments have that many sentences.
+pub const MIN_EXCERPTS: usize = 2;
+/// Excerpts taken from one fragment, so that the top one does not fill the answer alone.
+const EXCERPTS_PER_FRAGMENT: usize = 2;
+/// An excerpt is cut (at a word) beyond this many characters: a sentence, not a page.
+pub const EXCERPT_MAX_CHARS: usize = 280;
+/// A sentence shorter than this is read with the next one ("Llegan al puerto. Allí…").
+const EXCERPT_MIN_CHARS: usize = 60;
+/// A term matches a longer or shorter word when they share a prefix of at least this many
+/// characters: "archiduque" finds "archiduques", "traicion" finds "traicionó".
+const STEM_CHARS: usize = 5;
+/// What a gap between two selected paragraphs looks like in the material.
+pub const GAP_MARK: &str = "(…)";
+
+/// The words a question is about, folded: its content words and the names of the entities
+/// it mentions (worth twice as much: a name is the surest sign a passage is on topic).
+#[derive(Debug, Clone, Default)]
+pub struct QueryTerms {
+    terms: Vec<(String, u32)>,
+}
+
+impl QueryTerms {
+    pub fn new(question: &str, entity_names: &[&str]) -> QueryTerms {
+        let mut terms: Vec<(String, u32)> = Vec::new();
+        let mut add = |word: String, weight: u32| match terms.iter_mut().find(|(term, _)| *term == word) {
+            Some(existing) => existing.1 = existing.1.max(weight),
+            None => terms.push((word, weight)),
+        };
+        for name in entity_names {
+            for word in content_words(name) {
+                add(word, 2);
+            }
+        }
+        for word in content_words(question) {
+            add(word, 1);
+        }
+        QueryTerms { terms }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// How much `text` is about the question: the weights of the distinct terms it holds.
+    pub fn score(&self, text: &str) -> u32 {
+        let words: HashSet<String> = fold_words(text).collect();
+        self.terms
+            .iter()
+            .filter(|(term, _)| words.iter().any(|word| same_stem(term, word)))
+            .map(|(_, weight)| weight)
+            .sum()
+    }
+}
+
+/// Folded words of three letters or more that are not stopwords.
+fn content_words(text: &str) -> impl Iterator<Item = String> + '_ {
+    fold_words(text).filter(|word| word.chars().count() >= 3 && !is_stopword(word))
+}
+
+fn fold_words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(fold)
+}
+
+fn same_stem(term: &str, word: &str) -> bool {
+    if term == word {
+        return true;
+    }
+    let (short, long) = if term.len() <= word.len() { (term, word) } else { (word, term) };
+    short.chars().count() >= STEM_CHARS && long.starts_with(short)
+}
+
+/// One paragraph of a fragment with the headings above it.
+#[derive(Debug)]
+struct Paragraph<'a> {
+    /// Heading lines (as written) enclosing it inside the fragment.
+    headings: Vec<&'a str>,
+    text: String,
+}
+
+fn paragraphs(text: &str) -> Vec<Paragraph<'_>> {
+    fn flush<'a>(current: &mut Vec<&'a str>, headings: &[(usize, &'a str)], found: &mut Vec<Paragraph<'a>>) {
+        if !current.is_empty() {
+            let headings_now = headings.iter().map(|(_, line)| *line).collect();
+            found.push(Paragraph { headings: headings_now, text: current.join("\n") });
+            current.clear();
+        }
+    }
+    let mut found: Vec<Paragraph<'_>> = Vec::new();
+    let mut headings: Vec<(usize, &str)> = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        let level = trimmed.chars().take_while(|&c| c == '#').count();
+        if (1..=6).contains(&level) && trimmed[level..].starts_with(' ') {
+            flush(&mut current, &headings, &mut found);
+            headings.retain(|(outer, _)| *outer < level);
+            headings.push((level, trimmed));
+        } else if trimmed.is_empty() {
+            flush(&mut current, &headings, &mut found);
+        } else {
+            current.push(line);
+        }
+    }
+    flush(&mut current, &headings, &mut found);
+    found
+}
+
+/// The paragraphs of `text` that matter for `terms`, within `max_tokens`: the best scoring
+/// first (ties: the earlier), shown in their original order under their headings, a
+/// [`GAP_MARK`] where paragraphs were left out. A text that fits is returned whole; when not
+/// even one paragraph fits, the best one is cut at a word.
+pub fn select_passages(
+    text: &str,
+    terms: &QueryTerms,
+    max_tokens: usize,
+    count_tokens: &dyn Fn(&str) -> usize,
+) -> String {
+    if count_tokens(text) <= max_tokens {
+        return text.to_string();
+    }
+    let paragraphs = paragraphs(text);
+    let mut ranked: Vec<(u32, usize)> =
+        paragraphs.iter().enumerate().map(|(idx, paragraph)| (terms.score(&paragraph.text), idx)).collect();
+    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut used = 0;
+    for &(_, idx) in &ranked {
+        let paragraph = &paragraphs[idx];
+        let cost =
+            count_tokens(&paragraph.text) + paragraph.headings.iter().map(|h| count_tokens(h)).sum::<usize>() + 2;
+        if used + cost <= max_tokens {
+            used += cost;
+            chosen.push(idx);
+        }
+    }
+    if chosen.is_empty() {
+        let Some(&(_, best)) = ranked.first() else { return String::new() };
+        return cut_to_tokens(&paragraphs[best].text, max_tokens, count_tokens);
+    }
+    chosen.sort_unstable();
+
+    let mut rendered: Vec<String> = Vec::new();
+    let mut shown_headings: Vec<&str> = Vec::new();
+    let mut previous: Option<usize> = None;
+    for idx in chosen {
+        let paragraph = &paragraphs[idx];
+        let skipped = match previous {
+            Some(previous) => idx > previous + 1,
+            None => idx > 0,
+        };
+        if skipped {
+            rendered.push(GAP_MARK.to_string());
+        }
+        for heading in &paragraph.headings {
+            if !shown_headings.contains(heading) {
+                rendered.push(heading.to_string());
+                shown_headings.push(heading);
+            }
+        }
+        rendered.push(paragraph.text.clone());
+        previous = Some(idx);
+    }
+    if previous.is_some_and(|last| last + 1 < paragraphs.len()) {
+        rendered.push(GAP_MARK.to_string());
+    }
+    rendered.join("\n\n")
+}
+
+/// The first words of `text` that fit `max_tokens`, with a closing [`GAP_MARK`].
+fn cut_to_tokens(text: &str, max_tokens: usize, count_tokens: &dyn Fn(&str) -> usize) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let (mut low, mut high) = (0, words.len());
+    // The longest prefix that fits, by bisection (token counts grow with the prefix).
+    while low < high {
+        let middle = (low + high).div_ceil(2);
+        if count_tokens(&words[..middle].join(" ")) + 2 <= max_tokens {
+            low = middle;
+        } else {
+            high = middle - 1;
+        }
+    }
+    if low == 0 {
+        return String::new();
+    }
+    format!("{} {GAP_MARK}", words[..low].join(" "))
+}
+
+/// One sentence of the notes, with the label it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Excerpt {
+    pub label: String,
+    pub text: String,
+}
+
+/// The extractive answer's excerpts from `fragments` (label, text; best first): the
+/// sentences holding the most of the question's terms, at most [`EXCERPTS_PER_FRAGMENT`] a
+/// fragment and [`MAX_EXCERPTS`] in all; when fewer than [`MIN_EXCERPTS`] match, the first
+/// sentences of the top fragments fill in. Ordered by fragment, then by place in it.
+pub fn extract_excerpts(fragments: &[(&str, &str)], terms: &QueryTerms) -> Vec<Excerpt> {
+    let sentences: Vec<Vec<String>> = fragments.iter().map(|(_, text)| sentences(text)).collect();
+    let mut scored: Vec<(u32, usize, usize)> = Vec::new();
+    for (fragment_idx, fragment_sentences) in sentences.iter().enumerate() {
+        for (sentence_idx, sentence) in fragment_sentences.iter().enumerate() {
+            let score = terms.score(sentence);
+            if score > 0 {
+                scored.push((score, fragment_idx, sentence_idx));
+            }
+        }
+    }
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let mut picked: Vec<(usize, usize)> = Vec::new();
+    for (_, fragment_idx, sentence_idx) in scored {
+        if picked.len() == MAX_EXCERPTS {
+            break;
+        }
+        if picked.iter().filter(|(f, _)| *f == fragment_idx).count() < EXCERPTS_PER_FRAGMENT {
+            picked.push((fragment_idx, sentence_idx));
+        }
+    }
+    // Too few matches: the opening sentences of the top fragments say where to look.
+    for fragment_idx in 0..sentences.len() {
+        if picked.len() >= MIN_EXCERPTS {
+            break;
+        }
+        if !sentences[fragment_idx].is_empty() && !picked.iter().any(|(f, _)| *f == fragment_idx) {
+            picked.push((fragment_idx, 0));
+        }
+    }
+    picked.sort_unstable();
+    picked
+        .into_iter()
+        .map(|(fragment_idx, sentence_idx)| {
+            let fragment_sentences = &sentences[fragment_idx];
+            let mut text = fragment_sentences[sentence_idx].clone();
+            if text.chars().count() < EXCERPT_MIN_CHARS
+                && let Some(next) = fragment_sentences.get(sentence_idx + 1)
+            {
+                text = format!("{text} {next}");
+            }
+            Excerpt { label: fragments[fragment_idx].0.to_string(), text: shorten(&text, EXCERPT_MAX_CHARS) }
+        })
+        .collect()
+}
+
+/// The extractive answer as text: an introduction in the question's language (saying the
+/// model could not answer, when that is why), then one line per excerpt with its label.
+pub fn render_extractive(excerpts: &[Excerpt], language: LabelLanguage, model_failed: bool) -> String {
+    if excerpts.is_empty() {
+        return match language {
+            LabelLanguage::Es => "Las notas no dicen nada sobre esta pregunta.",
+            LabelLanguage::En => "The notes do not say anything about this question.",
+        }
+        .to_string();
+    }
+    let intro = match (language, model_failed) {
+        (LabelLanguage::Es, true) => "El modelo de lenguaje no ha podido responder; esto es lo que dicen las notas:",
+        (LabelLanguage::Es, false) => "Esto es lo que dicen las notas:",
+        (LabelLanguage::En, true) => "The language model could not answer; this is what the notes say:",
+        (LabelLanguage::En, false) => "This is what the notes say:",
+    };
+    let lines: Vec<String> =
+        excerpts.iter().map(|excerpt| format!("- «{}» [{}]", excerpt.text, excerpt.label)).collect();
+    format!("{intro}\n{}", lines.join("\n"))
+}
+
+/// The sentences of a Markdown fragment, on one line each, without heading marks, list
+/// bullets, quote marks or wiki-link brackets (which the citation check would read as
+/// labels). Headings are not sentences.
+fn sentences(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for paragraph in paragraphs(text) {
+        let plain: Vec<String> = paragraph
+            .text
+            .lines()
+            .map(|line| {
+                let line = line.trim().trim_start_matches('>').trim_start();
+                let line = line.strip_prefix("- ").or_else(|| line.strip_prefix("* ")).unwrap_or(line);
+                unlink(line)
+            })
+            .collect();
+        let joined = plain.join(" ");
+        let mut start = 0;
+        let chars: Vec<(usize, char)> = joined.char_indices().collect();
+        for (position, &(offset, c)) in chars.iter().enumerate() {
+            let next_is_space = chars.get(position + 1).is_none_or(|(_, next)| next.is_whitespace());
+            if matches!(c, '.' | '!' | '?' | '…') && next_is_space {
+                let end = offset + c.len_utf8();
+                push_sentence(&mut found, &joined[start..end]);
+                start = end;
+            }
+        }
+        push_sentence(&mut found, &joined[start..]);
+    }
+    found
+}
+
+fn push_sentence(found: &mut Vec<String>, sentence: &str) {
+    let sentence = sentence.split_whitespace().collect::<Vec<_>>().join(" ");
+    if sentence.chars().any(char::is_alphanumeric) {
+        found.push(sentence);
+    }
+}
+
+/// `[[Target|shown]]` → `shown`, `[[Target]]` → `Target`; other brackets become parentheses.
+fn unlink(line: &str) -> String {
+    let mut plain = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(open) = rest.find("[[") {
+        plain.push_str(&rest[..open]);
+        let inside = &rest[open + 2..];
+        match inside.find("]]") {
+            Some(close) => {
+                let link = &inside[..close];
+                plain.push_str(link.rsplit('|').next().unwrap_or(link));
+                rest = &inside[close + 2..];
+            }
+            None => {
+                rest = inside;
+            }
+        }
+    }
+    plain.push_str(rest);
+    plain.replace('[', "(").replace(']', ")")
+}
+
+/// `text` cut at a word to at most `max_chars` characters, with `…` when cut.
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    match cut.rfind(' ') {
+        Some(space) if space > 0 => format!("{}…", cut[..space].trim_end_matches([',', ';', ':'])),
+        _ => format!("{cut}…"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One token per word: what the tests count with.
+    fn words(text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+
+    const SESSION: &str = "\
+## El puerto
+Llegan a Salobre al alba. El mercado está cerrado por la feria.
+
+Compran cuerdas y pan en la lonja.
+
+### La audiencia
+El archiduque Aldric los recibe en su palacio y les encarga recuperar la corona.
+
+Rook se queda fuera vigilando los carros.";
+
+    fn check_passages(question: &str, entities: &[&str], max_tokens: usize, expect: &str) {
+        let terms = QueryTerms::new(question, entities);
+        assert_eq!(select_passages(SESSION, &terms, max_tokens, &words), expect.trim());
+    }
+
+    #[test]
+    fn passages_keep_the_paragraphs_that_hold_the_question() {
+        // Fits: whole.
+        check_passages("¿Qué pasó con el archiduque?", &[], 1000, SESSION);
+        // The audience paragraph, under its heading path, gaps marked.
+        check_passages(
+            "¿Qué pasó con el archiduque?",
+            &["Aldric"],
+            24,
+            "
+(…)
+
+## El puerto
+
+### La audiencia
+
+El archiduque Aldric los recibe en su palacio y les encarga recuperar la corona.
+
+(…)",
+        );
+        // Only the paragraph that holds the term, under its heading.
+        check_passages(
+            "¿Dónde compraron las cuerdas?",
+            &[],
+            12,
+            "
+(…)
+
+## El puerto
+
+Compran cuerdas y pan en la lonja.
+
+(…)",
+        );
+        // Nothing fits whole: the best paragraph, cut at a word.
+        check_passages("archiduque", &[], 6, "El archiduque Aldric los (…)");
+    }
+
+    #[test]
+    fn terms_drop_stopwords_and_weigh_names_double() {
+        let terms = QueryTerms::new("¿Qué hizo el archiduque con la corona?", &["Aldric Voss"]);
+        assert_eq!(terms.score("Aldric"), 2);
+        assert_eq!(terms.score("la corona del archiduque"), 2);
+        assert_eq!(terms.score("qué hizo con la"), 0);
+        assert!(QueryTerms::new("¿y qué?", &[]).is_empty());
+    }
+
+    #[test]
+    fn excerpts_are_the_sentences_that_answer_each_with_its_label() {
+        let fragments = [
+            ("Sesión 1", SESSION),
+            ("Sesión 9", "El archiduque desaparece sin dejar rastro. Nadie sabe adónde fue."),
+            ("Ficha: Rook", "# Rook\nExplorador del grupo, desconfiado."),
+        ];
+        let terms = QueryTerms::new("¿Qué pasó con el archiduque?", &[]);
+        let excerpts = extract_excerpts(&fragments, &terms);
+        let rendered = render_extractive(&excerpts, LabelLanguage::Es, false);
+        assert_eq!(
+            rendered,
+            "Esto es lo que dicen las notas:
+- «El archiduque Aldric los recibe en su palacio y les encarga recuperar la corona.» [Sesión 1]
+- «El archiduque desaparece sin dejar rastro. Nadie sabe adónde fue.» [Sesión 9]"
+        );
+        // No term matches: the opening sentences of the first two fragments.
+        let excerpts = extract_excerpts(&fragments, &QueryTerms::new("¿Quién ganó?", &[]));
+        assert_eq!(excerpts.len(), 2);
+        assert_eq!(excerpts[0].label, "Sesión 1");
+        assert!(excerpts[0].text.starts_with("Llegan a Salobre al alba."), "{excerpts:?}");
+        // Nothing at all: a plain statement, in the question's language.
+        assert_eq!(
+            render_extractive(&[], LabelLanguage::En, true),
+            "The notes do not say anything about this question."
+        );
+        let failed = render_extractive(&excerpts, LabelLanguage::En, true);
+        assert!(failed.starts_with("The language model could not answer; this is what the notes say:"), "{failed}");
+    }
+
+    #[test]
+    fn excerpts_are_short_and_hold_no_link_brackets() {
+        let long = format!("El [[PNJs/Baika|la Tejedora]] dijo {} y se fue.", "muchas cosas ".repeat(40));
+        let excerpts = extract_excerpts(&[("Sesión 2", &long)], &QueryTerms::new("Tejedora", &[]));
+        assert_eq!(excerpts.len(), 1);
+        assert!(excerpts[0].text.starts_with("El la Tejedora dijo muchas"), "{:?}", excerpts[0]);
+        assert!(excerpts[0].text.chars().count() <= EXCERPT_MAX_CHARS && excerpts[0].text.ends_with('…'));
+        assert!(!excerpts[0].text.contains('['));
+        assert_eq!(shorten("uno dos tres", 100), "uno dos tres");
+        assert_eq!(shorten("uno dos, tres", 10), "uno dos…");
+    }
+}

@@ -1,0 +1,341 @@
+//! Structured answers: the model fills a JSON schema instead of writing free text.
+//!
+//! `{"in_notes": bool, "sentences": [{"text": "…", "sources": ["<label>", …]}, …]}`, where
+//! every source is an enum of exactly the labels shown. A grammar (llama.cpp), `format`
+//! (Ollama) or `response_format` (OpenAI-compatible servers) holds the model to it, so a
+//! small model cites the way the schema lets it, never a label it was not shown (shared
+//! `MODELS.md`: the 1.5B cited reliably only this way).
+//!
+//! The answer is rendered as ordinary text with `[label]` after each sentence, so the
+//! citation check, the answer object, the CLI and the bot see what free text gives them.
+//! [`SentenceStream`] picks complete sentences out of the JSON while it streams, so a
+//! reader sees each sentence as soon as it is written, not after the closing brace.
+//!
+//! A reply that breaks the contract (invalid JSON, no sentences, a label outside the enum
+//! from a server that ignores the schema, "not in the notes" together with sentences, a
+//! sentence with no label) is a [`StructuredError`]; the oracle retries once, then answers
+//! extractively.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::corpus::LabelLanguage;
+
+/// Sentences a structured answer may hold: a direct answer, not a copy of the material.
+/// Also bounds how long a small model can run on.
+pub const MAX_SENTENCES: usize = 8;
+
+/// One sentence of a structured answer and the labels it rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Sentence {
+    pub text: String,
+    pub sources: Vec<String>,
+}
+
+/// A reply that honours the schema and the labels shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StructuredAnswer {
+    /// False: the model says the notes do not hold the answer (and wrote no sentence).
+    pub in_notes: bool,
+    pub sentences: Vec<Sentence>,
+}
+
+/// Why a structured reply cannot be used as it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StructuredError {
+    #[error("the reply is not the JSON object the schema asks for ({0})")]
+    InvalidJson(String),
+    #[error("the reply says the notes hold the answer but gives no sentence")]
+    NoSentences,
+    #[error("the reply says the answer is not in the notes, yet gives {0} sentence(s)")]
+    NotInNotesWithSentences(usize),
+    #[error("sentence {0} is empty")]
+    EmptySentence(usize),
+    #[error("sentence {0} cites no label")]
+    SentenceWithoutLabel(usize),
+    #[error("sentence {index} cites `{label}`, which is not among the labels shown")]
+    UnknownLabel { index: usize, label: String },
+}
+
+#[derive(Deserialize)]
+struct RawAnswer {
+    in_notes: bool,
+    sentences: Vec<Sentence>,
+}
+
+/// The schema of a structured answer whose sources are exactly `shown_labels`.
+/// With nothing shown, the only valid answer is "not in the notes" (an empty enum would be
+/// an invalid schema, so the sentence list is capped at zero instead).
+pub fn answer_schema(shown_labels: &[String]) -> serde_json::Value {
+    let max_sentences = if shown_labels.is_empty() { 0 } else { MAX_SENTENCES };
+    let label = if shown_labels.is_empty() {
+        json!({ "type": "string" })
+    } else {
+        json!({ "type": "string", "enum": shown_labels })
+    };
+    json!({
+        "type": "object",
+        "properties": {
+            "in_notes": { "type": "boolean" },
+            "sentences": {
+                "type": "array",
+                "maxItems": max_sentences,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "text": { "type": "string" },
+                        "sources": { "type": "array", "items": label, "minItems": 1, "maxItems": 3 }
+                    },
+                    "required": ["text", "sources"],
+                    "additionalProperties": false
+                }
+            }
+        },
+        "required": ["in_notes", "sentences"],
+        "additionalProperties": false
+    })
+}
+
+/// Parses and checks a structured reply against the labels shown. Tolerates what servers
+/// add around JSON (a Markdown code fence, spaces); nothing else.
+pub fn parse_structured(reply: &str, shown_labels: &[String]) -> Result<StructuredAnswer, StructuredError> {
+    let body = strip_code_fence(reply.trim());
+    let raw: RawAnswer = serde_json::from_str(body).map_err(|err| StructuredError::InvalidJson(err.to_string()))?;
+    match (raw.in_notes, raw.sentences.len()) {
+        (true, 0) => return Err(StructuredError::NoSentences),
+        (false, n) if n > 0 => return Err(StructuredError::NotInNotesWithSentences(n)),
+        _ => {}
+    }
+    for (index, sentence) in raw.sentences.iter().enumerate() {
+        if sentence.text.trim().is_empty() {
+            return Err(StructuredError::EmptySentence(index + 1));
+        }
+        if sentence.sources.is_empty() {
+            return Err(StructuredError::SentenceWithoutLabel(index + 1));
+        }
+        if let Some(label) = sentence.sources.iter().find(|label| !shown_labels.contains(label)) {
+            return Err(StructuredError::UnknownLabel { index: index + 1, label: label.clone() });
+        }
+    }
+    Ok(StructuredAnswer { in_notes: raw.in_notes, sentences: raw.sentences })
+}
+
+/// The answer as text: each sentence followed by its labels in one bracket (before its
+/// final full stop), or the "not in the notes" line in the question's language.
+pub fn render_structured(answer: &StructuredAnswer, language: LabelLanguage) -> String {
+    if !answer.in_notes {
+        return not_in_notes(language).to_string();
+    }
+    answer.sentences.iter().map(render_sentence).collect::<Vec<_>>().join(" ")
+}
+
+/// What the answer says when the notes hold nothing on the question.
+pub fn not_in_notes(language: LabelLanguage) -> &'static str {
+    match language {
+        LabelLanguage::Es => "Las notas no dicen nada sobre esto.",
+        LabelLanguage::En => "The notes do not say anything about this.",
+    }
+}
+
+/// `Tomás cayó en el puente.` + [Sesión 7] → `Tomás cayó en el puente [Sesión 7].`
+pub fn render_sentence(sentence: &Sentence) -> String {
+    let text = sentence.text.trim();
+    let mut labels: Vec<&str> = Vec::new();
+    for label in &sentence.sources {
+        if !labels.contains(&label.as_str()) {
+            labels.push(label);
+        }
+    }
+    let bracket = format!("[{}]", labels.join("; "));
+    match text.strip_suffix(['.', '!', '?']) {
+        Some(body) => {
+            let end = &text[body.len()..];
+            format!("{} {bracket}{end}", body.trim_end())
+        }
+        None => format!("{text} {bracket}"),
+    }
+}
+
+fn strip_code_fence(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("```") else { return text };
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    rest.strip_suffix("```").unwrap_or(rest).trim()
+}
+
+/// Picks complete sentences out of a structured reply while it streams: feed it every
+/// piece, and it returns each sentence object as soon as its closing brace arrives.
+/// It only finds; [`parse_structured`] still judges the whole reply at the end.
+#[derive(Debug, Default)]
+pub struct SentenceStream {
+    buffer: String,
+    /// Byte offset in `buffer` up to which the array has been scanned.
+    scanned: usize,
+    phase: StreamPhase,
+    in_string: bool,
+    escaped: bool,
+    /// Nesting inside the sentences array (objects and arrays alike).
+    depth: usize,
+    object_start: usize,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum StreamPhase {
+    #[default]
+    BeforeArray,
+    InArray,
+    Done,
+}
+
+impl SentenceStream {
+    pub fn new() -> SentenceStream {
+        SentenceStream::default()
+    }
+
+    /// Adds `piece` and returns the sentences it completed.
+    pub fn push(&mut self, piece: &str) -> Vec<Sentence> {
+        self.buffer.push_str(piece);
+        let mut complete = Vec::new();
+        if self.phase == StreamPhase::BeforeArray {
+            let Some(start) = array_start(&self.buffer) else { return complete };
+            self.scanned = start;
+            self.phase = StreamPhase::InArray;
+        }
+        if self.phase == StreamPhase::Done {
+            return complete;
+        }
+        let mut offset = self.scanned;
+        for (relative, c) in self.buffer[self.scanned..].char_indices() {
+            offset = self.scanned + relative + c.len_utf8();
+            if self.in_string {
+                match (self.escaped, c) {
+                    (true, _) => self.escaped = false,
+                    (false, '\\') => self.escaped = true,
+                    (false, '"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match c {
+                '"' => self.in_string = true,
+                '{' | '[' => {
+                    if self.depth == 0 {
+                        self.object_start = self.scanned + relative;
+                    }
+                    self.depth += 1;
+                }
+                '}' | ']' if self.depth == 0 => {
+                    self.phase = StreamPhase::Done;
+                    break;
+                }
+                '}' | ']' => {
+                    self.depth -= 1;
+                    if self.depth == 0
+                        && let Ok(sentence) = serde_json::from_str::<Sentence>(&self.buffer[self.object_start..offset])
+                    {
+                        complete.push(sentence);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.scanned = offset;
+        complete
+    }
+}
+
+/// Byte offset just after the `[` that opens the `"sentences"` array, once it has arrived.
+fn array_start(buffer: &str) -> Option<usize> {
+    let key = buffer.find("\"sentences\"")?;
+    let rest = &buffer[key + "\"sentences\"".len()..];
+    let after_colon = rest.trim_start().strip_prefix(':')?;
+    let after_bracket = after_colon.trim_start().strip_prefix('[')?;
+    Some(buffer.len() - after_bracket.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels() -> Vec<String> {
+        vec!["Sesión 7".to_string(), "Ficha: Baika".to_string()]
+    }
+
+    /// Parses `reply` against [`labels`] and renders it in Spanish, or shows the error.
+    fn check(reply: &str, expect: &str) {
+        let got = match parse_structured(reply, &labels()) {
+            Ok(answer) => render_structured(&answer, LabelLanguage::Es),
+            Err(err) => format!("error: {err}"),
+        };
+        assert_eq!(got, expect, "{reply}");
+    }
+
+    #[test]
+    fn replies_and_their_defined_outcomes() {
+        check(
+            r#"{"in_notes": true, "sentences": [{"text": "Tomás cayó en el puente.", "sources": ["Sesión 7"]},
+                {"text": "Baika teje redes", "sources": ["Ficha: Baika", "Sesión 7", "Ficha: Baika"]}]}"#,
+            "Tomás cayó en el puente [Sesión 7]. Baika teje redes [Ficha: Baika; Sesión 7]",
+        );
+        check(r#"{"in_notes": false, "sentences": []}"#, "Las notas no dicen nada sobre esto.");
+        check("```json\n{\"in_notes\": false, \"sentences\": []}\n```", "Las notas no dicen nada sobre esto.");
+        check(
+            "{\"in_notes\": true, \"sentences\": [",
+            "error: the reply is not the JSON object the schema asks for (EOF while parsing a list at line 1 column 33)",
+        );
+        check(
+            "",
+            "error: the reply is not the JSON object the schema asks for (EOF while parsing a value at line 1 column 0)",
+        );
+        check(
+            r#"{"in_notes": true, "sentences": []}"#,
+            "error: the reply says the notes hold the answer but gives no sentence",
+        );
+        check(
+            r#"{"in_notes": false, "sentences": [{"text": "x", "sources": ["Sesión 7"]}]}"#,
+            "error: the reply says the answer is not in the notes, yet gives 1 sentence(s)",
+        );
+        check(
+            r#"{"in_notes": true, "sentences": [{"text": "x", "sources": ["Sesión 99"]}]}"#,
+            "error: sentence 1 cites `Sesión 99`, which is not among the labels shown",
+        );
+        check(r#"{"in_notes": true, "sentences": [{"text": "x", "sources": []}]}"#, "error: sentence 1 cites no label");
+        check(
+            r#"{"in_notes": true, "sentences": [{"text": "  ", "sources": ["Sesión 7"]}]}"#,
+            "error: sentence 1 is empty",
+        );
+    }
+
+    #[test]
+    fn the_schema_lists_exactly_the_labels_shown() {
+        let schema = answer_schema(&labels());
+        let sources = &schema["properties"]["sentences"]["items"]["properties"]["sources"];
+        assert_eq!(sources["items"]["enum"], json!(["Sesión 7", "Ficha: Baika"]));
+        assert_eq!(sources["minItems"], 1);
+        assert_eq!(schema["required"], json!(["in_notes", "sentences"]));
+        // Nothing shown: no enum (it would be empty), no sentence allowed.
+        let empty = answer_schema(&[]);
+        assert_eq!(empty["properties"]["sentences"]["maxItems"], 0);
+        assert!(empty["properties"]["sentences"]["items"]["properties"]["sources"]["items"].get("enum").is_none());
+    }
+
+    #[test]
+    fn sentences_stream_as_each_one_closes() {
+        let reply = r#"{"in_notes": true, "sentences": [{"text": "Dijo \"adiós}\" y [se fue].", "sources": ["Sesión 7"]}, {"text": "Ñu", "sources": ["Ficha: Baika"]}]}"#;
+        // Fed a few characters at a time, as tokens arrive.
+        let mut stream = SentenceStream::new();
+        let mut seen: Vec<(usize, String)> = Vec::new();
+        let chars: Vec<char> = reply.chars().collect();
+        for (step, piece) in chars.chunks(3).enumerate() {
+            for sentence in stream.push(&piece.iter().collect::<String>()) {
+                seen.push((step * 3, render_sentence(&sentence)));
+            }
+        }
+        let texts: Vec<&str> = seen.iter().map(|(_, text)| text.as_str()).collect();
+        assert_eq!(texts, ["Dijo \"adiós}\" y [se fue] [Sesión 7].", "Ñu [Ficha: Baika]"]);
+        // The first sentence came out as soon as it closed, long before the reply ended.
+        assert!(seen[0].0 + 40 < chars.len(), "{seen:?}");
+        // Nothing after the array closes, and nothing before it opens.
+        assert!(stream.push(r#"{"text": "x", "sources": []}"#).is_empty());
+        assert!(SentenceStream::new().push(r#"{"in_notes": false, "#).is_empty());
+    }
+}

@@ -1,0 +1,339 @@
+//! Answers worth reading when the model is small or absent: the structured mode through the
+//! Ollama and OpenAI stand-ins (each bad reply's defined outcome: one retry, then the
+//! extractive answer), the extractive answer on demand and on failure, the context planned
+//! by time for a backend that reports its speed, and the real SmolLM2 GGUF never writing
+//! free text for a user.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use oraculo::answer::AnswerMode;
+use oraculo::llm::LlmError;
+use oraculo::llm::chat::{ChatModel, ChatRequest, ChatResponse, ModelSpeed, TokenSink};
+use oraculo::llm::ollama_chat::OllamaChat;
+use oraculo::llm::openai::{OpenAiChat, OpenAiChatConfig};
+use oraculo::oracle::{Answer, AnswerSettings, AskRequest, Oracle};
+use oraculo::retrieve::Audience;
+use serde_json::{Value, json};
+
+use crate::answer::{chat_config, port_campaign};
+use crate::fake_ollama::{FakeOllama, Fault};
+use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+
+const QUESTION: &str = "¿Qué le pasó a Tomás en el puente?";
+
+struct Bench {
+    fake: FakeOllama,
+    scratch: Scratch,
+    embedder: Arc<dyn oraculo::llm::Embedder>,
+}
+
+async fn bench() -> Bench {
+    let scratch = port_campaign();
+    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(ollama_embedder(&fake, "bge-m3").await);
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    Bench { fake, scratch, embedder }
+}
+
+impl Bench {
+    fn oracle(&self, chat: Arc<dyn ChatModel>, mode: AnswerMode) -> Oracle {
+        let settings = AnswerSettings { mode, ..AnswerSettings::new(256) };
+        Oracle::new(&self.scratch.index_dir(), self.embedder.clone(), chat, settings)
+    }
+
+    fn ollama(&self) -> Arc<dyn ChatModel> {
+        Arc::new(OllamaChat::new(chat_config(self.fake.url(), Duration::from_secs(10))).unwrap())
+    }
+
+    fn openai(&self) -> Arc<dyn ChatModel> {
+        Arc::new(
+            OpenAiChat::new(OpenAiChatConfig {
+                url: self.fake.url(),
+                model: "qwen2.5:14b".into(),
+                api_key: None,
+                timeout: Duration::from_secs(10),
+                retries: 0,
+                context_window: 32768,
+            })
+            .unwrap(),
+        )
+    }
+}
+
+/// Asks `QUESTION` as a player, returning the answer and what the sink received.
+async fn ask(oracle: &Oracle) -> (Answer, String) {
+    let streamed = Mutex::new(String::new());
+    let sink = |piece: &str| streamed.lock().unwrap().push_str(piece);
+    let request = AskRequest { question: QUESTION, history: &[], audience: Audience::Player };
+    let answer = oracle.ask(&request, Some(&sink)).await.unwrap();
+    (answer, streamed.into_inner().unwrap())
+}
+
+fn structured(sentences: &[(&str, &[&str])]) -> String {
+    let sentences: Vec<Value> =
+        sentences.iter().map(|(text, sources)| json!({ "text": text, "sources": sources })).collect();
+    json!({ "in_notes": !sentences.is_empty(), "sentences": sentences }).to_string()
+}
+
+/// The extractive answer: labelled excerpts of the chosen fragments, every one of them a
+/// valid citation, nothing invented, the reason kept.
+fn assert_extractive(answer: &Answer, reason: &str) {
+    assert_eq!(answer.mode, AnswerMode::Extractive, "{answer:?}");
+    let fallback = answer.fallback.as_deref().unwrap_or_else(|| panic!("no fallback reason: {answer:?}"));
+    assert!(fallback.contains(reason), "{fallback:?} lacks {reason:?}");
+    assert!(answer.text.starts_with("El modelo de lenguaje no ha podido responder"), "{}", answer.text);
+    assert!(answer.text.contains("puente"), "the excerpt that answers is quoted: {}", answer.text);
+    assert!(answer.invented_citations.is_empty(), "{answer:?}");
+    let cited: Vec<&str> = answer.citations.iter().map(|c| c.label.as_str()).collect();
+    assert!(cited.contains(&"Sesión 7"), "{cited:?}");
+    for citation in &answer.citations {
+        assert!(citation.valid && citation.source_path.is_some() && citation.excerpt.is_some(), "{citation:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_structured_answer_streams_its_sentences_and_cites_only_labels_shown() {
+    let bench = bench().await;
+    let oracle = bench.oracle(bench.ollama(), AnswerMode::Structured);
+    bench.fake.enqueue_reply(&structured(&[
+        ("Tomás cayó en combate defendiendo el puente.", &["Sesión 7"]),
+        ("Lo enterraron en el puerto", &["Sesión 8", "Sesión 7"]),
+    ]));
+    let (answer, streamed) = ask(&oracle).await;
+    assert_eq!(answer.mode, AnswerMode::Structured);
+    assert_eq!((answer.attempts, answer.fallback.as_deref()), (1, None));
+    assert_eq!(
+        answer.text,
+        "Tomás cayó en combate defendiendo el puente [Sesión 7]. Lo enterraron en el puerto [Sesión 8; Sesión 7]"
+    );
+    // Each sentence reached the reader rendered, never the raw JSON.
+    assert_eq!(streamed.trim(), answer.text);
+    let cited: Vec<(&str, bool)> = answer.citations.iter().map(|c| (c.label.as_str(), c.valid)).collect();
+    assert_eq!(cited, [("Sesión 7", true), ("Sesión 8", true)]);
+    // The schema sent: the sources are an enum of exactly the labels shown.
+    let request = bench.fake.chat_requests("/api/chat").pop().unwrap();
+    let sources = &request.body["format"]["properties"]["sentences"]["items"]["properties"]["sources"];
+    let shown: Vec<String> =
+        answer.fragments_shown.iter().chain(&answer.summaries_shown).map(|s| s.label.clone()).fold(
+            Vec::new(),
+            |mut labels, label| {
+                if !labels.contains(&label) {
+                    labels.push(label);
+                }
+                labels
+            },
+        );
+    assert_eq!(sources["items"]["enum"], json!(shown));
+    assert!(request.body["messages"][0]["content"].as_str().unwrap().contains("\"sentences\""));
+}
+
+#[tokio::test]
+async fn each_bad_structured_reply_gets_one_retry_then_the_extractive_answer() {
+    let bench = bench().await;
+    let oracle = bench.oracle(bench.ollama(), AnswerMode::Structured);
+    let good = structured(&[("Tomás cayó en el puente.", &["Sesión 7"])]);
+    let bad_replies = [
+        ("{\"in_notes\": true, \"sentences\": [", "not the JSON object"),
+        (r#"{"in_notes": true, "sentences": []}"#, "gives no sentence"),
+        (&structured(&[("Tomás robó la corona.", &["Sesión 99"])]) as &str, "`Sesión 99`"),
+        (r#"{"in_notes": false, "sentences": [{"text": "Tomás cayó.", "sources": ["Sesión 7"]}]}"#, "not in the notes"),
+        (r#"{"in_notes": true, "sentences": [{"text": "Tomás cayó.", "sources": []}]}"#, "cites no label"),
+    ];
+    for (bad, reason) in bad_replies {
+        // Bad, then good: the retry, told what was wrong, is used.
+        let before = bench.fake.chat_requests("/api/chat").len();
+        bench.fake.enqueue_reply(bad);
+        bench.fake.enqueue_reply(&good);
+        let (answer, _) = ask(&oracle).await;
+        assert_eq!((answer.mode, answer.attempts), (AnswerMode::Structured, 2), "{bad}: {answer:?}");
+        assert_eq!(answer.text, "Tomás cayó en el puente [Sesión 7].");
+        let requests = bench.fake.chat_requests("/api/chat");
+        assert_eq!(requests.len(), before + 2);
+        let retry = requests.last().unwrap().body["messages"].as_array().unwrap().clone();
+        assert_eq!(retry[retry.len() - 2]["content"], bad, "the bad reply is shown back");
+        let told = retry.last().unwrap()["content"].as_str().unwrap();
+        assert!(told.contains(reason), "{told}");
+
+        // Bad twice: the extractive answer, with the reason.
+        bench.fake.enqueue_reply(bad);
+        bench.fake.enqueue_reply(bad);
+        let (answer, _) = ask(&oracle).await;
+        assert_extractive(&answer, reason);
+        assert_eq!(answer.attempts, 2);
+        assert_eq!(bench.fake.chat_requests("/api/chat").len(), before + 4, "no third try");
+    }
+}
+
+#[tokio::test]
+async fn a_model_that_is_down_gives_the_extractive_answer_in_every_mode() {
+    let bench = bench().await;
+    // The chat model on a server of its own, so its fault does not hit the embedder.
+    let chat_server = FakeOllama::start(&["qwen2.5:14b"]).await;
+    for mode in [AnswerMode::Structured, AnswerMode::Free] {
+        let chat = Arc::new(OllamaChat::new(chat_config(chat_server.url(), Duration::from_secs(10))).unwrap());
+        let oracle = bench.oracle(chat, mode);
+        chat_server.enqueue(Fault::Status(500, "out of memory".into()));
+        let (answer, _) = ask(&oracle).await;
+        assert_extractive(&answer, "out of memory");
+    }
+    // Nobody listening.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let down = Arc::new(OllamaChat::new(chat_config(format!("http://{closed}"), Duration::from_secs(2))).unwrap());
+    let (answer, _) = ask(&bench.oracle(down, AnswerMode::Structured)).await;
+    assert_extractive(&answer, "cannot reach Ollama");
+}
+
+#[tokio::test]
+async fn the_openai_backend_answers_structured_through_response_format() {
+    let bench = bench().await;
+    let oracle = bench.oracle(bench.openai(), AnswerMode::Structured);
+    bench.fake.enqueue_reply("Claro: Tomás murió en el puente [Sesión 7].");
+    bench.fake.enqueue_reply(&structured(&[("Tomás murió en el puente.", &["Sesión 7"])]));
+    let (answer, streamed) = ask(&oracle).await;
+    assert_eq!((answer.mode, answer.attempts), (AnswerMode::Structured, 2), "{answer:?}");
+    assert_eq!(streamed.trim(), "Tomás murió en el puente [Sesión 7].");
+    let request = bench.fake.chat_requests("/v1/chat/completions").pop().unwrap();
+    let format = &request.body["response_format"];
+    assert_eq!(format["type"], "json_schema");
+    assert!(format["json_schema"]["schema"]["properties"]["sentences"].is_object(), "{format}");
+
+    // A server that ignores the schema every time: extractive.
+    bench.fake.enqueue_reply("Tomás murió [Sesión 7].");
+    bench.fake.enqueue_reply("Que sí, que murió.");
+    let (answer, _) = ask(&oracle).await;
+    assert_extractive(&answer, "not the JSON object");
+}
+
+#[tokio::test]
+async fn the_extractive_answer_asks_no_model_and_speaks_the_questions_language() {
+    let bench = bench().await;
+    let oracle = bench.oracle(bench.ollama(), AnswerMode::Extractive);
+    let (answer, streamed) = ask(&oracle).await;
+    assert_eq!((answer.mode, answer.attempts, answer.fallback.as_deref()), (AnswerMode::Extractive, 0, None));
+    assert!(answer.text.starts_with("Esto es lo que dicen las notas:\n- «"), "{}", answer.text);
+    assert!(answer.text.contains("[Sesión 7]"), "{}", answer.text);
+    assert!(answer.citations.iter().all(|c| c.valid));
+    assert!(streamed.is_empty(), "nothing streams: it is instant");
+    assert!(bench.fake.chat_requests("/api/chat").is_empty(), "no model was asked");
+    assert!(answer.timings.generation_ms < 1000.0, "{:?}", answer.timings);
+
+    let request =
+        AskRequest { question: "What happened to Tomás on the bridge?", history: &[], audience: Audience::Player };
+    let english = oracle.ask(&request, None).await.unwrap();
+    assert!(english.text.starts_with("This is what the notes say:"), "{}", english.text);
+}
+
+/// A chat model that reports a speed, as the embedded backend does, and records the prompts
+/// it is sent (it answers through the stand-in).
+struct TimedChat {
+    inner: Arc<dyn ChatModel>,
+    speed: ModelSpeed,
+}
+
+#[async_trait]
+impl ChatModel for TimedChat {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+    fn context_window(&self) -> usize {
+        self.inner.context_window()
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        self.inner.count_tokens(text)
+    }
+    async fn speed(&self) -> Option<ModelSpeed> {
+        Some(self.speed)
+    }
+    async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
+        self.inner.chat(request, on_token).await
+    }
+}
+
+#[tokio::test]
+async fn a_slow_cpu_gets_the_passages_that_matter_within_its_time() {
+    // Long sessions: each holds the answer in one paragraph among many.
+    let mut files: Vec<(String, String)> = Vec::new();
+    for n in 1..=8 {
+        let filler: Vec<String> = (0..12)
+            .map(|p| format!("El grupo recorre el camino número {p} hacia la sierra sin novedad alguna entre pinos y rocas grises."))
+            .collect();
+        let key = if n == 3 { "\n\nEn el puente, Tomás cayó en combate ante el ogro.\n" } else { "" };
+        files.push((format!("Sesiones/Sesion {n}.md"), format!("# Sesión {n}\n{}{key}", filler.join("\n\n"))));
+    }
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let scratch = Scratch::new(&refs);
+    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(ollama_embedder(&fake, "bge-m3").await);
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    let ollama: Arc<dyn ChatModel> =
+        Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+
+    // Fast enough for everything: the window decides, fragments whole.
+    let fast = Arc::new(TimedChat {
+        inner: ollama.clone(),
+        speed: ModelSpeed { prompt_tokens_per_s: 10_000.0, generated_tokens_per_s: 1000.0 },
+    });
+    let settings = AnswerSettings { mode: AnswerMode::Structured, ..AnswerSettings::new(256) };
+    let oracle = Oracle::new(&scratch.index_dir(), embedder.clone(), fast, settings.clone());
+    fake.enqueue_reply(&structured(&[("Tomás cayó en el puente.", &["Sesión 3"])]));
+    let (answer, _) = ask(&oracle).await;
+    assert_eq!(answer.context_plan.limited_by, "window");
+    assert_eq!(answer.context_plan.fragments_as_passages, 0);
+    let whole_prompt = fake.chat_requests("/api/chat").pop().unwrap().body["messages"].to_string().len();
+
+    // 30 prompt tokens a second for 60 s, minus the answer's time: passages.
+    let slow = Arc::new(TimedChat {
+        inner: ollama.clone(),
+        speed: ModelSpeed { prompt_tokens_per_s: 30.0, generated_tokens_per_s: 10.0 },
+    });
+    let oracle =
+        Oracle::new(&scratch.index_dir(), embedder.clone(), slow, AnswerSettings { answer_seconds: 60.0, ..settings });
+    fake.enqueue_reply(&structured(&[("Tomás cayó en el puente.", &["Sesión 3"])]));
+    let (answer, _) = ask(&oracle).await;
+    let plan = &answer.context_plan;
+    assert_eq!(plan.limited_by, "time", "{plan:?}");
+    assert_eq!((plan.answer_seconds, plan.prompt_tokens_per_s), (Some(60.0), Some(30.0)));
+    assert!(plan.fragments_as_passages > 0, "{plan:?}");
+    let prompt = fake.chat_requests("/api/chat").pop().unwrap().body["messages"].to_string();
+    assert!(prompt.len() < whole_prompt / 2, "{} vs {whole_prompt}", prompt.len());
+    // The answering paragraph is kept, under its label, with the gaps marked.
+    assert!(prompt.contains("[Sesión 3]") && prompt.contains("Tomás cayó en combate ante el ogro"), "{prompt}");
+    assert!(prompt.contains("(…)"), "{prompt}");
+    assert_eq!(answer.text, "Tomás cayó en el puente [Sesión 3].");
+}
+
+#[tokio::test]
+async fn the_real_smoke_model_answers_structured_or_extractive_never_invented() {
+    let gguf = crate::support::models_dir().join(oraculo::llm::llama_cpp::SMOLLM2_135M_FILE);
+    let scratch = Scratch::new(&[
+        ("Sesiones/Sesion 1.md", "# Sesión 1\nEl capitán Ardo cayó en combate defendiendo el puente del río.\n"),
+        ("Sesiones/Sesion 2.md", "# Sesión 2\nEn el mercado compraron cuerdas, antorchas y pan.\n"),
+    ]);
+    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(crate::embedded::e5());
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    let config = oraculo::llm::llama_cpp::LlamaCppConfig { gguf, threads: 1, n_ctx: 2048 };
+    let chat: Arc<dyn ChatModel> = Arc::new(
+        tokio::task::spawn_blocking(move || oraculo::llm::llama_cpp::LlamaCppChat::load(&config))
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    let settings = AnswerSettings { mode: AnswerMode::Structured, ..AnswerSettings::new(160) };
+    let oracle = Oracle::new(&scratch.index_dir(), embedder, chat, settings);
+    let streamed = Mutex::new(String::new());
+    let sink = |piece: &str| streamed.lock().unwrap().push_str(piece);
+    let request = AskRequest { question: "¿Quién murió en el puente?", history: &[], audience: Audience::Player };
+    let answer = oracle.ask(&request, Some(&sink)).await.unwrap();
+    // The grammar holds it to the schema and the labels shown; what still does not fit (an
+    // empty sentence, a cut reply) is retried once, then extracted.
+    assert!(matches!(answer.mode, AnswerMode::Structured | AnswerMode::Extractive), "{answer:?}");
+    assert!(answer.invented_citations.is_empty(), "{answer:?}");
+    assert!(answer.citations.iter().all(|c| c.valid), "{answer:?}");
+    let says_not_in_notes =
+        answer.text == oraculo::answer::structured::not_in_notes(oraculo::corpus::LabelLanguage::Es);
+    assert!(!answer.citations.is_empty() || says_not_in_notes, "every claim is cited: {answer:?}");
+    assert!(!answer.text.contains("in_notes"), "never the raw JSON: {}", answer.text);
+    assert!(!streamed.into_inner().unwrap().contains('{'), "the stream carries sentences, not JSON");
+}
