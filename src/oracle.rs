@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tracing::Instrument;
 
-use crate::answer::passages::{QueryTerms, extract_excerpts, render_extractive, select_passages};
+use crate::answer::passages::{GAP_MARK, QueryTerms, extract_excerpts, render_extractive, select_passages, shorten};
 use crate::answer::prompt::{
     ANNOTATE_PROMPT_VERSION, PromptMessage, answer_messages, structured_answer_messages, structured_retry_message,
 };
@@ -43,6 +43,10 @@ const EXPECTED_ANSWER_TOKENS: usize = 256;
 /// Share of a time-planned material budget the chosen fragments may take; the rest is for
 /// the one-line summaries of the leftovers.
 const PASSAGES_SHARE: f64 = 0.85;
+/// Under a time plan, the least material an answer gets however slow the machine measured:
+/// the passages of three or four fragments (~3 minutes of reading at the slowest speed seen
+/// here, 5 prompt tokens a second on a busy 2-core VM, would be absurd; ~15-40 s is typical).
+const MIN_MATERIAL_TOKENS: usize = 640;
 /// Under a time plan, the shortest a fragment's passages are made: below this a fragment
 /// says nothing useful, and fewer fragments are better than many empty ones.
 const MIN_PASSAGE_TOKENS: usize = 96;
@@ -517,7 +521,12 @@ impl Oracle {
         // Reading gets what writing leaves, and never less than a quarter of the budget.
         let reading_seconds = (self.settings.answer_seconds - writing_seconds).max(self.settings.answer_seconds / 4.0);
         let readable = (reading_seconds * speed.prompt_tokens_per_s) as usize;
-        let time_tokens = readable.saturating_sub(frame_tokens);
+        // What the backend kept from an earlier prompt (the fixed system prompt) costs no time.
+        let chat_frame: Vec<ChatMessage> = frame.into_iter().map(Into::into).collect();
+        let frame_to_read = frame_tokens.saturating_sub(self.chat.cached_prefix_tokens(&chat_frame));
+        // A slow or busy machine still gets some material: an answer over its time is better
+        // than one with nothing to read.
+        let time_tokens = readable.saturating_sub(frame_to_read).max(MIN_MATERIAL_TOKENS);
         if time_tokens >= window_tokens {
             return window_plan;
         }
@@ -854,14 +863,13 @@ fn citation_sources(
 }
 
 /// The first `EXCERPT_CHARS` characters of a fragment, cut at a word, on one line.
+/// Headings and the gap marks of a fragment shown as passages are left out: the excerpt is
+/// the text itself.
 fn excerpt(text: &str) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= EXCERPT_CHARS {
-        return one_line;
-    }
-    let cut: String = one_line.chars().take(EXCERPT_CHARS).collect();
-    match cut.rfind(' ') {
-        Some(space) => format!("{}…", &cut[..space]),
-        None => format!("{cut}…"),
-    }
+    let body: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && *line != GAP_MARK && !line.starts_with('#'))
+        .collect();
+    shorten(&body.join(" ").split_whitespace().collect::<Vec<_>>().join(" "), EXCERPT_CHARS)
 }

@@ -108,6 +108,11 @@ pub trait ChatModel: Send + Sync {
     async fn speed(&self) -> Option<ModelSpeed> {
         None
     }
+    /// Tokens at the start of this conversation's prompt the backend holds from an earlier
+    /// one and would not read again (llama.cpp's cached contexts); 0 for servers.
+    fn cached_prefix_tokens(&self, _messages: &[ChatMessage]) -> usize {
+        0
+    }
     /// Generates one answer. `on_token`, when given, receives the text as it streams.
     async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError>;
 }

@@ -638,6 +638,17 @@ impl ChatModel for LlamaCppChat {
         self.path.file_name().is_some_and(|name| name == SMOLLM2_135M_FILE)
     }
 
+    /// The longest start of the rendered conversation one of the cached contexts holds (a
+    /// conversation the oracle has not finished building shares its system prompt and history).
+    /// Never waits: while a generation runs, 0.
+    fn cached_prefix_tokens(&self, messages: &[ChatMessage]) -> usize {
+        let Ok(prompt) = self.engine.render(messages) else { return 0 };
+        let tokens = self.engine.model.vocab().tokenize(prompt.as_bytes(), true, true);
+        // A generation in progress holds the cache: rather than wait for it, assume nothing.
+        let Ok(cache) = self.engine.cache.try_lock() else { return 0 };
+        cache.slots.iter().map(|slot| common_prefix(&slot.tokens, &tokens)).max().unwrap_or(0)
+    }
+
     /// Measured here: remembered from an earlier run, else calibrated now (a few seconds).
     async fn speed(&self) -> Option<ModelSpeed> {
         if let Some(speed) = self.engine.current_speed() {
