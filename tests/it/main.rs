@@ -15,3 +15,4 @@ mod eval;
 mod ingest;
 mod retrieve;
 mod robustness;
+mod secrets;

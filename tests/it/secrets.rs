@@ -1,0 +1,71 @@
+//! Issue 12, "never show a player what the DM marked secret": each way a secret could reach a
+//! player, attacked through the real index.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use oraculo::index::Index;
+use oraculo::llm::chat::ChatModel;
+use oraculo::llm::ollama_chat::OllamaChat;
+use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Pipeline};
+use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, search};
+
+use crate::answer::chat_config;
+use crate::fake_ollama::FakeOllama;
+use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+
+/// A word found only in GM-only text.
+const CANARY: &str = "Umbravela";
+
+#[tokio::test]
+async fn issue_12_a_reingest_between_search_and_answer_shows_no_secret() {
+    // One chronicle: its fragments hold the highest ids, the ones a plain rowid hands out again.
+    let scratch = Scratch::new(&[(
+        "Crónica.md",
+        "## Sesión 1\nEl grupo llega al puerto de Galerna.\n\n## Sesión 2\nEl grupo conoce al capitán del faro.\n",
+    )]);
+    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+    let embedder = Arc::new(ollama_embedder(&fake, "bge-m3").await);
+    let config = campaign_config(&[]);
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, embedder.as_ref()).await.unwrap();
+    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+    let oracle = Oracle::new(&scratch.index_dir(), embedder.clone(), chat, AnswerSettings::new(256));
+
+    // A player searches…
+    let question = "¿Quién es el capitán del faro?";
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let request = SearchRequest { question, history: &[], audience: Audience::Player, k: 8, paths: PathSet::ALL };
+    let searched = search(&index, &compendium, embedder.as_ref(), &request).await.unwrap();
+    assert!(searched.candidates.iter().any(|c| c.label == "Sesión 2"), "{:?}", searched.candidates);
+
+    // …the DM rewrites the chronicle and reingests before the answer is prepared: session 2 is
+    // gone and session 1 has a GM-only part, which a reused id would hand to "Sesión 2".
+    scratch.write(
+        "Crónica.md",
+        &format!(
+            "## Sesión 1\nEl grupo llega al puerto de Galerna.\n%%El capitán del faro es {CANARY}, el traidor.%%\n"
+        ),
+    );
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, embedder.as_ref()).await.unwrap();
+
+    let ask = AskRequest { question, history: &[], audience: Audience::Player };
+    let prepared = oracle.prepare_from_search(&index, &ask, searched, false).await.unwrap();
+    assert!(!prepared.context.text.contains(CANARY), "{}", prepared.context.text);
+    for shown in &prepared.context.full {
+        assert!(!shown.text.contains(CANARY), "{}", shown.text);
+    }
+    // Nothing the stale search found is shown: each id now holds other text or none.
+    assert!(prepared.context.full.is_empty(), "{:?}", prepared.context.full);
+    fake.enqueue_reply("El capitán del faro [Sesión 2] [Sesión 1].");
+    let answer = oracle.generate(&prepared, None).await.unwrap();
+    for citation in &answer.citations {
+        assert!(!citation.excerpt.as_deref().unwrap_or("").contains(CANARY), "{citation:?}");
+    }
+
+    // A fresh search after the reingest finds the new player text, never the secret.
+    let no_rerank = Pipeline { paths: PathSet::ALL, rerank: false };
+    let fresh = oracle.prepare(&index, &compendium, &ask, no_rerank).await.unwrap();
+    assert!(!fresh.context.text.contains(CANARY), "{}", fresh.context.text);
+    assert!(fresh.context.full.iter().any(|shown| shown.label == "Sesión 1"), "{:?}", fresh.context.full);
+}
