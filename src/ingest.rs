@@ -552,8 +552,11 @@ fn read_campaign(
     let ignored: Vec<String> = config.ignore.iter().map(|i| corpus::fold(i)).collect();
     let mut files = Vec::new();
     let walker = walkdir::WalkDir::new(campaign_dir).follow_links(true).sort_by_file_name().into_iter();
+    // Hidden folders and files (`.trash/`, `.obsidian/`, `.git/`) are never read, whatever
+    // `ignore` says: a deleted note must not come back as campaign text.
     let walker = walker.filter_entry(|entry| {
-        entry.depth() == 0 || !ignored.contains(&corpus::fold(&entry.file_name().to_string_lossy()))
+        let name = entry.file_name().to_string_lossy();
+        entry.depth() == 0 || (!name.starts_with('.') && !ignored.contains(&corpus::fold(&name)))
     });
     for entry in walker {
         let entry = match entry {

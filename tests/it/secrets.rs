@@ -69,3 +69,23 @@ async fn issue_12_a_reingest_between_search_and_answer_shows_no_secret() {
     assert!(!fresh.context.text.contains(CANARY), "{}", fresh.context.text);
     assert!(fresh.context.full.iter().any(|shown| shown.label == "Sesión 1"), "{:?}", fresh.context.full);
 }
+
+#[tokio::test]
+async fn issue_12_hidden_folders_are_never_read_even_with_an_empty_ignore_list() {
+    let scratch = Scratch::new(&[
+        ("Sesiones/Sesion 1.md", "# Sesión 1\nEl grupo llega al puerto.\n"),
+        (".trash/Sesion 2.md", &format!("# Sesión 2\nBorrado: {CANARY}.\n")),
+        ("Notas/.borrador/idea.md", &format!("# Idea\n{CANARY} a medias.\n")),
+        ("Notas/.oculto.md", &format!("# Oculto\n{CANARY}.\n")),
+    ]);
+    let fake = FakeOllama::start(&["bge-m3"]).await;
+    let embedder = ollama_embedder(&fake, "bge-m3").await;
+    let mut config = campaign_config(&[]);
+    config.ignore = vec!["Borradores".to_string()];
+    let summary = ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, &embedder).await.unwrap();
+    assert_eq!(summary.files, 1, "{summary:#?}");
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    for stored in index.store.fragments(None).unwrap() {
+        assert!(!stored.fragment.text.contains(CANARY), "{}", stored.fragment.source_path);
+    }
+}
