@@ -157,6 +157,9 @@ impl Store {
     /// Opens (or creates) the file and applies pending migrations.
     pub fn open(path: &Path) -> Result<Store, IndexError> {
         let sqlite = |source| IndexError::Sqlite { path: path.display().to_string(), source };
+        // Private before SQLite writes a byte: the file holds the GM's secrets.
+        super::create_private_file(path)
+            .map_err(|source| IndexError::Io { path: path.display().to_string(), source })?;
         let connection = Connection::open(path).map_err(sqlite)?;
         // WAL: readers (the bot answering) never block on a reingest's writer.
         connection

@@ -89,3 +89,30 @@ async fn issue_12_hidden_folders_are_never_read_even_with_an_empty_ignore_list()
         assert!(!stored.fragment.text.contains(CANARY), "{}", stored.fragment.source_path);
     }
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn issue_12_the_index_is_its_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new(&[("Secretos/Plan.md", &format!("# Plan\n{CANARY}.\n"))]);
+    let fake = FakeOllama::start(&["bge-m3"]).await;
+    let embedder = ollama_embedder(&fake, "bge-m3").await;
+    // A data dir that does not exist yet: created private, like everything under it.
+    let data_dir = scratch.data.path().join("oraculo");
+    let index_dir = oraculo::index::campaign_index_dir(&data_dir, scratch.campaign.path());
+    ingest_dir(&index_dir, scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder).await.unwrap();
+    let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    for dir in [data_dir.clone(), data_dir.join("campaigns"), index_dir.clone()] {
+        assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+    }
+    for file in [index_dir.join("index.sqlite"), index_dir.join("ingest.lock")] {
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+
+    // An index from before (world-readable) is made private when it is opened again.
+    std::fs::set_permissions(&index_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(index_dir.join("index.sqlite"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    drop(Index::open_existing(&index_dir).await.unwrap());
+    assert_eq!(mode(&index_dir), 0o700);
+    assert_eq!(mode(&index_dir.join("index.sqlite")), 0o600);
+}
