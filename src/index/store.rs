@@ -252,14 +252,20 @@ impl Store {
 
     /// Labels with their kind, source, session and fragment counts, sessions first by number.
     pub fn sources(&self) -> Result<Vec<SourceSummary>, IndexError> {
+        self.sources_visible(None)
+    }
+
+    /// [`Store::sources`] counting only the fragments `visibility` allows: a label with no
+    /// fragment a player may read (a secret note's, which may name the secret) is not listed.
+    pub fn sources_visible(&self, visibility: Option<Visibility>) -> Result<Vec<SourceSummary>, IndexError> {
         let mut statement = self.connection.prepare(
             "SELECT label, kind, source_path, session, COUNT(*),
                     SUM(visibility = 'dm_only'), SUM(word_count)
-             FROM fragments GROUP BY label, source_path
+             FROM fragments WHERE ?1 IS NULL OR visibility = ?1 GROUP BY label, source_path
              ORDER BY CASE kind WHEN 'session' THEN 0 WHEN 'sheet' THEN 1 ELSE 2 END,
                       session, label",
         )?;
-        let rows = statement.query_map([], |row| {
+        let rows = statement.query_map([visibility.map(Visibility::as_str)], |row| {
             let kind: String = row.get(1)?;
             Ok(SourceSummary {
                 label: row.get(0)?,
