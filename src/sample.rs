@@ -15,7 +15,8 @@ pub fn materialize(dir: &Path) -> std::io::Result<PathBuf> {
 }
 
 fn write_files(dir: &Path, files: &[(&str, &str)]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+    // The sample folder often creates the data dir, which will hold the indexes: private.
+    crate::index::create_missing_dirs_private(dir)?;
     for (relative, content) in files {
         let path = dir.join(relative);
         if std::fs::read_to_string(&path).ok().as_deref() == Some(*content) {
@@ -84,6 +85,17 @@ mod tests {
         assert!(!root.join("PNJs").exists(), "the stale note and its emptied folder are gone");
         assert!(root.join("notas.txt").exists(), "only Markdown notes are removed");
         assert_eq!(std::fs::read_to_string(root.join("Fichas/Iria.md")).unwrap(), "# Iria");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn issue_12_the_sample_creates_a_missing_data_dir_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::TempDir::new().unwrap();
+        let data_dir = dir.path().join("oraculo");
+        materialize(&data_dir.join("sample-campaign")).unwrap();
+        let mode = std::fs::metadata(&data_dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
     }
 
     #[cfg(unix)]

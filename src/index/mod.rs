@@ -119,12 +119,18 @@ const PRIVATE_FILE_MODE: u32 = 0o600;
 /// Creates `dir` and its missing parents (the data dir, `campaigns/`) readable by their owner
 /// only, and makes `dir` so if it already existed (an index from an older version).
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    create_missing_dirs_private(dir)?;
+    make_private(dir, PRIVATE_DIR_MODE)
+}
+
+/// Creates whichever of `dir` and its parents are missing readable by their owner only;
+/// folders that exist keep their mode (a data dir may be one the user chose to share).
+pub fn create_missing_dirs_private(dir: &Path) -> std::io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR_MODE);
-    builder.create(dir)?;
-    make_private(dir, PRIVATE_DIR_MODE)
+    builder.create(dir)
 }
 
 /// Creates `path` if absent, empty and readable by its owner only, and makes it so if it
