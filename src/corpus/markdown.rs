@@ -37,7 +37,7 @@ static GM_BLOCK_OPEN: LazyLock<Regex> = LazyLock::new(|| {
 /// An HTML comment that starts like a GM opener but is not one (`<!-- GM: spoilers -->`,
 /// `<!-- dm-only -->`): the DM meant a GM block, so it opens one, with a diagnostic.
 static GM_BLOCK_OPEN_VARIANT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^<!--[ \t]*(?:gm|dm|secrets?|secretos?)\b").expect("the gm variant pattern is valid")
+    Regex::new(r"(?i)^<!--[ \t]*(?P<word>gm|dm|secrets?|secretos?)\b").expect("the gm variant pattern is valid")
 });
 
 /// `<!-- /gm -->` closing it.
@@ -454,11 +454,12 @@ fn take_inline_secrets(
                         problems.push(GmMarkerProblem::StrayCloser);
                         rest = &rest[marker.end()..];
                         continue;
-                    } else if GM_BLOCK_OPEN_VARIANT.is_match(rest) {
+                    } else if let Some(variant) = GM_BLOCK_OPEN_VARIANT.captures(rest) {
                         // `<!-- GM: spoilers -->` opens a GM block after its own `-->`; with no
                         // `-->` on the line, the block opens at once (its text is secret either way).
+                        // The diagnostic names only the keyword: the rest may be the secret itself.
+                        let marker = format!("<!-- {} …-->", &variant["word"]);
                         let marker_end = rest.find("-->").map_or("<!--".len(), |closing| closing + "-->".len());
-                        let marker: String = rest[..marker_end].chars().take(60).collect();
                         problems.push(GmMarkerProblem::OpenerVariant { marker });
                         (SecretForm::GmBlock, marker_end)
                     } else {
@@ -958,8 +959,8 @@ Fin. <!--dm-only-->en línea<!-- /dm --> tras.",
 5| Fin.  tras.
 secret 2-4: ⏎El capitán es el traidor.
 secret 5-5: en línea
-diagnostic 2: `<!-- GM: spoilers -->` is not `<!-- gm -->` but reads as one: everything up to `<!-- /gm -->` is treated as DM-only
-diagnostic 5: `<!--dm-only-->` is not `<!-- gm -->` but reads as one: everything up to `<!-- /gm -->` is treated as DM-only",
+diagnostic 2: `<!-- GM …-->` is not `<!-- gm -->` but reads as one: everything up to `<!-- /gm -->` is treated as DM-only
+diagnostic 5: `<!-- dm …-->` is not `<!-- gm -->` but reads as one: everything up to `<!-- /gm -->` is treated as DM-only",
         );
         // A closer with no opener hides its section up to it: links and tags too.
         check(

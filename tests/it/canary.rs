@@ -98,7 +98,7 @@ Al día siguiente hablan con [[Secretos/Krovathen|el capitán]] del puerto.
             "Sesiones/Sesion 4.md".into(),
             "# Sesión 4
 El grupo visita el mercado del puerto.
-<!-- GM: spoilers -->
+<!-- GM: Plindestro -->
 Plindestro envenenó el pozo.
 <!-- /gm -->
 Compran pan y queso.
@@ -164,6 +164,9 @@ async fn issue_12_no_canary_reaches_a_player_and_the_gm_finds_each() {
         summary.warnings.iter().map(|warning| (warning.path.clone(), warning.line)).collect();
     assert!(lines.contains(&("Sesiones/Sesion 4.md".to_string(), Some(3))), "{:#?}", summary.warnings);
     assert!(lines.contains(&("Sesiones/Sesion 5.md".to_string(), Some(4))), "{:#?}", summary.warnings);
+    // Diagnostics are logged and listed by `sources`: they never quote a secret.
+    let diagnostics = format!("{:?}", index.store.diagnostics().unwrap());
+    assert!(canaries_in(&diagnostics).is_empty(), "diagnostics leak {:?}: {diagnostics}", canaries_in(&diagnostics));
 
     // Search and the prepared context, as a player, asking for each canary by name and for
     // the sessions around them.
