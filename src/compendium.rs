@@ -23,13 +23,13 @@
 //! secret path and a link inside a GM secret add no entity and no alias, so the compendium
 //! can be listed to anyone without revealing a secret name.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use aho_corasick::AhoCorasick;
 use serde::{Deserialize, Serialize};
 use unicode_normalization::char::{decompose_canonical, is_combining_mark};
 
-use crate::corpus::{Fragment, Note, NoteKind, Visibility, fold, session_from_file_name};
+use crate::corpus::{CorpusConfig, Fragment, Note, NoteKind, Visibility, fold, session_from_file_name};
 use crate::lexicon::is_stopword;
 
 /// An entity's description is a glance, not a summary: the first sentence or two of its note.
@@ -223,10 +223,13 @@ impl Compendium {
     /// The entities the notes themselves declare: sheets, named world documents, link
     /// aliases and linked names. Entities with the same folded name are merged. The result
     /// is sorted by folded name, whatever the order of `notes`.
-    pub fn build(notes: &[Note]) -> Compendium {
+    /// `corpus` says which paths are secret: a link into one adds nothing, whether or not
+    /// the note it names exists.
+    pub fn build(notes: &[Note], corpus: &CorpusConfig) -> Compendium {
         let _span = tracing::info_span!("compendium.build", n_notes = notes.len()).entered();
         let mut builder = Builder::default();
-        let player_notes: Vec<&Note> = notes.iter().filter(|note| !is_secret_note(note)).collect();
+        let (secret_notes, player_notes): (Vec<&Note>, Vec<&Note>) =
+            notes.iter().partition(|note| is_secret_note(note));
         for note in &player_notes {
             match note.kind {
                 NoteKind::Sheet => builder.add(sheet_entity(note)),
@@ -235,7 +238,7 @@ impl Compendium {
             }
         }
         builder.add_first_names();
-        builder.add_links(&player_notes);
+        builder.add_links(&player_notes, &secret_notes, corpus);
         let mut entities = builder.entities;
         entities.sort_by_cached_key(|entity| (alias_key(&entity.name), entity.name.clone()));
         tracing::debug!(n_entities = entities.len(), "compendium built");
@@ -461,8 +464,16 @@ impl Builder {
 
     /// Link aliases and linked names. A link to a note that is an entity adds its shown
     /// text as an alias; a link to a note that is not (a session, a generic document) adds
-    /// nothing. A target with no note joins the entity it names, or becomes one.
-    fn add_links(&mut self, player_notes: &[&Note]) {
+    /// nothing. A target with no note joins the entity it names, or becomes one. A target
+    /// under a secret path, or naming a note that exists only as a secret, adds nothing: its
+    /// name is the secret (`[[Secretos/El Traidor|el capitán]]`).
+    fn add_links(&mut self, player_notes: &[&Note], secret_notes: &[&Note], corpus: &CorpusConfig) {
+        let mut secret_targets: HashSet<String> = HashSet::new();
+        for note in secret_notes {
+            let path = note.path.strip_suffix(".md").unwrap_or(&note.path);
+            secret_targets.insert(alias_key(path));
+            secret_targets.insert(alias_key(last_component(path)));
+        }
         let mut notes_by_stem: HashMap<String, usize> = HashMap::new();
         let mut notes_by_path: HashMap<String, usize> = HashMap::new();
         for (note_idx, note) in player_notes.iter().enumerate() {
@@ -491,6 +502,12 @@ impl Builder {
                 let linked_note = notes_by_path
                     .get(&alias_key(target))
                     .or_else(|| notes_by_stem.get(&alias_key(last_component(target))));
+                let is_secret_target = corpus.is_secret_path(target)
+                    || secret_targets.contains(&alias_key(target))
+                    || secret_targets.contains(&alias_key(last_component(target)));
+                if is_secret_target && (linked_note.is_none() || corpus.is_secret_path(target)) {
+                    continue;
+                }
                 if let Some(&linked_idx) = linked_note {
                     let linked = player_notes[linked_idx];
                     if let (Some(&entity_idx), Some(shown)) = (entity_by_note.get(linked.path.as_str()), shown) {
@@ -762,9 +779,9 @@ fn looks_like_proper_name(title: &str) -> bool {
     n_name_words > 0
 }
 
-/// A note under a secret path: all its blocks are DM-only.
+/// A note under a secret path: the note says so, and all its blocks are DM-only.
 fn is_secret_note(note: &Note) -> bool {
-    note.blocks.iter().any(|block| block.visibility == Visibility::DmOnly)
+    note.visibility == Visibility::DmOnly || note.blocks.iter().any(|block| block.visibility == Visibility::DmOnly)
 }
 
 /// Whether a link target is a file that is not a note (`mapa.png`).
@@ -1001,7 +1018,7 @@ mod tests {
     /// Builds the compendium of `sources` and compares its rendering with `expect`.
     fn check_build(sources: &[(&str, &str)], expect: &str) {
         let (notes, _) = read_notes(sources);
-        let actual = render_compendium(&Compendium::build(&notes));
+        let actual = render_compendium(&Compendium::build(&notes, &config()));
         assert_eq!(actual.trim(), expect.trim(), "\n--- actual ---\n{actual}");
     }
 
@@ -1102,6 +1119,34 @@ Vaskrith (other) [el dragón blanco] link",
         );
     }
 
+    #[test]
+    fn issue_12_secret_notes_and_links_into_them_name_no_entity() {
+        check_build(
+            &[
+                // Empty, or front matter only: no blocks, but still secret notes.
+                ("Secretos/El Traidor.md", "---\ntitle: El Traidor\naliases: [el capitán, Mendaña]\n---\n"),
+                ("PNJs/Secretos/Villano Oculto.md", ""),
+                // Links into them, by path or by name, from player notes: nothing either,
+                // nor a link into a secret folder whose note does not exist yet.
+                (
+                    "Sesiones/Sesion 3.md",
+                    "Hablamos con [[Secretos/El Traidor|el capitán]], con [[El Traidor]] y con [[Villano Oculto|el encapuchado]]. [[Secretos/Nadie Aún|alguien]].",
+                ),
+                ("Sesiones/Sesion 4.md", "Otra vez [[El Traidor]] y [[PNJs/Secretos/Villano Oculto]]."),
+            ],
+            "",
+        );
+        // A player note with the same name as a secret one is still linked normally.
+        check_build(
+            &[
+                ("Secretos/Baika.md", "La verdad sobre Baika."),
+                ("PNJs/Baika.md", "Tejedora."),
+                ("Sesiones/Sesion 1.md", "Vimos a [[Baika|la tejedora]]."),
+            ],
+            "Baika (npc) [la tejedora] sheet+link PNJs/Baika.md: Tejedora.",
+        );
+    }
+
     /// `as_str`, `parse` and serde agree on each kind's and source's name.
     fn check_names(kind_names: &[(EntityKind, &str)], source_names: &[(EntitySource, &str)]) {
         for &(kind, name) in kind_names {
@@ -1140,7 +1185,7 @@ Vaskrith (other) [el dragón blanco] link",
     /// Builds the compendium of `sources`, merges `extracted` and compares the rendering.
     fn check_merge(sources: &[(&str, &str)], extracted: &[(&str, EntityKind, &[&str], &str)], expect: &str) {
         let (notes, _) = read_notes(sources);
-        let mut compendium = Compendium::build(&notes);
+        let mut compendium = Compendium::build(&notes, &config());
         let extracted = extracted
             .iter()
             .map(|&(name, kind, aliases, description)| ExtractedEntity {
@@ -1199,7 +1244,7 @@ Irek (pc) [ella] llm",
     /// Matches `question` against `MATCH_NOTES`; renders `alias@start..end=entity` per match.
     fn check_match(question: &str, expect: &str) {
         let (notes, _) = read_notes(MATCH_NOTES);
-        let compendium = Compendium::build(&notes);
+        let compendium = Compendium::build(&notes, &config());
         let matcher = EntityMatcher::new(&compendium);
         let rendered: Vec<String> = matcher
             .match_question(question)
@@ -1248,7 +1293,7 @@ Irek (pc) [ella] llm",
     /// `label: entity×count, …`.
     fn check_mentions(sources: &[(&str, &str)], expect: &str) {
         let (notes, fragments) = read_notes(sources);
-        let compendium = Compendium::build(&notes);
+        let compendium = Compendium::build(&notes, &config());
         let matcher = EntityMatcher::new(&compendium);
         let mut by_fragment: BTreeMap<usize, Vec<String>> = BTreeMap::new();
         for mention in mentions(&compendium, &matcher, &fragments) {
@@ -1288,7 +1333,7 @@ Sesión 1: Baika×1",
         let sources = read_campaign(&campaign_dir);
         let sources: Vec<(&str, &str)> = sources.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
         let (notes, fragments) = read_notes(&sources);
-        let compendium = Compendium::build(&notes);
+        let compendium = Compendium::build(&notes, &config());
         let matcher = EntityMatcher::new(&compendium);
         let all_mentions = mentions(&compendium, &matcher, &fragments);
         let mut actual = String::new();

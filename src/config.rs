@@ -336,7 +336,8 @@ impl Config {
         let campaign = CampaignConfig {
             dir: overrides.campaign_dir.clone().or(campaign.dir),
             corpus,
-            ignore: campaign.ignore.unwrap_or_else(|| DEFAULT_IGNORED.iter().map(|s| s.to_string()).collect()),
+            // A user's list extends the defaults: `.trash` stays unread whatever the config says.
+            ignore: DEFAULT_IGNORED.iter().map(|s| s.to_string()).chain(campaign.ignore.unwrap_or_default()).collect(),
             max_note_bytes,
         };
 
@@ -592,6 +593,14 @@ mod tests {
         assert_eq!(config.data_dir, PathBuf::from("/home/dm/.local/share/oraculo"));
         assert!(matches!(config.embedder, EmbedderConfig::Embedded { .. }));
         assert!(config.campaign.ignore.iter().any(|i| i == ".obsidian"));
+    }
+
+    #[test]
+    fn issue_12_a_user_ignore_list_extends_the_defaults() {
+        let config = check("[campaign]\nignore = [\"Borradores\"]\n", &[("HOME", "/home/dm")]).unwrap();
+        for ignored in [".trash", ".obsidian", "Plantillas", "Borradores"] {
+            assert!(config.campaign.ignore.iter().any(|i| i == ignored), "{ignored}: {:?}", config.campaign.ignore);
+        }
     }
 
     #[test]

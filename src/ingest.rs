@@ -20,7 +20,7 @@ use tracing::{Instrument, info, info_span, warn};
 
 use crate::compendium::{Compendium, EntityMatcher, ExtractedEntity};
 use crate::config::CampaignConfig;
-use crate::corpus::{self, Diagnostic, Fragment, Note, NoteKind, Visibility};
+use crate::corpus::{self, CorpusConfig, Diagnostic, Fragment, Note, NoteKind, Visibility};
 use crate::index::store::{
     META_COMPENDIUM_EXTRACTIONS, META_COMPENDIUM_VERSION, META_DIMENSION, META_EMBEDDER, META_VECTOR_TABLE,
 };
@@ -134,7 +134,7 @@ pub async fn ingest_campaign(
         let n_extractions = extracted.len();
         let compendium = {
             let _span = info_span!("ingest.compendium", n_fragments = fragments.len(), n_extractions).entered();
-            compendium_records(&notes, &fragments, extracted)
+            compendium_records(&notes, &fragments, extracted, &config.corpus)
         };
         let records = file_records(&note_files, &notes, fragments);
 
@@ -468,8 +468,13 @@ fn cached_extractions(index: &Index, fragments: &[Fragment]) -> Result<Vec<Extra
 
 /// The compendium of the whole campaign (deterministic sources, then what a chat model
 /// extracted) and its mentions in every fragment.
-fn compendium_records(notes: &[Note], fragments: &[Fragment], extracted: Vec<ExtractedEntity>) -> CompendiumRecords {
-    let mut compendium = Compendium::build(notes);
+fn compendium_records(
+    notes: &[Note],
+    fragments: &[Fragment],
+    extracted: Vec<ExtractedEntity>,
+    corpus: &CorpusConfig,
+) -> CompendiumRecords {
+    let mut compendium = Compendium::build(notes, corpus);
     compendium.merge_extracted(extracted);
     let matcher = EntityMatcher::new(&compendium);
     let mentions = crate::compendium::mentions(&compendium, &matcher, fragments)
@@ -547,8 +552,11 @@ fn read_campaign(
     let ignored: Vec<String> = config.ignore.iter().map(|i| corpus::fold(i)).collect();
     let mut files = Vec::new();
     let walker = walkdir::WalkDir::new(campaign_dir).follow_links(true).sort_by_file_name().into_iter();
+    // Hidden folders and files (`.trash/`, `.obsidian/`, `.git/`) are never read, whatever
+    // `ignore` says: a deleted note must not come back as campaign text.
     let walker = walker.filter_entry(|entry| {
-        entry.depth() == 0 || !ignored.contains(&corpus::fold(&entry.file_name().to_string_lossy()))
+        let name = entry.file_name().to_string_lossy();
+        entry.depth() == 0 || (!name.starts_with('.') && !ignored.contains(&corpus::fold(&name)))
     });
     for entry in walker {
         let entry = match entry {

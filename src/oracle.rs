@@ -402,7 +402,7 @@ impl Oracle {
             .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
             .collect();
         let rerank_started = Instant::now();
-        let (chosen, rerank) = if rerank {
+        let (mut chosen, rerank) = if rerank {
             rerank_by_annotation(
                 &search.search_query,
                 &search.candidates,
@@ -429,12 +429,17 @@ impl Oracle {
 
         // The context: chosen in full (or as their passages, when a CPU has no time for the
         // whole), the rest of the pool as one-line summaries.
-        let mut texts: HashMap<i64, StoredFragment> = HashMap::new();
-        for candidate in &chosen {
-            if let Some(stored) = index.store.fragment(candidate.fragment_id)? {
-                texts.insert(candidate.fragment_id, stored);
-            }
-        }
+        // Fetched only while each still holds the text that was searched and the audience may
+        // see it (a reingest since the search may have changed what an id or label holds);
+        // a chosen fragment that fails the check is not shown at all.
+        let wanted: Vec<(i64, &str)> = chosen.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect();
+        let texts: HashMap<i64, StoredFragment> = index
+            .store
+            .fragments_checked(&wanted, request.audience.visibility_filter())?
+            .into_iter()
+            .map(|stored| (stored.id, stored))
+            .collect();
+        chosen.retain(|candidate| texts.contains_key(&candidate.fragment_id));
         let entity_names: Vec<&str> =
             search.entities.iter().flat_map(|entity| [entity.name.as_str(), entity.alias.as_str()]).collect();
         let terms = QueryTerms::new(question, &entity_names);

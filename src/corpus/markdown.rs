@@ -12,15 +12,32 @@ use super::session::detect_session_header;
 use super::text::fold;
 use super::{Diagnostic, Link, NoteKind, SecretPassage, SessionNumber};
 
-/// `> [!secret]`, `> [!gm]` (also `dm`, `secreto`), any case, optional fold marker and title.
+/// `> [!secret]`, `> [!gm]` (also `dm`, `secreto`, plurals), any case, at any quote depth
+/// (`> > [!secret]` inside another callout), with optional metadata (`[!secret|right]`),
+/// fold marker (`-`, `+`) and title.
 static SECRET_CALLOUT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^[ \t]*>[ \t]*\[!(?:secret|secreto|gm|dm)\][-+]?[ \t]*(?P<title>.*)$")
-        .expect("the callout pattern is valid")
+    Regex::new(
+        r"(?i)^[ \t]*(?P<quotes>(?:>[ \t]*)+)\[!(?:secrets?|secretos?|gm|dm)(?:\|[^\]]*)?\][-+]?[ \t]*(?P<title>.*)$",
+    )
+    .expect("the callout pattern is valid")
+});
+
+/// A line that ends a paragraph, so it cannot be a lazy continuation of a callout: an ATX
+/// heading, a thematic break, or an HTML block (`<!--`).
+static INTERRUPTS_PARAGRAPH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[ \t]{0,3}(?:#{1,6}(?:[ \t]|$)|(?:\*[ \t]*){3,}$|(?:-[ \t]*){3,}$|(?:_[ \t]*){3,}$|<!--)")
+        .expect("the paragraph-interrupt pattern is valid")
 });
 
 /// `<!-- gm -->` opening a GM block (also `dm`, `secret`, `secreto`).
 static GM_BLOCK_OPEN: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)<!--[ \t]*(?:gm|dm|secret|secreto)[ \t]*-->").expect("the gm open pattern is valid")
+});
+
+/// An HTML comment that starts like a GM opener but is not one (`<!-- GM: spoilers -->`,
+/// `<!-- dm-only -->`): the DM meant a GM block, so it opens one, with a diagnostic.
+static GM_BLOCK_OPEN_VARIANT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^<!--[ \t]*(?P<word>gm|dm|secrets?|secretos?)\b").expect("the gm variant pattern is valid")
 });
 
 /// `<!-- /gm -->` closing it.
@@ -134,15 +151,26 @@ pub(crate) fn read_body(path: &str, lines: &[&str], front: &FrontMatter, diagnos
     let mut body = Body::default();
     let mut open: Option<OpenSecret> = None;
     let mut in_fence = false;
+    // The line each entry of `body.links` was read on.
+    let mut link_lines: Vec<usize> = Vec::new();
+    // Where a `<!-- /gm -->` with no opener would start hiding: the line after the last
+    // session header or stray closer (else the body's first line).
+    let mut section_start = front.body_start;
+    let mut marker_problems: Vec<GmMarkerProblem> = Vec::new();
     for (line_index, &raw_line) in lines.iter().enumerate() {
         let is_hidden = line_index < front.body_start || front.hidden.contains(&line_index);
         let line = if is_hidden { "" } else { raw_line };
 
-        if let Some(callout) = open.take_if(|secret| secret.form == SecretForm::Callout) {
-            if !is_hidden && line.trim_start().starts_with('>') {
-                let mut callout = callout;
+        if let Some(mut callout) = open.take_if(|secret| secret.form == SecretForm::Callout) {
+            // Another `[!secret]` at the same depth or shallower starts its own passage.
+            let starts_another = SECRET_CALLOUT
+                .captures(line)
+                .is_some_and(|captures| captures["quotes"].matches('>').count() <= callout.quote_depth);
+            if !is_hidden && !starts_another && continues_callout(&callout, line) {
+                let (_, content) = quote_depth(line);
                 callout.text.push('\n');
-                callout.text.push_str(strip_quote_marker(line));
+                callout.text.push_str(strip_quote_markers(line, callout.quote_depth));
+                callout.last_line_blank = content.trim().is_empty();
                 open = Some(callout);
                 body.visible.push(String::new());
                 continue;
@@ -154,19 +182,45 @@ pub(crate) fn read_body(path: &str, lines: &[&str], front: &FrontMatter, diagnos
             None => {
                 if let Some(captures) = SECRET_CALLOUT.captures(line) {
                     let title = captures.name("title").map_or("", |title| title.as_str().trim());
-                    open = Some(OpenSecret::new(SecretForm::Callout, line_index, title));
+                    let mut callout = OpenSecret::new(SecretForm::Callout, line_index, title);
+                    callout.quote_depth = captures["quotes"].matches('>').count();
+                    // `> [!secret]` is itself a paragraph line: the next line may continue it lazily.
+                    callout.last_line_blank = false;
+                    open = Some(callout);
                     body.visible.push(String::new());
                     continue;
                 }
             }
         }
-        let shown = take_inline_secrets(line, line_index, &mut open, &mut body.secrets);
+        let n_problems = marker_problems.len();
+        let shown = take_inline_secrets(line, line_index, &mut open, &mut body.secrets, &mut marker_problems);
+        for problem in &marker_problems[n_problems..] {
+            match problem {
+                GmMarkerProblem::OpenerVariant { marker, .. } => {
+                    let message = format!(
+                        "`{marker}` is not `<!-- gm -->` but reads as one: everything up to `<!-- /gm -->` is treated as DM-only"
+                    );
+                    diagnostics.push(diagnostic(path, u32::try_from(line_index + 1).ok(), &message));
+                }
+                GmMarkerProblem::StrayCloser => {
+                    let message = format!(
+                        "`<!-- /gm -->` closes no `<!-- gm -->`; the text from line {} up to it is treated as DM-only",
+                        line_number(section_start.min(line_index))
+                    );
+                    diagnostics.push(diagnostic(path, u32::try_from(line_index + 1).ok(), &message));
+                    hide_since(&mut body, &mut link_lines, section_start, line_index);
+                    section_start = line_index + 1;
+                }
+            }
+        }
         if is_fence(&shown) {
             in_fence = !in_fence;
         } else if !in_fence && let Some(session) = detect_session_header(&shown) {
             body.session_headers.push((line_index, session));
+            section_start = section_start.max(line_index + 1);
         }
         let shown = render_obsidian(&shown, Some(&mut body.links));
+        link_lines.resize(body.links.len(), line_index);
         if shown.contains('#') {
             for captures in INLINE_TAG.captures_iter(&shown) {
                 body.tags.push((line_index, captures["tag"].to_string()));
@@ -183,7 +237,44 @@ pub(crate) fn read_body(path: &str, lines: &[&str], front: &FrontMatter, diagnos
         }
         close_secret(secret, last_index, &mut body.secrets);
     }
+    // A stray closer hides text read before it: keep the passages in file order.
+    body.secrets.sort_by_key(|secret| secret.line_start);
     body
+}
+
+/// What a GM marker got wrong, found while reading a line.
+enum GmMarkerProblem {
+    /// `<!-- GM: spoilers -->`: opened a GM block anyway.
+    OpenerVariant { marker: String },
+    /// `<!-- /gm -->` with no block open.
+    StrayCloser,
+}
+
+/// Fails closed for a `<!-- /gm -->` with no opener on line `closer_index`: the opener was
+/// mistyped somewhere before it, so every visible line from `section_start` up to the closer
+/// becomes one secret passage, with its links and tags.
+fn hide_since(body: &mut Body, link_lines: &mut Vec<usize>, section_start: usize, closer_index: usize) {
+    let range = section_start..closer_index;
+    if range.is_empty() {
+        return;
+    }
+    let text: Vec<String> = body.visible[range.clone()].iter_mut().map(std::mem::take).collect();
+    if !text.iter().all(|line| line.trim().is_empty()) {
+        let mut hidden = OpenSecret::new(SecretForm::GmBlock, section_start, "");
+        hidden.text = text.join("\n");
+        close_secret(hidden, closer_index - 1, &mut body.secrets);
+    }
+    let mut kept_lines = Vec::with_capacity(link_lines.len());
+    let mut kept_links = Vec::with_capacity(body.links.len());
+    for (link, line_index) in body.links.drain(..).zip(link_lines.drain(..)) {
+        if !range.contains(&line_index) {
+            kept_links.push(link);
+            kept_lines.push(line_index);
+        }
+    }
+    body.links = kept_links;
+    *link_lines = kept_lines;
+    body.tags.retain(|(line_index, _)| !range.contains(line_index));
 }
 
 /// A line that opens or closes fenced code (```` ``` ```` or `~~~`).
@@ -278,11 +369,47 @@ struct OpenSecret {
     form: SecretForm,
     line_start: usize,
     text: String,
+    /// Callouts: how many `>` the `[!secret]` line had (2 for `> > [!secret]`).
+    quote_depth: usize,
+    /// Callouts: whether the last line read into it was blank (no lazy continuation follows).
+    last_line_blank: bool,
 }
 
 impl OpenSecret {
     fn new(form: SecretForm, line_start: usize, text: &str) -> OpenSecret {
-        OpenSecret { form, line_start, text: text.to_string() }
+        OpenSecret { form, line_start, text: text.to_string(), quote_depth: 0, last_line_blank: true }
+    }
+}
+
+/// Whether `line` still belongs to the open secret `callout`, as CommonMark (and Obsidian)
+/// read quotes: a line quoted at least as deep as the callout, or a lazy continuation, a
+/// non-blank line right after a non-blank one that is not a heading, a thematic break or an
+/// HTML block (`> > [!secret]` then `> more` or `more`: both stay in the secret). Lists
+/// and other text continue it too: when in doubt, the text stays secret.
+fn continues_callout(callout: &OpenSecret, line: &str) -> bool {
+    let (depth, content) = quote_depth(line);
+    if depth >= callout.quote_depth {
+        return true;
+    }
+    !callout.last_line_blank
+        && !content.trim().is_empty()
+        && !INTERRUPTS_PARAGRAPH.is_match(content)
+        && !is_fence(content)
+}
+
+/// How many `>` markers open `line`, and what follows them.
+fn quote_depth(line: &str) -> (usize, &str) {
+    let mut depth = 0;
+    let mut rest = line;
+    loop {
+        let trimmed = rest.trim_start();
+        match trimmed.strip_prefix('>') {
+            Some(inner) => {
+                depth += 1;
+                rest = inner;
+            }
+            None => return (depth, if depth == 0 { line } else { trimmed }),
+        }
     }
 }
 
@@ -293,6 +420,7 @@ fn take_inline_secrets(
     line_index: usize,
     open: &mut Option<OpenSecret>,
     secrets: &mut Vec<SecretPassage>,
+    problems: &mut Vec<GmMarkerProblem>,
 ) -> String {
     if open.is_none() && !line.contains("%%") && !line.contains("<!--") {
         return line.to_string();
@@ -315,10 +443,29 @@ fn take_inline_secrets(
             shown.push_str(&rest[..position]);
             rest = &rest[position..];
             let (form, marker_len) = match form {
-                SecretForm::HtmlComment => match GM_BLOCK_OPEN.find(rest).filter(|marker| marker.start() == 0) {
-                    Some(marker) => (SecretForm::GmBlock, marker.end()),
-                    None => (SecretForm::HtmlComment, "<!--".len()),
-                },
+                SecretForm::HtmlComment => {
+                    if let Some(marker) = find_at_start(&GM_BLOCK_OPEN, rest) {
+                        (SecretForm::GmBlock, marker.end())
+                    } else if let Some(marker) = find_at_start(&GM_BLOCK_CLOSE, rest) {
+                        // A closer with no opener: the opener was mistyped, so what this line
+                        // showed before it is GM-only too (the lines before: `read_body`).
+                        let before = std::mem::take(&mut shown);
+                        close_secret(OpenSecret::new(SecretForm::GmBlock, line_index, &before), line_index, secrets);
+                        problems.push(GmMarkerProblem::StrayCloser);
+                        rest = &rest[marker.end()..];
+                        continue;
+                    } else if let Some(variant) = GM_BLOCK_OPEN_VARIANT.captures(rest) {
+                        // `<!-- GM: spoilers -->` opens a GM block after its own `-->`; with no
+                        // `-->` on the line, the block opens at once (its text is secret either way).
+                        // The diagnostic names only the keyword: the rest may be the secret itself.
+                        let marker = format!("<!-- {} …-->", &variant["word"]);
+                        let marker_end = rest.find("-->").map_or("<!--".len(), |closing| closing + "-->".len());
+                        problems.push(GmMarkerProblem::OpenerVariant { marker });
+                        (SecretForm::GmBlock, marker_end)
+                    } else {
+                        (SecretForm::HtmlComment, "<!--".len())
+                    }
+                }
                 form => (form, "%%".len()),
             };
             rest = &rest[marker_len..];
@@ -354,6 +501,11 @@ fn take_inline_secrets(
     }
 }
 
+/// `pattern`'s match when it starts `text`.
+fn find_at_start<'t>(pattern: &Regex, text: &'t str) -> Option<regex::Match<'t>> {
+    pattern.find(text).filter(|marker| marker.start() == 0)
+}
+
 /// Records a finished secret passage ending on `line_end_index`, unless it holds no text.
 fn close_secret(secret: OpenSecret, line_end_index: usize, secrets: &mut Vec<SecretPassage>) {
     let text = render_obsidian(&secret.text, None);
@@ -369,11 +521,18 @@ fn close_secret(secret: OpenSecret, line_end_index: usize, secrets: &mut Vec<Sec
     });
 }
 
-/// `> text` → `text`; nested quotes keep their inner markers.
-fn strip_quote_marker(line: &str) -> &str {
-    let line = line.trim_start();
-    let line = line.strip_prefix('>').unwrap_or(line);
-    line.strip_prefix(' ').unwrap_or(line)
+/// `> text` → `text` for `depth` 1; quotes nested deeper than `depth` keep their inner
+/// markers; a lazy line (fewer markers) loses the ones it has.
+fn strip_quote_markers(line: &str, depth: usize) -> &str {
+    let mut line = line;
+    for _ in 0..depth {
+        let trimmed = line.trim_start();
+        let Some(inner) = trimmed.strip_prefix('>') else {
+            return line;
+        };
+        line = inner.strip_prefix(' ').unwrap_or(inner);
+    }
+    line
 }
 
 fn read_front_matter_field(
@@ -667,14 +826,165 @@ Después.
 > una nota normal
 >[!dm]+
 >pegado",
+            // Issue 12: `Después.` follows the quote with no blank line, so CommonMark (and
+            // Obsidian) read it as a lazy continuation of the secret's last paragraph.
             "
 1| Antes.
-6| Después.
 12| > [!Note]
 13| > una nota normal
-secret 2-5: Lo que nadie sabe⏎Baika es hija de Norkiel.⏎⏎Y lo oculta.
+secret 2-6: Lo que nadie sabe⏎Baika es hija de Norkiel.⏎⏎Y lo oculta.⏎Después.
 secret 7-10: plegado⏎texto del máster⏎[!Note] seguida, sigue en el mismo callout⏎y por eso también es secreta
 secret 14-15: ⏎pegado",
+        );
+    }
+
+    #[test]
+    fn issue_12_nested_and_decorated_callouts_are_secret() {
+        // (note, what stays visible, the secret passages); `SECRETO` marks GM text.
+        let table: &[(&str, &str)] = &[
+            (
+                "> [!note] Pista
+> La puerta está cerrada.
+> > [!secret]
+> > SECRETO anidado.
+>
+> Vuelve la nota.",
+                "
+1| > [!note] Pista
+2| > La puerta está cerrada.
+5| >
+6| > Vuelve la nota.
+secret 3-4: ⏎SECRETO anidado.",
+            ),
+            (
+                "> [!secret|right] Al margen
+> SECRETO con metadatos.
+
+Fuera.",
+                "
+4| Fuera.
+secret 1-2: Al margen⏎SECRETO con metadatos.",
+            ),
+            (
+                "> [!secret]-
+> SECRETO plegado.
+
+Fuera.",
+                "4| Fuera.
+secret 1-2: ⏎SECRETO plegado.",
+            ),
+            (
+                "> [!GM]+
+> SECRETO desplegado.
+
+Fuera.",
+                "4| Fuera.
+secret 1-2: ⏎SECRETO desplegado.",
+            ),
+            (
+                "> [!secretos] SECRETO en plural
+
+Fuera.",
+                "3| Fuera.
+secret 1-1: SECRETO en plural",
+            ),
+            // Lazy continuation: a non-blank line right after the quote stays in it.
+            (
+                "> [!secret]
+> Primera línea.
+SECRETO perezoso sin `>`.
+también esta.
+
+Fuera.",
+                "
+6| Fuera.
+secret 1-4: ⏎Primera línea.⏎SECRETO perezoso sin `>`.⏎también esta.",
+            ),
+            // Lazy continuation of a nested secret with fewer markers.
+            (
+                "> [!note]
+> > [!gm]
+> > Primera.
+> SECRETO perezoso con un solo `>`.
+>
+> Nota.",
+                "
+1| > [!note]
+5| >
+6| > Nota.
+secret 2-4: ⏎Primera.⏎SECRETO perezoso con un solo `>`.",
+            ),
+            // A heading or a thematic break ends the paragraph: not lazy.
+            (
+                "> [!secret]
+> SECRETO.
+## Sesión 4
+> [!dm]
+> SECRETO.
+---
+Fuera.",
+                "
+3| ## Sesión 4
+6| ---
+7| Fuera.
+secret 1-2: ⏎SECRETO.
+secret 4-5: ⏎SECRETO.",
+            ),
+            // A blank quoted line then an unquoted one: the quote ended.
+            (
+                "> [!secret]
+> SECRETO.
+>
+Fuera.",
+                "4| Fuera.
+secret 1-3: ⏎SECRETO.",
+            ),
+        ];
+        for (note, expect) in table {
+            check(note, expect);
+        }
+    }
+
+    #[test]
+    fn issue_12_malformed_gm_markers_fail_closed() {
+        // An opener variant opens a GM block, with a diagnostic.
+        check(
+            "Público.
+<!-- GM: spoilers -->
+El capitán es el traidor.
+<!-- /gm -->
+Fin. <!--dm-only-->en línea<!-- /dm --> tras.",
+            "
+1| Público.
+5| Fin.  tras.
+secret 2-4: ⏎El capitán es el traidor.
+secret 5-5: en línea
+diagnostic 2: `<!-- GM …-->` is not `<!-- gm -->` but reads as one: everything up to `<!-- /gm -->` is treated as DM-only
+diagnostic 5: `<!-- dm …-->` is not `<!-- gm -->` but reads as one: everything up to `<!-- /gm -->` is treated as DM-only",
+        );
+        // A closer with no opener hides its section up to it: links and tags too.
+        check(
+            "# Sesión 3
+Visible quizá.
+Texto del máster sobre [[Umbravela|la orden]] #pista
+Más <!-- /gm --> Después.
+Fin.",
+            "
+1| # Sesión 3
+4|  Después.
+5| Fin.
+secret 2-3: Visible quizá.⏎Texto del máster sobre la orden #pista
+secret 4-4: Más
+diagnostic 4: `<!-- /gm -->` closes no `<!-- gm -->`; the text from line 2 up to it is treated as DM-only",
+        );
+        // With no session header before it, from the top of the body (after front matter).
+        check(
+            "---\ntitle: T\n---\nIntro.\nSecreto.\n<!-- /GM -->\nPúblico.",
+            "
+title: T
+7| Público.
+secret 4-5: Intro.⏎Secreto.
+diagnostic 6: `<!-- /gm -->` closes no `<!-- gm -->`; the text from line 4 up to it is treated as DM-only",
         );
     }
 

@@ -159,6 +159,9 @@ pub struct Note {
     /// The labelled blocks of this note before sizing: one per session in a chronicle,
     /// one for a session file, sheet or world document.
     pub blocks: Vec<Block>,
+    /// `DmOnly` when the whole note is (it lies under a secret path), even with no blocks:
+    /// an empty or front-matter-only secret note still names a secret.
+    pub visibility: Visibility,
 }
 
 /// A labelled run of a note's text, before it is cut to size.
@@ -254,14 +257,19 @@ pub fn is_campaign_note(path: &str) -> bool {
 }
 
 impl CorpusConfig {
-    /// Whether `path` lies under one of `secret_paths` (case- and accent-insensitive, whole
-    /// path components only: `Secretos` covers `Secretos/x.md`, not `Secretos viejos/x.md`).
+    /// Whether `path` lies under one of `secret_paths` at any depth, as `ignore` and
+    /// `kind_folders` match (issue 12): `Secretos` covers `Secretos/x.md` and
+    /// `PNJs/Secretos/villano.md`; `PNJs/Secretos` covers `Campaña/PNJs/Secretos/x.md`.
+    /// Case- and accent-insensitive, whole path components only (`Secretos` does not cover
+    /// `Secretos viejos/x.md`).
     pub fn is_secret_path(&self, path: &str) -> bool {
         let path = fold(path.trim_start_matches("./"));
-        self.secret_paths.iter().any(|prefix| {
-            let prefix = fold(prefix.trim_start_matches("./").trim_end_matches('/'));
-            !prefix.is_empty()
-                && (path == prefix || path.strip_prefix(&prefix).is_some_and(|rest| rest.starts_with('/')))
+        let components: Vec<&str> = path.split('/').filter(|component| !component.is_empty()).collect();
+        self.secret_paths.iter().any(|secret| {
+            let secret = fold(secret.trim_start_matches("./"));
+            let secret: Vec<&str> =
+                secret.split('/').map(str::trim).filter(|component| !component.is_empty()).collect();
+            !secret.is_empty() && components.windows(secret.len()).any(|window| window == secret.as_slice())
         })
     }
 
@@ -380,6 +388,30 @@ pub(crate) mod tests {
                 Some((cells[0].trim_matches('`').to_string(), counts))
             })
             .collect()
+    }
+
+    #[test]
+    fn issue_12_secret_paths_match_at_any_depth() {
+        let config = CorpusConfig {
+            label_language: LabelLanguage::Es,
+            kind_folders: default_kind_folders(),
+            secret_paths: vec!["Secretos".to_string(), "Mundo/Planes".to_string()],
+        };
+        let table = [
+            ("Secretos/x.md", true),
+            ("./secretos/x.md", true),
+            ("PNJs/Secretos/villano.md", true),
+            ("Campaña/PNJs/SECRÉTOS/Hondo/villano.md", true),
+            ("Secretos", true),
+            ("Campaña/Mundo/Planes/golpe.md", true),
+            ("Secretos viejos/x.md", false),
+            ("PNJs/NoSecretos/x.md", false),
+            ("Mundo/x.md", false),
+            ("Planes/x.md", false),
+        ];
+        for (path, secret) in table {
+            assert_eq!(config.is_secret_path(path), secret, "{path}");
+        }
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub fn parse_note(path: &str, text: &str, config: &CorpusConfig) -> (Note, Vec<D
         session: None,
         links: Vec::new(),
         blocks: Vec::new(),
+        visibility,
     };
     if text.contains('\0') {
         diagnostics.push(diagnostic(path, None, "binary file (contains NUL bytes); skipped"));

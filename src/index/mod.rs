@@ -70,7 +70,7 @@ pub struct IngestLock {
 impl Index {
     /// Opens the index in `dir`, creating it (and its schema) when absent.
     pub async fn open(dir: &Path) -> Result<Index, IndexError> {
-        std::fs::create_dir_all(dir).map_err(|source| IndexError::Io { path: dir.display().to_string(), source })?;
+        create_private_dir(dir).map_err(|source| IndexError::Io { path: dir.display().to_string(), source })?;
         let store = Store::open(&dir.join("index.sqlite"))?;
         let vectors = VectorStore::open(&dir.join("vectors")).await?;
         Ok(Index { store, vectors, dir: dir.to_path_buf() })
@@ -92,7 +92,12 @@ impl Index {
     pub fn lock_for_ingest(&self) -> Result<IngestLock, IndexError> {
         let path = self.dir.join("ingest.lock");
         let io = |source| IndexError::Io { path: path.display().to_string(), source };
-        let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(io)?;
+        let mut options = File::options();
+        options.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
+        let file = options.open(&path).map_err(io)?;
+        make_private(&path, PRIVATE_FILE_MODE).map_err(io)?;
         match file.try_lock() {
             Ok(()) => Ok(IngestLock { _file: file }),
             Err(std::fs::TryLockError::WouldBlock) => Err(IndexError::Busy { path: path.display().to_string() }),
@@ -104,6 +109,60 @@ impl Index {
     pub fn vector_table(&self) -> Result<Option<String>, IndexError> {
         self.store.meta(store::META_VECTOR_TABLE)
     }
+}
+
+/// An index holds the GM's secrets: its folders are its owner's alone (unix)…
+const PRIVATE_DIR_MODE: u32 = 0o700;
+/// …and so are its files.
+const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Creates `dir` and its missing parents (the data dir, `campaigns/`) readable by their owner
+/// only, and makes `dir` so if it already existed (an index from an older version).
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    create_missing_dirs_private(dir)?;
+    make_private(dir, PRIVATE_DIR_MODE)
+}
+
+/// Creates whichever of `dir` and its parents are missing readable by their owner only;
+/// folders that exist keep their mode (a data dir may be one the user chose to share).
+pub fn create_missing_dirs_private(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR_MODE);
+    builder.create(dir)
+}
+
+/// Creates `path` if absent, empty and readable by its owner only, and makes it so if it
+/// already existed; with SQLite's `-wal` and `-shm` beside it when they are there (SQLite gives
+/// them the database file's mode when it creates them).
+pub(crate) fn create_private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = File::options();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
+    options.open(path)?;
+    make_private(path, PRIVATE_FILE_MODE)?;
+    for suffix in ["-wal", "-shm"] {
+        let mut beside = path.as_os_str().to_owned();
+        beside.push(suffix);
+        let beside = PathBuf::from(beside);
+        if beside.exists() {
+            make_private(&beside, PRIVATE_FILE_MODE)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn make_private(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn make_private(_path: &Path, _mode: u32) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// Where a campaign's index lives: `<data>/campaigns/<folder name>-<hash of its path>`.

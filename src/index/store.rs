@@ -17,6 +17,7 @@ use crate::corpus::{Diagnostic, Fragment, Link, NoteKind, SessionNumber, Visibil
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_index", include_str!("../../migrations/0001_index.sql")),
     ("0002_room_for_retrieval", include_str!("../../migrations/0002_room_for_retrieval.sql")),
+    ("0003_fragment_ids_never_reused", include_str!("../../migrations/0003_fragment_ids_never_reused.sql")),
 ];
 
 /// The meta key naming the live LanceDB table.
@@ -156,6 +157,9 @@ impl Store {
     /// Opens (or creates) the file and applies pending migrations.
     pub fn open(path: &Path) -> Result<Store, IndexError> {
         let sqlite = |source| IndexError::Sqlite { path: path.display().to_string(), source };
+        // Private before SQLite writes a byte: the file holds the GM's secrets.
+        super::create_private_file(path)
+            .map_err(|source| IndexError::Io { path: path.display().to_string(), source })?;
         let connection = Connection::open(path).map_err(sqlite)?;
         // WAL: readers (the bot answering) never block on a reingest's writer.
         connection
@@ -248,14 +252,20 @@ impl Store {
 
     /// Labels with their kind, source, session and fragment counts, sessions first by number.
     pub fn sources(&self) -> Result<Vec<SourceSummary>, IndexError> {
+        self.sources_visible(None)
+    }
+
+    /// [`Store::sources`] counting only the fragments `visibility` allows: a label with no
+    /// fragment a player may read (a secret note's, which may name the secret) is not listed.
+    pub fn sources_visible(&self, visibility: Option<Visibility>) -> Result<Vec<SourceSummary>, IndexError> {
         let mut statement = self.connection.prepare(
             "SELECT label, kind, source_path, session, COUNT(*),
                     SUM(visibility = 'dm_only'), SUM(word_count)
-             FROM fragments GROUP BY label, source_path
+             FROM fragments WHERE ?1 IS NULL OR visibility = ?1 GROUP BY label, source_path
              ORDER BY CASE kind WHEN 'session' THEN 0 WHEN 'sheet' THEN 1 ELSE 2 END,
                       session, label",
         )?;
-        let rows = statement.query_map([], |row| {
+        let rows = statement.query_map([visibility.map(Visibility::as_str)], |row| {
             let kind: String = row.get(1)?;
             Ok(SourceSummary {
                 label: row.get(0)?,
@@ -395,17 +405,42 @@ impl Store {
         Ok(heads)
     }
 
-    /// One fragment by id.
-    pub fn fragment(&self, id: i64) -> Result<Option<StoredFragment>, IndexError> {
-        Ok(self
-            .connection
-            .query_row(
-                "SELECT id, label, kind, source_path, session, part, heading_path, text, word_count,
-                        line_start, line_end, visibility, content_hash FROM fragments WHERE id = ?1",
-                [id],
-                read_fragment,
-            )
-            .optional()?)
+    /// The fragments `wanted` names, each only while it still holds the text that was
+    /// searched (`(id, content_hash)`) and `visibility` allows it, in the order asked.
+    /// One query. Anything fetched by id for a reader goes through here: an id found by one
+    /// search must never hand over text the search did not see (issue 12).
+    pub fn fragments_checked(
+        &self,
+        wanted: &[(i64, &str)],
+        visibility: Option<Visibility>,
+    ) -> Result<Vec<StoredFragment>, IndexError> {
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wanted_json = serde_json::Value::Array(
+            wanted.iter().map(|(id, hash)| serde_json::json!({ "id": id, "hash": hash })).collect(),
+        )
+        .to_string();
+        let mut statement = self.connection.prepare_cached(
+            "SELECT f.id, f.label, f.kind, f.source_path, f.session, f.part, f.heading_path, f.text, f.word_count,
+                    f.line_start, f.line_end, f.visibility, f.content_hash
+             FROM json_each(?1) AS w
+             JOIN fragments f ON f.id = json_extract(w.value, '$.id')
+                             AND f.content_hash = json_extract(w.value, '$.hash')
+             WHERE ?2 IS NULL OR f.visibility = ?2
+             ORDER BY w.key",
+        )?;
+        let rows = statement.query_map(params![wanted_json, visibility.map(Visibility::as_str)], read_fragment)?;
+        let mut checked: Vec<StoredFragment> = Vec::with_capacity(wanted.len());
+        for row in rows {
+            let stored = row?;
+            // Belt and braces: the query's filter, restated where a reader can see it.
+            let allowed = visibility.is_none_or(|visibility| stored.fragment.visibility == visibility);
+            if allowed && !checked.iter().any(|seen| seen.id == stored.id) {
+                checked.push(stored);
+            }
+        }
+        Ok(checked)
     }
 
     /// The stored compendium, entities in store order, with each entity's store id.
@@ -673,4 +708,108 @@ fn read_fragment(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredFragment> {
             content_hash: row.get(12)?,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::content_hash;
+
+    /// One file `s.md` whose fragments are `(label, text, visibility)`.
+    fn file(fragments: &[(&str, &str, Visibility)]) -> FileRecord {
+        let fragments = fragments
+            .iter()
+            .map(|&(label, text, visibility)| Fragment {
+                label: label.to_string(),
+                kind: NoteKind::Session,
+                source_path: "s.md".to_string(),
+                session: None,
+                part: 0,
+                heading_path: Vec::new(),
+                text: text.to_string(),
+                word_count: text.split_whitespace().count(),
+                line_start: 1,
+                line_end: 1,
+                visibility,
+                content_hash: content_hash(visibility, text),
+            })
+            .collect();
+        FileRecord {
+            path: "s.md".to_string(),
+            content_hash: content_hash(Visibility::Player, "file"),
+            kind: NoteKind::Session,
+            title: "s".to_string(),
+            aliases: Vec::new(),
+            tags: Vec::new(),
+            n_bytes: 1,
+            fragments,
+            links: Vec::new(),
+        }
+    }
+
+    fn ingest(store: &mut Store, record: FileRecord) {
+        store.apply_ingest(&IngestChanges { upserts: vec![record], ..IngestChanges::default() }).unwrap();
+    }
+
+    /// Ingests `before`, searches it as a player (ids and hashes), checks the checked fetch
+    /// hands all of that back, re-ingests the file as `after`, and checks that no id came back
+    /// and that the earlier search now fetches nothing.
+    fn check(before: &[(&str, &str, Visibility)], after: &[(&str, &str, Visibility)]) {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut store = Store::open(&dir.path().join("index.sqlite")).unwrap();
+        ingest(&mut store, file(before));
+        let searched: Vec<(i64, String)> = store
+            .fragments(Some(Visibility::Player))
+            .unwrap()
+            .into_iter()
+            .map(|stored| (stored.id, stored.fragment.content_hash))
+            .collect();
+        let wanted: Vec<(i64, &str)> = searched.iter().map(|(id, hash)| (*id, hash.as_str())).collect();
+        assert_eq!(store.fragments_checked(&wanted, Some(Visibility::Player)).unwrap().len(), wanted.len());
+        let old_ids: Vec<i64> = store.fragments(None).unwrap().iter().map(|stored| stored.id).collect();
+        ingest(&mut store, file(after));
+        let new_ids: Vec<i64> = store.fragments(None).unwrap().iter().map(|stored| stored.id).collect();
+        assert!(new_ids.iter().all(|id| !old_ids.contains(id)), "ids reused: {old_ids:?} → {new_ids:?}");
+        let shown: Vec<String> = store
+            .fragments_checked(&wanted, Some(Visibility::Player))
+            .unwrap()
+            .into_iter()
+            .map(|stored| format!("{}: {}", stored.fragment.label, stored.fragment.text))
+            .collect();
+        assert!(shown.is_empty(), "{shown:?}");
+    }
+
+    const PLAYER: Visibility = Visibility::Player;
+    const GM: Visibility = Visibility::DmOnly;
+
+    #[test]
+    fn issue_12_ids_are_never_reused_and_fetches_recheck_what_was_searched() {
+        // The same label now holds a GM-only part.
+        check(&[("Sesión 1", "uno", PLAYER)], &[("Sesión 1", "el traidor", GM)]);
+        // The last id deleted (the one a plain rowid hands out again) comes back with GM text.
+        check(
+            &[("Sesión 1", "uno", PLAYER), ("Sesión 2", "dos", PLAYER)],
+            &[("Sesión 1", "uno", PLAYER), ("Sesión 3", "el traidor", GM)],
+        );
+        // Same text, now secret: same words, other hash.
+        check(&[("Sesión 1", "uno", PLAYER)], &[("Sesión 1", "uno", GM)]);
+    }
+
+    #[test]
+    fn issue_12_a_row_changed_under_a_kept_id_is_dropped() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut store = Store::open(&dir.path().join("index.sqlite")).unwrap();
+        ingest(&mut store, file(&[("Sesión 1", "uno", PLAYER), ("Sesión 2", "dos", PLAYER)]));
+        let stored = store.fragments(None).unwrap();
+        let wanted: Vec<(i64, &str)> =
+            stored.iter().map(|stored| (stored.id, stored.fragment.content_hash.as_str())).collect();
+        // Whatever writes rows in the future: same id, other visibility; same id, other text.
+        store.connection.execute("UPDATE fragments SET visibility = 'dm_only' WHERE id = ?1", [wanted[0].0]).unwrap();
+        store.connection.execute("UPDATE fragments SET text = 'el traidor' WHERE id = ?1", [wanted[1].0]).unwrap();
+        store.connection.execute("UPDATE fragments SET content_hash = 'x' WHERE id = ?1", [wanted[1].0]).unwrap();
+        assert!(store.fragments_checked(&wanted, Some(Visibility::Player)).unwrap().is_empty());
+        let gm: Vec<i64> =
+            store.fragments_checked(&wanted, None).unwrap().into_iter().map(|stored| stored.id).collect();
+        assert_eq!(gm, [wanted[0].0], "a GM still reads the row whose hash matches");
+    }
 }

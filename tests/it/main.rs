@@ -8,6 +8,7 @@ mod http;
 mod support;
 
 mod answer;
+mod canary;
 mod chat;
 mod discord;
 mod embedded;
@@ -15,4 +16,5 @@ mod eval;
 mod ingest;
 mod retrieve;
 mod robustness;
+mod secrets;
 mod structured;
