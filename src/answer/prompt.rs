@@ -78,17 +78,24 @@ impl PromptMessage {
 /// The answer conversation: system prompt, the bounded history (see [`bounded_history`]),
 /// then one user message with the material and the question.
 pub fn answer_messages(question: &str, history: &[PromptMessage], context: &Context) -> Vec<PromptMessage> {
-    let (system, user) = split_prompt(ANSWER_PROMPT);
-    let mut messages = vec![PromptMessage::system(system)];
-    messages.extend(bounded_history(history));
-    messages.push(PromptMessage::user(fill(user, &[("material", &context.text), ("question", question.trim())])));
-    messages
+    conversation(ANSWER_PROMPT, question, history, context)
 }
 
 /// The structured answer conversation: as [`answer_messages`], with the prompt that asks for
 /// the JSON of `answer::structured`.
 pub fn structured_answer_messages(question: &str, history: &[PromptMessage], context: &Context) -> Vec<PromptMessage> {
-    let (system, user) = split_prompt(STRUCTURED_ANSWER_PROMPT);
+    conversation(STRUCTURED_ANSWER_PROMPT, question, history, context)
+}
+
+/// An answer prompt file's conversation: its system prompt first (the stable prefix a
+/// backend can keep cached), the bounded history, then the material and the question.
+fn conversation(
+    prompt_file: &'static str,
+    question: &str,
+    history: &[PromptMessage],
+    context: &Context,
+) -> Vec<PromptMessage> {
+    let (system, user) = split_prompt(prompt_file);
     let mut messages = vec![PromptMessage::system(system)];
     messages.extend(bounded_history(history));
     messages.push(PromptMessage::user(fill(user, &[("material", &context.text), ("question", question.trim())])));

@@ -251,21 +251,7 @@ async fn empty_and_oversized_questions_and_a_missing_index_read_as_messages() {
 
 #[tokio::test]
 async fn a_real_embedded_gguf_answers_from_ingest_to_citation() {
-    let gguf = crate::support::models_dir().join(oraculo::llm::llama_cpp::SMOLLM2_135M_FILE);
-    assert!(gguf.is_file(), "{} is missing: run scripts/fetch-models.sh", gguf.display());
-    let scratch = Scratch::new(&[
-        ("Sesiones/Sesion 1.md", "# Sesión 1\nEl capitán Ardo cayó en combate defendiendo el puente del río.\n"),
-        ("Sesiones/Sesion 2.md", "# Sesión 2\nEn el mercado compraron cuerdas, antorchas y pan.\n"),
-    ]);
-    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(crate::embedded::e5());
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
-    let config = oraculo::llm::llama_cpp::LlamaCppConfig { gguf, threads: 1, n_ctx: 2048 };
-    let chat: Arc<dyn ChatModel> = Arc::new(
-        tokio::task::spawn_blocking(move || oraculo::llm::llama_cpp::LlamaCppChat::load(&config))
-            .await
-            .unwrap()
-            .unwrap(),
-    );
+    let (scratch, embedder, chat) = crate::support::smollm_campaign().await;
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     let report = annotate_fragments(&index, chat.as_ref(), &Quiet).await;
     assert_eq!(report.made, 2, "{report:?}");

@@ -306,20 +306,7 @@ async fn a_slow_cpu_gets_the_passages_that_matter_within_its_time() {
 
 #[tokio::test]
 async fn the_real_smoke_model_answers_structured_or_extractive_never_invented() {
-    let gguf = crate::support::models_dir().join(oraculo::llm::llama_cpp::SMOLLM2_135M_FILE);
-    let scratch = Scratch::new(&[
-        ("Sesiones/Sesion 1.md", "# Sesión 1\nEl capitán Ardo cayó en combate defendiendo el puente del río.\n"),
-        ("Sesiones/Sesion 2.md", "# Sesión 2\nEn el mercado compraron cuerdas, antorchas y pan.\n"),
-    ]);
-    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(crate::embedded::e5());
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
-    let config = oraculo::llm::llama_cpp::LlamaCppConfig { gguf, threads: 1, n_ctx: 2048 };
-    let chat: Arc<dyn ChatModel> = Arc::new(
-        tokio::task::spawn_blocking(move || oraculo::llm::llama_cpp::LlamaCppChat::load(&config))
-            .await
-            .unwrap()
-            .unwrap(),
-    );
+    let (scratch, embedder, chat) = crate::support::smollm_campaign().await;
     let settings = AnswerSettings { mode: AnswerMode::Structured, ..AnswerSettings::new(160) };
     let oracle = Oracle::new(&scratch.index_dir(), embedder, chat, settings);
     let streamed = Mutex::new(String::new());

@@ -165,3 +165,22 @@ pub fn oraculo_command(scratch: &Scratch, fake: &FakeOllama, args: &[&str]) -> s
         .env_remove("ORACULO_CONFIG");
     command
 }
+
+/// Two tiny sessions ingested with the real e5 embedder, and SmolLM2-135M loaded (one
+/// thread): the real models end to end, quickly.
+pub async fn smollm_campaign() -> (Scratch, Arc<dyn Embedder>, Arc<dyn oraculo::llm::chat::ChatModel>) {
+    let gguf = models_dir().join(oraculo::llm::llama_cpp::SMOLLM2_135M_FILE);
+    assert!(gguf.is_file(), "{} is missing: run scripts/fetch-models.sh", gguf.display());
+    let scratch = Scratch::new(&[
+        ("Sesiones/Sesion 1.md", "# Sesión 1\nEl capitán Ardo cayó en combate defendiendo el puente del río.\n"),
+        ("Sesiones/Sesion 2.md", "# Sesión 2\nEn el mercado compraron cuerdas, antorchas y pan.\n"),
+    ]);
+    let embedder: Arc<dyn Embedder> = Arc::new(crate::embedded::e5());
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    let config = oraculo::llm::llama_cpp::LlamaCppConfig { gguf, threads: 1, n_ctx: 2048 };
+    let chat = tokio::task::spawn_blocking(move || oraculo::llm::llama_cpp::LlamaCppChat::load(&config))
+        .await
+        .unwrap()
+        .unwrap();
+    (scratch, embedder, Arc::new(chat))
+}
