@@ -34,22 +34,54 @@ pub fn commands() -> Vec<poise::Command<Data, Error>> {
     vec![oraculo(), fuente(), reingest()]
 }
 
-/// Who is the campaign's DM, and where GM-only notes may be read.
+/// Who is the campaign's DM, where GM-only notes may be read, and where the bot answers.
 #[derive(Debug, Clone, Default)]
 pub struct Access {
     dm_user_ids: Vec<u64>,
     dm_role_ids: Vec<u64>,
     gm_channel_ids: Vec<u64>,
+    /// The only servers the bot answers in (`discord.guild_ids`).
+    guild_ids: Vec<u64>,
+}
+
+/// Where an interaction or message happened, as Discord's interaction context says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// A server channel or thread.
+    Guild,
+    /// A direct message with the bot itself.
+    BotDm,
+    /// A group DM, or a DM between other users (a user-installed app): never answered. So is
+    /// an interaction whose context Discord did not say and that has no guild.
+    Private,
 }
 
 /// Where a question was asked, as far as access goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Location {
-    /// `None`: a direct message.
+    pub surface: Surface,
+    /// `None` outside servers.
     pub guild: Option<u64>,
     pub channel: u64,
-    /// For a thread, the channel it was opened in.
+    /// For a thread, the channel it was opened in; `None` for anything else (a channel's
+    /// category is not its parent here: a category id never makes its channels GM channels).
     pub parent: Option<u64>,
+}
+
+/// Why the bot does not answer somewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Barred {
+    /// A server not in `guild_ids` (someone invited the bot elsewhere): nothing is answered
+    /// there, and the log says so.
+    #[error("a server not in discord.guild_ids")]
+    UnknownGuild(u64),
+    /// A direct message from someone who is not the campaign's DM: the bot cannot tell
+    /// whether they belong to the table, so they are told to ask in the campaign's server.
+    #[error("a direct message from someone who is not the campaign's DM")]
+    DirectFromStranger,
+    /// A group DM or another user's DM (user-installed app): told to ask in the server.
+    #[error("a group or private message")]
+    PrivateChannel,
 }
 
 impl Access {
@@ -58,6 +90,7 @@ impl Access {
             dm_user_ids: config.dm_user_ids.clone(),
             dm_role_ids: config.dm_role_ids.clone(),
             gm_channel_ids: config.gm_channel_ids.clone(),
+            guild_ids: config.guild_ids.clone(),
         }
     }
 
@@ -66,15 +99,31 @@ impl Access {
         self.dm_user_ids.contains(&user) || roles.iter().any(|role| self.dm_role_ids.contains(role))
     }
 
-    /// `Gm` in a GM channel or one of its threads, and in the DM's direct messages; `Player`
-    /// everywhere else (another user's direct messages included).
+    /// Whether the bot answers `user` at `location` at all (questions, sources, buttons,
+    /// autocomplete, thread messages): only in the configured servers, and in direct messages
+    /// only to the campaign's DM.
+    pub fn admits(&self, user: u64, location: Location) -> Result<(), Barred> {
+        match (location.surface, location.guild) {
+            (Surface::Guild, Some(guild)) if self.guild_ids.contains(&guild) => Ok(()),
+            (Surface::Guild, Some(guild)) => Err(Barred::UnknownGuild(guild)),
+            (Surface::Guild, None) | (Surface::Private, _) => Err(Barred::PrivateChannel),
+            (Surface::BotDm, _) if self.dm_user_ids.contains(&user) => Ok(()),
+            (Surface::BotDm, _) => Err(Barred::DirectFromStranger),
+        }
+    }
+
+    /// `Gm` in a GM channel of a configured server or one of its threads, and in the DM's
+    /// direct messages with the bot; `Player` everywhere else. Fails closed: a place the bot
+    /// does not admit is `Player` too (and is refused before this matters).
     pub fn audience(&self, user: u64, location: Location) -> Audience {
-        let gm = match location.guild {
-            None => self.dm_user_ids.contains(&user),
-            Some(_) => {
-                self.gm_channel_ids.contains(&location.channel)
-                    || location.parent.is_some_and(|parent| self.gm_channel_ids.contains(&parent))
+        let gm = match (location.surface, location.guild) {
+            (Surface::BotDm, None) => self.dm_user_ids.contains(&user),
+            (Surface::Guild, Some(guild)) => {
+                self.guild_ids.contains(&guild)
+                    && (self.gm_channel_ids.contains(&location.channel)
+                        || location.parent.is_some_and(|parent| self.gm_channel_ids.contains(&parent)))
             }
+            _ => false,
         };
         if gm { Audience::Gm } else { Audience::Player }
     }
@@ -96,20 +145,38 @@ fn is_thread(kind: serenity::ChannelType) -> bool {
     )
 }
 
-/// Where an interaction happened, from its guild and the partial channel Discord sends.
+/// The surface Discord's `context` names; without one (older payloads), a guild means a
+/// server and anything else is treated as private (never the bot's DM: fail closed).
+pub fn surface_of(context: Option<serenity::InteractionContext>, guild: Option<serenity::GuildId>) -> Surface {
+    match (context, guild) {
+        (Some(serenity::InteractionContext::Guild), Some(_)) | (None, Some(_)) => Surface::Guild,
+        (Some(serenity::InteractionContext::BotDm), None) => Surface::BotDm,
+        _ => Surface::Private,
+    }
+}
+
+/// Where an interaction happened, from its context, guild and the partial channel Discord
+/// sends.
 pub fn interaction_place(
+    context: Option<serenity::InteractionContext>,
     guild: Option<serenity::GuildId>,
     channel_id: serenity::ChannelId,
     channel: Option<&serenity::PartialChannel>,
 ) -> CommandPlace {
+    let surface = surface_of(context, guild);
     let channel_id = channel_id.get();
     let guild = guild.map(serenity::GuildId::get);
-    let parent = channel.and_then(|c| c.parent_id).map(serenity::ChannelId::get);
-    let location = Location { guild, channel: channel_id, parent };
-    if guild.is_none() {
+    let kind = channel.map(|c| c.kind);
+    // Only a thread has a parent that counts for access; a channel's parent is its category.
+    let parent = match kind {
+        Some(kind) if is_thread(kind) => channel.and_then(|c| c.parent_id).map(serenity::ChannelId::get),
+        _ => None,
+    };
+    let location = Location { surface, guild, channel: channel_id, parent };
+    if surface != Surface::Guild {
         return CommandPlace { place: Place::Direct(channel_id), location, can_open_thread: false };
     }
-    match channel.map(|c| c.kind) {
+    match kind {
         Some(kind) if is_thread(kind) => {
             CommandPlace { place: Place::Thread(channel_id), location, can_open_thread: false }
         }
@@ -125,11 +192,35 @@ pub fn interaction_place(
 }
 
 fn command_place(ctx: Context<'_>) -> CommandPlace {
-    let channel = match ctx {
-        poise::Context::Application(app) => app.interaction.channel.as_ref(),
-        poise::Context::Prefix(_) => None,
+    let (context, channel) = match ctx {
+        poise::Context::Application(app) => (app.interaction.context, app.interaction.channel.as_ref()),
+        poise::Context::Prefix(_) => (None, None),
     };
-    interaction_place(ctx.guild_id(), ctx.channel_id(), channel)
+    interaction_place(context, ctx.guild_id(), ctx.channel_id(), channel)
+}
+
+/// The check every command passes first (poise's `command_check`, so a command added later
+/// cannot forget it): the place must be one the bot answers in. A refusal is an error the
+/// error handler recognises ([`Barred`]): it tells the user, or says nothing in a server the
+/// bot does not serve.
+pub async fn place_check(ctx: Context<'_>) -> Result<bool, Error> {
+    let place = command_place(ctx);
+    match ctx.data().access.admits(ctx.author().id.get(), place.location) {
+        Ok(()) => Ok(true),
+        Err(barred) => Err(barred.into()),
+    }
+}
+
+/// Logs a refusal by place (never the question's text).
+pub fn refuse_barred(barred: Barred, user: u64) {
+    match barred {
+        Barred::UnknownGuild(guild) => {
+            tracing::warn!(guild, user, "ignored: a server not in discord.guild_ids (someone invited the bot there?)")
+        }
+        Barred::DirectFromStranger | Barred::PrivateChannel => {
+            tracing::info!(user, ?barred, "refused outside the campaign's server")
+        }
+    }
 }
 
 /// The deferred "thinking…" response, sent before any slow work; mentions off like every
@@ -190,12 +281,12 @@ pub async fn oraculo(
     let data = ctx.data();
     let lang = lang_of(ctx);
     let question = pregunta.trim();
+    let where_asked = command_place(ctx);
     if let Some(refusal) = refuse_question(data, ctx.author().id.get(), question, lang) {
         tell(ctx, &refusal).await;
         return Ok(());
     }
     defer(ctx, false).await?;
-    let where_asked = command_place(ctx);
     let audience = data.access.audience(ctx.author().id.get(), where_asked.location);
     let span =
         tracing::info_span!("discord.reply", place = ?where_asked.place, ?audience, user = ctx.author().id.get());
@@ -443,8 +534,13 @@ pub async fn fuente(
 ) -> Result<(), Error> {
     let data = ctx.data();
     let lang = lang_of(ctx);
+    let place = command_place(ctx);
+    if let Err(wait) = data.queue.check_source_rate(ctx.author().id.get()) {
+        tell(ctx, &lang.sources_rate_limited(wait.as_secs().max(1))).await;
+        return Ok(());
+    }
     defer(ctx, true).await?;
-    let audience = data.access.audience(ctx.author().id.get(), command_place(ctx).location);
+    let audience = data.access.audience(ctx.author().id.get(), place.location);
     for message in source_messages_for(data, etiqueta.trim(), audience, lang).await {
         ctx.send(message.to_reply(true)).await?;
     }
@@ -480,7 +576,12 @@ pub async fn source_messages_for(data: &Data, label: &str, audience: Audience, l
 
 /// Labels the asker may read that contain what was typed (accents and case ignored).
 async fn autocomplete_label(ctx: Context<'_>, partial: &str) -> Vec<String> {
-    let audience = ctx.data().access.audience(ctx.author().id.get(), command_place(ctx).location);
+    let location = command_place(ctx).location;
+    if let Err(barred) = ctx.data().access.admits(ctx.author().id.get(), location) {
+        refuse_barred(barred, ctx.author().id.get());
+        return Vec::new();
+    }
+    let audience = ctx.data().access.audience(ctx.author().id.get(), location);
     let oracle = Arc::clone(&ctx.data().oracle);
     let listed = ctx
         .data()
@@ -617,12 +718,14 @@ pub async fn run_reingest(oracle: &Oracle, setup: &ReingestSetup) -> Result<Inge
 mod tests {
     use super::*;
 
+    const GUILD: u64 = 1;
+
     fn access() -> Access {
-        Access { dm_user_ids: vec![10], dm_role_ids: vec![77], gm_channel_ids: vec![500] }
+        Access { dm_user_ids: vec![10], dm_role_ids: vec![77], gm_channel_ids: vec![500], guild_ids: vec![GUILD] }
     }
 
     fn guild(channel: u64, parent: Option<u64>) -> Location {
-        Location { guild: Some(1), channel, parent }
+        Location { surface: Surface::Guild, guild: Some(GUILD), channel, parent }
     }
 
     #[test]
@@ -642,10 +745,55 @@ mod tests {
         assert_eq!(access.audience(11, guild(900, Some(500))), Audience::Gm, "a thread of a GM channel");
         assert_eq!(access.audience(10, guild(600, None)), Audience::Player, "the DM in a player channel");
         assert_eq!(access.audience(10, guild(601, Some(600))), Audience::Player);
-        let direct = |channel| Location { guild: None, channel, parent: None };
+        let direct = |channel| Location { surface: Surface::BotDm, guild: None, channel, parent: None };
         assert_eq!(access.audience(10, direct(42)), Audience::Gm, "the DM's direct messages");
         assert_eq!(access.audience(11, direct(43)), Audience::Player, "a player's direct messages");
         assert_eq!(access.audience(11, direct(500)), Audience::Player, "a DM channel id is not a GM channel");
+    }
+
+    /// Issue 12, items 7 to 9: each place where GM notes or any note could leak.
+    #[test]
+    fn issue_12_the_audience_and_the_admission_follow_the_context_not_a_missing_guild() {
+        let access = access();
+        // A group DM (or another user's DM, through a user install): no guild, not the bot's DM.
+        let group = Location { surface: Surface::Private, guild: None, channel: 42, parent: None };
+        assert_eq!(access.audience(10, group), Audience::Player, "the DM in a group DM is a player there");
+        assert_eq!(access.admits(10, group), Err(Barred::PrivateChannel));
+        // A server the bot was invited to without being configured: nothing at all, even in a
+        // channel whose id is a GM channel's.
+        let stranger = Location { surface: Surface::Guild, guild: Some(2), channel: 500, parent: None };
+        assert_eq!(access.admits(11, stranger), Err(Barred::UnknownGuild(2)));
+        assert_eq!(access.audience(10, stranger), Audience::Player);
+        // The bot's DM: the campaign's DM only.
+        let direct = Location { surface: Surface::BotDm, guild: None, channel: 43, parent: None };
+        assert_eq!(access.admits(10, direct), Ok(()));
+        assert_eq!(access.admits(11, direct), Err(Barred::DirectFromStranger));
+        assert_eq!(access.admits(11, guild(600, None)), Ok(()), "a configured server");
+        // A payload that names no context and no guild is private, never the bot's DM.
+        assert_eq!(surface_of(None, None), Surface::Private);
+        assert_eq!(surface_of(Some(serenity::InteractionContext::PrivateChannel), None), Surface::Private);
+        assert_eq!(surface_of(Some(serenity::InteractionContext::BotDm), None), Surface::BotDm);
+        assert_eq!(surface_of(None, Some(serenity::GuildId::new(GUILD))), Surface::Guild);
+    }
+
+    #[test]
+    fn issue_12_a_category_in_gm_channel_ids_makes_no_channel_a_gm_channel() {
+        let access = access();
+        let channel = |kind: u8, parent: u64| {
+            serde_json::from_value::<serenity::PartialChannel>(serde_json::json!({
+                "id": "600", "type": kind, "parent_id": parent.to_string(),
+            }))
+            .unwrap()
+        };
+        let guild_id = Some(serenity::GuildId::new(GUILD));
+        let context = Some(serenity::InteractionContext::Guild);
+        // A text channel filed under the category 500 (listed by mistake as a GM channel).
+        let in_category = interaction_place(context, guild_id, serenity::ChannelId::new(600), Some(&channel(0, 500)));
+        assert_eq!(in_category.location.parent, None, "a category is not a parent for access");
+        assert_eq!(access.audience(11, in_category.location), Audience::Player);
+        // A thread of the GM channel 500 still is one.
+        let thread = interaction_place(context, guild_id, serenity::ChannelId::new(600), Some(&channel(11, 500)));
+        assert_eq!(access.audience(11, thread.location), Audience::Gm);
     }
 
     #[test]
@@ -657,17 +805,18 @@ mod tests {
             .unwrap()
         };
         let guild = Some(serenity::GuildId::new(1));
+        let in_guild = Some(serenity::InteractionContext::Guild);
         let id = serenity::ChannelId::new(300);
-        let text = interaction_place(guild, id, Some(&channel(0, None)));
+        let text = interaction_place(in_guild, guild, id, Some(&channel(0, None)));
         assert_eq!(text.place, Place::Channel(300));
         assert!(text.can_open_thread);
-        let thread = interaction_place(guild, id, Some(&channel(11, Some(200))));
+        let thread = interaction_place(in_guild, guild, id, Some(&channel(11, Some(200))));
         assert_eq!(thread.place, Place::Thread(300));
         assert_eq!(thread.location.parent, Some(200));
         assert!(!thread.can_open_thread, "no thread inside a thread");
-        let voice = interaction_place(guild, id, Some(&channel(2, None)));
+        let voice = interaction_place(in_guild, guild, id, Some(&channel(2, None)));
         assert!(!voice.can_open_thread);
-        let direct = interaction_place(None, id, Some(&channel(1, None)));
+        let direct = interaction_place(Some(serenity::InteractionContext::BotDm), None, id, Some(&channel(1, None)));
         assert_eq!(direct.place, Place::Direct(300));
         assert!(!direct.can_open_thread);
     }

@@ -7,6 +7,7 @@
 
 use poise::serenity_prelude as serenity;
 
+use super::commands::{Barred, refuse_barred};
 use super::embeds::{self, Message};
 use super::locale::Lang;
 use super::{Context, Data, Error};
@@ -99,7 +100,12 @@ pub async fn on_error(error: poise::FrameworkError<'_, Data, Error>) {
         }
         E::CommandCheckFailed { error, ctx, .. } => {
             let lang = lang_of(ctx);
-            if let Some(error) = error {
+            if let Some(barred) = error.as_ref().and_then(|error| error.downcast_ref::<Barred>()) {
+                refuse_barred(*barred, ctx.author().id.get());
+                if !matches!(barred, Barred::UnknownGuild(_)) {
+                    tell(ctx, &lang.ask_in_the_server()).await;
+                }
+            } else if let Some(error) = error {
                 tracing::error!(error = %format!("{error:#}"), command = %ctx.command().qualified_name, "command check failed");
                 tell(ctx, &lang.unexpected()).await;
             } else if ctx.command().name == "reingest" {

@@ -7,7 +7,10 @@
 use poise::serenity_prelude as serenity;
 use tracing::Instrument;
 
-use super::commands::{Location, Outlet, answer_question, interaction_place, refuse_question, source_messages_for};
+use super::commands::{
+    Barred, Location, Outlet, Surface, answer_question, interaction_place, refuse_barred, refuse_question,
+    source_messages_for,
+};
 use super::embeds::{self, Message};
 use super::errors::log_discord_error;
 use super::history::Place;
@@ -52,6 +55,17 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
     if thread.owner_id != Some(ctx.cache.current_user().id) {
         return;
     }
+    let user = message.author.id.get();
+    let location = Location {
+        surface: Surface::Guild,
+        guild: message.guild_id.map(serenity::GuildId::get),
+        channel: place_id(place),
+        parent: thread.parent_id.map(serenity::ChannelId::get),
+    };
+    if let Err(barred) = data.access.admits(user, location) {
+        refuse_barred(barred, user);
+        return;
+    }
     let question = message.content.trim();
     if question.is_empty() {
         // An image or a sticker; or, for every message, the MESSAGE_CONTENT intent is off.
@@ -60,7 +74,6 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
     }
     let lang = data.lang;
     let outlet = Outlet::Thread { http: &ctx.http, channel: message.channel_id, reply_to: message.id };
-    let user = message.author.id.get();
     if let Some(refusal) = refuse_question(data, user, question, lang) {
         let reference = serenity::MessageReference::from((message.channel_id, message.id));
         if let Err(err) = message
@@ -72,11 +85,6 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
         }
         return;
     }
-    let location = Location {
-        guild: message.guild_id.map(serenity::GuildId::get),
-        channel: place_id(place),
-        parent: thread.parent_id.map(serenity::ChannelId::get),
-    };
     let audience = data.access.audience(user, location);
     let span = tracing::info_span!("discord.reply", place = %place.key(), ?audience, user);
     async {
@@ -100,8 +108,29 @@ async fn source_button(ctx: &serenity::Context, data: &Data, component: &serenit
         return;
     };
     let lang = Lang::from_locale(Some(&component.locale), data.lang);
-    let location = interaction_place(component.guild_id, component.channel_id, component.channel.as_ref()).location;
-    let audience = data.access.audience(component.user.id.get(), location);
+    let location =
+        interaction_place(component.context, component.guild_id, component.channel_id, component.channel.as_ref())
+            .location;
+    let user = component.user.id.get();
+    if let Err(barred) = data.access.admits(user, location) {
+        refuse_barred(barred, user);
+        if !matches!(barred, Barred::UnknownGuild(_)) {
+            let refusal = embeds::message_response(&Message::notice(&lang.ask_in_the_server()), true);
+            if let Err(err) = component.create_response(ctx, refusal).await {
+                log_discord_error(&err, "refusing a source button");
+            }
+        }
+        return;
+    }
+    if let Err(wait) = data.queue.check_source_rate(user) {
+        let refusal =
+            embeds::message_response(&Message::notice(&lang.sources_rate_limited(wait.as_secs().max(1))), true);
+        if let Err(err) = component.create_response(ctx, refusal).await {
+            log_discord_error(&err, "refusing a source button");
+        }
+        return;
+    }
+    let audience = data.access.audience(user, location);
     if let Err(err) = component.create_response(ctx, embeds::deferred_response(true)).await {
         log_discord_error(&err, "deferring a source button");
         return;

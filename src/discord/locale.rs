@@ -77,6 +77,21 @@ impl Lang {
         }
     }
 
+    pub fn sources_rate_limited(self, wait_secs: u64) -> String {
+        match self {
+            Lang::Es => format!("Demasiadas fuentes seguidas: espera {wait_secs} s y vuelve a pedirla."),
+            Lang::En => format!("Too many sources in a row: wait {wait_secs} s and ask again."),
+        }
+    }
+
+    /// Said in a direct or group message the bot does not answer in.
+    pub fn ask_in_the_server(self) -> String {
+        self.pick(
+            "El oráculo solo responde en el servidor de la campaña.",
+            "The oracle only answers in the campaign's server.",
+        )
+    }
+
     pub fn shutting_down(self) -> String {
         self.pick(
             "El oráculo se está reiniciando: vuelve a preguntar dentro de un minuto.",

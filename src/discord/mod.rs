@@ -138,6 +138,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send + 'st
         .token
         .clone()
         .context("no Discord token: set DISCORD_TOKEN (or ORACULO_DISCORD_TOKEN), or discord.token in the config")?;
+    anyhow::ensure!(
+        !discord.guild_ids.is_empty(),
+        "discord.guild_ids is empty: list the server(s) the bot answers in (right-click the server → Copy ID). \
+         The bot answers only there, so a server that invites it cannot read the campaign's notes"
+    );
 
     // 2. The oracle: index, embedder and chat model, opened as the CLI opens them.
     let oracle = Arc::new(crate::cli::open_oracle(&config).await.context("opening the campaign's oracle")?);
@@ -172,6 +177,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send + 'st
     let framework = poise::Framework::builder()
         .options(poise::FrameworkOptions {
             commands: commands::commands(),
+            command_check: Some(|ctx| Box::pin(commands::place_check(ctx))),
             on_error: |error| Box::pin(errors::on_error(error)),
             event_handler: |ctx, event, framework, data| Box::pin(events::handle(ctx, event, framework, data)),
             allowed_mentions: Some(embeds::no_mentions()),
@@ -222,19 +228,27 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send + 'st
     Ok(())
 }
 
-/// Registers the commands in each configured guild, or globally; a failure is logged, and the
-/// bot keeps running (commands registered earlier still work).
+/// Registers the commands in each configured guild (usable in servers only), and globally
+/// for the bot's own direct messages (where only the campaign's DM is answered). Explicit
+/// contexts and a guild-only install: the app cannot be user-installed into group DMs. A
+/// failure is logged, and the bot keeps running (commands registered earlier still work).
 async fn register_commands(ctx: &serenity::Context, commands: &[poise::Command<Data, Error>], guild_ids: &[u64]) {
-    if guild_ids.is_empty() {
-        if let Err(err) = poise::builtins::register_globally(ctx, commands).await {
-            errors::log_discord_error(&err, "registering the commands globally");
-        }
-        return;
-    }
+    let built = |context: serenity::InteractionContext| -> Vec<serenity::CreateCommand> {
+        poise::builtins::create_application_commands(commands)
+            .into_iter()
+            .map(|command| {
+                command.integration_types(vec![serenity::InstallationContext::Guild]).contexts(vec![context])
+            })
+            .collect()
+    };
     for &guild in guild_ids {
-        if let Err(err) = poise::builtins::register_in_guild(ctx, commands, serenity::GuildId::new(guild)).await {
+        let guild = serenity::GuildId::new(guild);
+        if let Err(err) = guild.set_commands(ctx, built(serenity::InteractionContext::Guild)).await {
             errors::log_discord_error(&err, "registering the commands in a guild");
         }
+    }
+    if let Err(err) = serenity::Command::set_global_commands(ctx, built(serenity::InteractionContext::BotDm)).await {
+        errors::log_discord_error(&err, "registering the commands for direct messages");
     }
 }
 

@@ -18,6 +18,10 @@ use tokio::sync::{mpsc, oneshot};
 
 /// The window the per-user rate limit counts questions in.
 pub const RATE_WINDOW: Duration = Duration::from_secs(60);
+/// Sources (`/fuente`, a source button) one user may read per question they may ask: an
+/// answer cites a few notes and a player opens some of them, but reading every label in turn
+/// is scraping, not reading.
+pub const SOURCES_PER_QUESTION: u32 = 3;
 /// Users remembered by the rate limiter before the idle ones are forgotten.
 const RATE_USERS_KEPT: usize = 1024;
 
@@ -26,6 +30,8 @@ const RATE_USERS_KEPT: usize = 1024;
 pub struct Queue {
     slots: Arc<Mutex<Slots>>,
     limiter: Mutex<RateLimiter>,
+    /// Sources read, counted apart from questions (a source is cheap, a question is not).
+    source_limiter: Mutex<RateLimiter>,
 }
 
 #[derive(Debug)]
@@ -101,6 +107,16 @@ impl Queue {
         Queue {
             slots: Arc::new(Mutex::new(Slots { capacity: concurrency.max(1), running: 0, waiters: VecDeque::new() })),
             limiter: Mutex::new(RateLimiter::new(per_minute, RATE_WINDOW)),
+            source_limiter: Mutex::new(RateLimiter::new(per_minute.saturating_mul(SOURCES_PER_QUESTION), RATE_WINDOW)),
+        }
+    }
+
+    /// Counts a source read by `user` (`/fuente`, a source button): `Err(wait)` when over
+    /// `SOURCES_PER_QUESTION` times the question limit.
+    pub fn check_source_rate(&self, user: u64) -> Result<(), Duration> {
+        match self.source_limiter.lock() {
+            Ok(mut limiter) => limiter.admit(user, Instant::now()),
+            Err(_) => Ok(()),
         }
     }
 
@@ -239,6 +255,17 @@ mod tests {
         assert!(limiter.admit(1, start + Duration::from_secs(61)).is_ok(), "the first question left the window");
         let mut unlimited = RateLimiter::new(0, Duration::from_secs(60));
         assert!((0..100).all(|_| unlimited.admit(1, start).is_ok()));
+    }
+
+    #[test]
+    fn sources_have_their_own_limit_apart_from_questions() {
+        let queue = Queue::new(1, 2);
+        assert!((0..6).all(|_| queue.check_source_rate(1).is_ok()), "three sources per question allowed");
+        assert!(queue.check_source_rate(1).is_err(), "the seventh source in a minute waits");
+        assert!(queue.check_rate(1).is_ok(), "reading sources does not use up questions");
+        assert!(queue.check_source_rate(2).is_ok(), "another user is not limited");
+        let unlimited = Queue::new(1, 0);
+        assert!((0..100).all(|_| unlimited.check_source_rate(1).is_ok()));
     }
 
     #[tokio::test]

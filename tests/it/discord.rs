@@ -7,7 +7,9 @@ use std::path::Path;
 use oraculo::config::{CliOverrides, Config, RawConfig};
 use serde_json::{Value, json};
 
-use crate::fake_discord::{APP_ID, FakeDiscord, GUILD_ID, Recorded, WAIT, text_channel};
+use crate::fake_discord::{
+    APP_ID, FakeDiscord, GUILD_ID, Recorded, Venue, WAIT, private_channel, text_channel, text_channel_in,
+};
 use crate::fake_ollama::FakeOllama;
 use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 
@@ -30,6 +32,11 @@ Una tormenta hundió el barco del archiduque frente al faro. @everyone <@&123>
 const FIRST_QUESTION: &str = "¿Qué pasó con el archiduque?";
 
 fn config(scratch: &Scratch, ollama: &FakeOllama, discord: &FakeDiscord) -> Config {
+    config_with(scratch, ollama, discord, "")
+}
+
+/// The test config with `extra` lines added to its `[discord]` section.
+fn config_with(scratch: &Scratch, ollama: &FakeOllama, discord: &FakeDiscord, extra: &str) -> Config {
     let text = format!(
         r#"
 data_dir = "{data}"
@@ -53,6 +60,7 @@ token = "{TOKEN}"
 dm_user_ids = [{DM}]
 guild_ids = [{GUILD_ID}]
 proxy_url = "{rest}"
+{extra}
 "#,
         data = scratch.data.path().display(),
         campaign = scratch.campaign.path().display(),
@@ -247,4 +255,136 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     stop.send(()).unwrap();
     let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
     stopped.unwrap();
+}
+
+/// Issue 12, items 7 to 10, through the real bot: the bot answers only in its configured
+/// server (nothing in another one), in direct messages only to the DM (who reads GM notes
+/// there), never in a group DM; a category listed as a GM channel makes no channel a GM
+/// channel; sources are rate limited like questions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_12_the_bot_answers_only_where_it_is_configured() {
+    oraculo::logging::init();
+    const CATEGORY: u64 = 700_000_000_000_000_300;
+    const OTHER_GUILD: u64 = 880_000_000_000_000_999;
+    let scratch =
+        Scratch::new(&[("Crónica.md", CRONICA), ("Secretos/Plan.md", "# El plan\nEl archiduque quiere el trono.\n")]);
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
+        .await
+        .unwrap();
+    let discord = FakeDiscord::start().await;
+    // The category is listed where a GM channel should be; one question per minute, so three
+    // sources per minute.
+    let extra = format!("gm_channel_ids = [{CATEGORY}]\nquestions_per_minute = 1");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let bot = tokio::spawn(oraculo::discord::run(config_with(&scratch, &ollama, &discord, &extra), async move {
+        let _ = stopped.await;
+    }));
+
+    // Registered with explicit contexts: servers in the guild, the bot's DM globally; a
+    // guild install only (no user install into group DMs).
+    let in_guild = discord
+        .wait_for("the guild commands", |r| {
+            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
+        })
+        .await;
+    let global = discord
+        .wait_for("the global commands", |r| r.method == "PUT" && r.path == format!("/applications/{APP_ID}/commands"))
+        .await;
+    for command in in_guild.body.as_array().unwrap() {
+        assert_eq!(command["contexts"], json!([0]), "{command}");
+        assert_eq!(command["integration_types"], json!([0]), "{command}");
+    }
+    for command in global.body.as_array().unwrap() {
+        assert_eq!(command["contexts"], json!([1]), "{command}");
+        assert_eq!(command["integration_types"], json!([0]), "{command}");
+    }
+
+    let fuente = |label: &str| json!([{ "name": "etiqueta", "type": 3, "value": label }]);
+    // 1. Another server: nothing at all is sent back, for a command or a button.
+    let foreign = discord.slash_command_at(
+        Venue::Guild(OTHER_GUILD),
+        PLAYER,
+        &[],
+        text_channel(CHANNEL),
+        "oraculo",
+        json!([{ "name": "pregunta", "type": 3, "value": FIRST_QUESTION }]),
+    );
+    let foreign_button =
+        discord.button_click_at(Venue::Guild(OTHER_GUILD), PLAYER, text_channel(CHANNEL), "oraculo:fuente:Sesión 1");
+
+    // 2. A group DM, even from the DM: refused, ephemerally, with nothing of the notes.
+    let group =
+        discord.slash_command_at(Venue::GroupDm, DM, &[], private_channel(42, true), "fuente", fuente("Mundo: Plan"));
+    let refused = discord.wait_for("the group DM's refusal", is_callback_for(&group)).await;
+    assert_eq!((refused.body["type"].as_u64(), refused.body["data"]["flags"].as_u64()), (Some(4), Some(64)));
+    assert!(refused.body["data"]["content"].as_str().unwrap().contains("servidor de la campaña"), "{}", refused.body);
+
+    // 3. The bot's DM: a player is refused; the DM reads GM-only notes there.
+    let stranger = discord.slash_command_at(
+        Venue::BotDm,
+        PLAYER,
+        &[],
+        private_channel(43, false),
+        "fuente",
+        fuente("Mundo: Plan"),
+    );
+    let refused = discord.wait_for("a player's DM refused", is_callback_for(&stranger)).await;
+    assert_eq!(refused.body["type"], 4, "{}", refused.body);
+    let dm =
+        discord.slash_command_at(Venue::BotDm, DM, &[], private_channel(44, false), "fuente", fuente("Mundo: Plan"));
+    let source = discord.wait_for("the DM's source in the bot's DM", is_webhook_for(&dm, "POST")).await;
+    assert!(embed_text(&source.body).contains("quiere el trono"), "{}", source.body);
+
+    // 4. A channel filed under the category listed as a GM channel is a player channel.
+    let categorised =
+        discord.slash_command(DM, &[], text_channel_in(CHANNEL, CATEGORY), "fuente", fuente("Mundo: Plan"));
+    let source = discord.wait_for("the source under the category", is_webhook_for(&categorised, "POST")).await;
+    assert!(!embed_text(&source.body).contains("quiere el trono"), "{}", source.body);
+
+    // 5. Sources are rate limited: three a minute for a player allowed one question a minute.
+    for n in 0..3 {
+        let token = discord.slash_command(PLAYER, &[], text_channel(CHANNEL), "fuente", fuente("Sesión 1"));
+        let source = discord.wait_for("a source within the limit", is_webhook_for(&token, "POST")).await;
+        assert!(embed_text(&source.body).contains("huyó al norte"), "source {n}: {}", source.body);
+    }
+    let over = discord.slash_command(PLAYER, &[], text_channel(CHANNEL), "fuente", fuente("Sesión 2"));
+    let refused = discord.wait_for("the fourth source refused", is_callback_for(&over)).await;
+    assert!(refused.body["data"]["content"].as_str().unwrap().contains("Demasiadas fuentes"), "{}", refused.body);
+    let over_button = discord.button_click(PLAYER, text_channel(CHANNEL), "oraculo:fuente:Sesión 2");
+    let refused = discord.wait_for("a source button over the limit", is_callback_for(&over_button)).await;
+    assert!(refused.body["data"]["content"].as_str().unwrap().contains("Demasiadas fuentes"), "{}", refused.body);
+
+    // Everything after the foreign interactions was answered: they never got anything.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let answered_foreign: Vec<Recorded> = discord
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains(&format!("/{foreign}/")) || r.path.contains(&format!("/{foreign_button}/")))
+        .collect();
+    assert!(answered_foreign.is_empty(), "a server not configured got answers: {answered_foreign:?}");
+    assert!(ollama.chat_requests("/api/chat").is_empty(), "no question ran");
+
+    stop.send(()).unwrap();
+    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
+    stopped.unwrap();
+}
+
+/// Issue 12, item 9: without a server list the bot does not start (it would answer in any
+/// server that invites it), and says what to set.
+#[tokio::test]
+async fn issue_12_the_bot_refuses_to_start_without_its_servers() {
+    let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
+    let text = format!(
+        "data_dir = \"{}\"\n[campaign]\ndir = \"{}\"\n[discord]\ntoken = \"{TOKEN}\"\ndm_user_ids = [{DM}]\n",
+        scratch.data.path().display(),
+        scratch.campaign.path().display(),
+    );
+    let raw = RawConfig::parse(&text, Path::new("config.toml")).unwrap();
+    let config = Config::from_layers(raw, &|_| None, &CliOverrides::default()).unwrap();
+    let started = tokio::time::timeout(WAIT, oraculo::discord::run(config, std::future::pending())).await;
+    let error = format!("{:#}", started.expect("refused at once").expect_err("no servers configured"));
+    assert!(error.contains("discord.guild_ids is empty"), "{error}");
+    assert!(!error.contains(TOKEN), "the token never shows: {error}");
 }

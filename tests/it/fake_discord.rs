@@ -152,22 +152,50 @@ impl FakeDiscord {
 
     /// An INTERACTION_CREATE for a slash command in the guild; returns its token.
     pub fn slash_command(&self, user: u64, roles: &[u64], channel: Value, name: &str, options: Value) -> String {
+        self.slash_command_at(Venue::Guild(GUILD_ID), user, roles, channel, name, options)
+    }
+
+    /// A slash command at `venue`: another server, the bot's DM, a group DM.
+    pub fn slash_command_at(
+        &self,
+        venue: Venue,
+        user: u64,
+        roles: &[u64],
+        channel: Value,
+        name: &str,
+        options: Value,
+    ) -> String {
         let data = json!({ "id": "770000000000000001", "name": name, "type": 1, "options": options });
-        self.interaction(2, data, None, member(user, roles), channel)
+        self.interaction(2, data, None, venue, user, roles, channel)
     }
 
     /// An INTERACTION_CREATE for a click on a button with `custom_id` under a bot message;
     /// returns its token.
     pub fn button_click(&self, user: u64, channel: Value, custom_id: &str) -> String {
+        self.button_click_at(Venue::Guild(GUILD_ID), user, channel, custom_id)
+    }
+
+    pub fn button_click_at(&self, venue: Venue, user: u64, channel: Value, custom_id: &str) -> String {
         let channel_id: u64 = channel["id"].as_str().and_then(|id| id.parse().ok()).expect("a channel id");
         let message = self.message_json(self.next_id(), channel_id, &json!({ "content": "" }));
         let data = json!({ "custom_id": custom_id, "component_type": 2 });
-        self.interaction(3, data, Some(message), member(user, &[]), channel)
+        self.interaction(3, data, Some(message), venue, user, &[], channel)
     }
 
-    /// Dispatches an interaction of `kind` (2: command, 3: component) in the guild, with the
-    /// envelope every interaction carries; returns its token.
-    fn interaction(&self, kind: u8, data: Value, message: Option<Value>, member: Value, channel: Value) -> String {
+    /// Dispatches an interaction of `kind` (2: command, 3: component) at `venue`, with the
+    /// envelope every interaction carries there (a member in a server, a user elsewhere);
+    /// returns its token.
+    #[allow(clippy::too_many_arguments)]
+    fn interaction(
+        &self,
+        kind: u8,
+        data: Value,
+        message: Option<Value>,
+        venue: Venue,
+        user: u64,
+        roles: &[u64],
+        channel: Value,
+    ) -> String {
         let id = self.next_id();
         let token = format!("token-{id}");
         let channel_id: u64 = channel["id"].as_str().and_then(|id| id.parse().ok()).expect("a channel id");
@@ -179,18 +207,32 @@ impl FakeDiscord {
             "token": token,
             "version": 1,
             "data": data,
-            "guild_id": GUILD_ID.to_string(),
             "channel_id": channel_id.to_string(),
             "channel": channel,
-            "member": member,
             "app_permissions": "2248473465835073",
             "locale": "es-ES",
-            "guild_locale": "es-ES",
             "entitlements": [],
-            "authorizing_integration_owners": { "0": GUILD_ID.to_string() },
-            "context": 0,
             "attachment_size_limit": 8388608,
         });
+        match venue {
+            Venue::Guild(guild) => {
+                interaction["guild_id"] = json!(guild.to_string());
+                interaction["guild_locale"] = json!("es-ES");
+                interaction["member"] = member(user, roles);
+                interaction["authorizing_integration_owners"] = json!({ "0": guild.to_string() });
+                interaction["context"] = json!(0);
+            }
+            Venue::BotDm => {
+                interaction["user"] = user_json(user, false);
+                interaction["authorizing_integration_owners"] = json!({ "0": GUILD_ID.to_string() });
+                interaction["context"] = json!(1);
+            }
+            Venue::GroupDm => {
+                interaction["user"] = user_json(user, false);
+                interaction["authorizing_integration_owners"] = json!({ "1": user.to_string() });
+                interaction["context"] = json!(2);
+            }
+        }
         if let Some(message) = message {
             interaction["message"] = message;
         }
@@ -453,6 +495,29 @@ fn member(user: u64, roles: &[u64]) -> Value {
         "pending": false,
         "permissions": "2248473465835073",
     })
+}
+
+/// Where an interaction happens (Discord's interaction context types).
+#[derive(Debug, Clone, Copy)]
+pub enum Venue {
+    /// A channel of this server (context 0).
+    Guild(u64),
+    /// The bot's own DM with the user (context 1).
+    BotDm,
+    /// A group DM or a DM between other users, through a user install (context 2).
+    GroupDm,
+}
+
+/// A direct-message channel as an interaction's partial channel (type 1; 3 for a group DM).
+pub fn private_channel(id: u64, group: bool) -> Value {
+    json!({ "id": id.to_string(), "type": if group { 3 } else { 1 }, "permissions": "2248473465835073" })
+}
+
+/// A guild text channel filed under the category `category`.
+pub fn text_channel_in(id: u64, category: u64) -> Value {
+    let mut channel = text_channel(id);
+    channel["parent_id"] = json!(category.to_string());
+    channel
 }
 
 /// A guild text channel as an interaction's partial channel.
