@@ -363,6 +363,9 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
     if result.followup_expanded {
         println!("Follow-up: searched as \"{}\"", result.search_query);
     }
+    for missing in &result.missing_paths {
+        println!("Searched without the {} path, which failed: {}", missing.path.as_str(), missing.error);
+    }
     if !result.entities.is_empty() {
         let named: Vec<String> =
             result.entities.iter().map(|e| format!("{} [{}] as \"{}\"", e.name, e.kind, e.alias)).collect();
@@ -496,6 +499,13 @@ fn render_footer(answer: &crate::oracle::Answer) -> String {
     }
     if let Some(reason) = &answer.fallback {
         footer.push_str(&format!("\n  (the model did not answer: {reason})"));
+    }
+    for missing in &answer.missing_paths {
+        footer.push_str(&format!(
+            "\n  (searched without the {} path, which failed: {})",
+            missing.path.as_str(),
+            missing.error
+        ));
     }
     footer
 }

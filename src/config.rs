@@ -45,6 +45,11 @@ pub const DEFAULT_CHAT_MAX_TOKENS: usize = 1024;
 pub const DEFAULT_ANSWER_SECONDS: f64 = 90.0;
 /// Below this no useful context can be read on a CPU.
 pub const MIN_ANSWER_SECONDS: f64 = 10.0;
+/// The most one answer's generation may take, every attempt included, before it gives way to
+/// the extractive answer: with one answer at a time, a stream that never ends would hold the
+/// whole queue. Five minutes covers a structured answer and its retry on a loaded CPU
+/// (measured p95 212 s for the 1.5B on 2 busy cores).
+pub const DEFAULT_ANSWER_DEADLINE_SECS: u64 = 300;
 /// Context window cap for server backends: Qwen2.5's native window. Each request asks for
 /// only what its prompt needs (rounded up to 1024), so the cap costs nothing until used.
 pub const DEFAULT_SERVER_N_CTX: usize = 32768;
@@ -145,6 +150,7 @@ pub struct RawChat {
     pub retries: Option<u32>,
     pub answer_mode: Option<String>,
     pub answer_seconds: Option<f64>,
+    pub answer_deadline_secs: Option<u64>,
 }
 
 /// `[discord]`: the bot (`oraculo bot`). Ids are Discord snowflakes (integers).
@@ -240,6 +246,8 @@ pub struct AnswerConfig {
     /// The time an answer may take where the backend runs on this machine and reports its
     /// speed (the embedded one): the context is planned to be read within it.
     pub seconds: f64,
+    /// The total time one answer's generation may take (`chat.answer_deadline_secs`).
+    pub deadline: std::time::Duration,
 }
 
 /// Which chat model answers, annotates and reranks; `llm::connect_chat` builds it.
@@ -436,7 +444,11 @@ fn answer_config(chat: &mut RawChat, env: &dyn Fn(&str) -> Option<String>) -> an
     if !(seconds.is_finite() && seconds >= MIN_ANSWER_SECONDS) {
         bail!("chat.answer_seconds = {seconds}: expected at least {MIN_ANSWER_SECONDS} seconds");
     }
-    Ok(AnswerConfig { mode, seconds })
+    let deadline_secs = chat.answer_deadline_secs.take().unwrap_or(DEFAULT_ANSWER_DEADLINE_SECS);
+    if (deadline_secs as f64) < seconds {
+        bail!("chat.answer_deadline_secs = {deadline_secs}: expected at least chat.answer_seconds ({seconds})");
+    }
+    Ok(AnswerConfig { mode, seconds, deadline: std::time::Duration::from_secs(deadline_secs) })
 }
 
 /// Validates `[chat]`; the Ollama backend reaches the server `[ollama]` describes.
@@ -551,7 +563,14 @@ mod tests {
         assert_eq!(config.campaign.corpus.secret_paths, ["Secretos", "Secrets"]);
         assert_eq!(config.chat_max_tokens, DEFAULT_CHAT_MAX_TOKENS);
         // The embedded model answers through the schema, within the CPU's time budget.
-        assert_eq!(config.answer, AnswerConfig { mode: AnswerMode::Structured, seconds: DEFAULT_ANSWER_SECONDS });
+        assert_eq!(
+            config.answer,
+            AnswerConfig {
+                mode: AnswerMode::Structured,
+                seconds: DEFAULT_ANSWER_SECONDS,
+                deadline: std::time::Duration::from_secs(DEFAULT_ANSWER_DEADLINE_SECS),
+            }
+        );
 
         let text = "[chat]\nbackend = \"openai\"\nmodel = \"qwen\"\nurl = \"http://gpu:8000/v1\"\n";
         let config = check(text, &[("HOME", "/h"), ("ORACULO_OPENAI_API_KEY", "sk-1")]).unwrap();
@@ -565,9 +584,10 @@ mod tests {
         assert!(matches!(config.chat, ChatConfig::Ollama(_)));
         assert_eq!(config.answer.mode, AnswerMode::Free);
 
-        let text = "[chat]\nbackend = \"ollama\"\nanswer_mode = \"structured\"\nanswer_seconds = 30\n";
+        let text = "[chat]\nbackend = \"ollama\"\nanswer_mode = \"structured\"\nanswer_seconds = 30\nanswer_deadline_secs = 60\n";
         let config = check(text, &[("HOME", "/h")]).unwrap();
-        assert_eq!(config.answer, AnswerConfig { mode: AnswerMode::Structured, seconds: 30.0 });
+        let deadline = std::time::Duration::from_secs(60);
+        assert_eq!(config.answer, AnswerConfig { mode: AnswerMode::Structured, seconds: 30.0, deadline });
     }
 
     #[test]
@@ -581,6 +601,7 @@ mod tests {
             ("[chat]\nthreads = 0\n", "chat.threads"),
             ("[chat]\nanswer_mode = \"json\"\n", "chat.answer_mode"),
             ("[chat]\nanswer_seconds = 2\n", "chat.answer_seconds"),
+            ("[chat]\nanswer_seconds = 90\nanswer_deadline_secs = 30\n", "chat.answer_deadline_secs"),
         ] {
             let err = check(text, &[("HOME", "/h")]).unwrap_err();
             assert!(format!("{err:#}").contains(key), "{text}: {err:#}");

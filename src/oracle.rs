@@ -79,6 +79,9 @@ pub struct AnswerSettings {
     pub mode: AnswerMode,
     /// How long an answer may take on a backend that reports its speed (the embedded one).
     pub answer_seconds: f64,
+    /// The total time one answer's generation may take, every attempt included; past it the
+    /// answer is extractive (issue 12, item 12: one endless stream cannot hold the queue).
+    pub deadline: Duration,
 }
 
 impl AnswerSettings {
@@ -91,12 +94,18 @@ impl AnswerSettings {
             temperature: 0.2,
             mode: AnswerMode::Free,
             answer_seconds: crate::config::DEFAULT_ANSWER_SECONDS,
+            deadline: Duration::from_secs(crate::config::DEFAULT_ANSWER_DEADLINE_SECS),
         }
     }
 
     /// What `[chat]` asks for.
     pub fn from_config(max_tokens: usize, answer: &crate::config::AnswerConfig) -> AnswerSettings {
-        AnswerSettings { mode: answer.mode, answer_seconds: answer.seconds, ..AnswerSettings::new(max_tokens) }
+        AnswerSettings {
+            mode: answer.mode,
+            answer_seconds: answer.seconds,
+            deadline: answer.deadline,
+            ..AnswerSettings::new(max_tokens)
+        }
     }
 }
 
@@ -243,6 +252,8 @@ pub struct Answer {
     /// Model replies it took (a structured reply that did not fit gets one retry).
     pub attempts: usize,
     pub context_plan: ContextPlan,
+    /// Retrieval paths that failed for this question (the answer comes from the others).
+    pub missing_paths: Vec<crate::retrieve::MissingPath>,
 }
 
 /// What can stop an answer. Each reads as a message a player can act on; details go to logs.
@@ -548,10 +559,23 @@ impl Oracle {
     /// can, the notes' own sentences); its citations are checked against the labels shown.
     pub async fn generate(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
         let generation_started = Instant::now();
-        let made = match self.answer_mode() {
-            AnswerMode::Extractive => self.extract(prepared, None),
-            AnswerMode::Free => self.generate_free(prepared, on_token).await,
-            AnswerMode::Structured => self.generate_structured(prepared, on_token).await,
+        let mode = self.answer_mode();
+        let asked = async {
+            match mode {
+                AnswerMode::Extractive => self.extract(prepared, None),
+                AnswerMode::Free => self.generate_free(prepared, on_token).await,
+                AnswerMode::Structured => self.generate_structured(prepared, on_token).await,
+            }
+        };
+        // Dropping the generation at the deadline cancels it (a server request is closed,
+        // llama.cpp stops at its next token).
+        let deadline = self.settings.deadline;
+        let made = match tokio::time::timeout(deadline, asked).await {
+            Ok(made) => made,
+            Err(_) => self.extract(
+                prepared,
+                Some(format!("the model had not finished after {} s (chat.answer_deadline_secs)", deadline.as_secs())),
+            ),
         };
         let generation_ms = generation_started.elapsed().as_secs_f64() * 1000.0;
         if let Some(reason) = &made.fallback {
@@ -606,6 +630,7 @@ impl Oracle {
             fallback: made.fallback,
             attempts: made.attempts,
             context_plan: plan.clone(),
+            missing_paths: search.missing_paths.clone(),
         })
     }
 

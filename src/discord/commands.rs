@@ -466,7 +466,9 @@ pub async fn answer_question(
             return None;
         }
     };
-    let messages = embeds::answer_messages(&answer.text, &answer.citations, answer.invented_citations.len(), lang);
+    let mut messages = embeds::answer_messages(&answer.text, &answer.citations, answer.invented_citations.len(), lang);
+    let missing: Vec<&str> = answer.missing_paths.iter().map(|missing| missing.path.as_str()).collect();
+    embeds::mark_partial_search(&mut messages, &missing, lang);
     let mut first_message = None;
     for (index, message) in messages.iter().enumerate() {
         let posted = if index == 0 {

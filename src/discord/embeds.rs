@@ -131,6 +131,27 @@ pub fn answer_messages(text: &str, citations: &[CitationSource], n_invented: usi
     messages
 }
 
+/// Says under the answer's text that some retrieval paths failed (issue 12, item 11): added
+/// to the footer of the answer's last text embed.
+pub fn mark_partial_search(messages: &mut [Message], missing_paths: &[&str], lang: Lang) {
+    if missing_paths.is_empty() {
+        return;
+    }
+    let note = lang.partial_search_footer(missing_paths);
+    let last_text = messages
+        .iter_mut()
+        .flat_map(|message| message.embeds.iter_mut())
+        .filter(|embed| embed.colour == ANSWER_COLOUR && embed.description.is_some())
+        .last();
+    if let Some(embed) = last_text {
+        let footer = match embed.footer.take() {
+            Some(footer) => format!("{footer}\n{note}"),
+            None => note,
+        };
+        embed.footer = Some(clip(&footer, FOOTER_LIMIT));
+    }
+}
+
 /// A source read in full: its parts' text under its label, as many messages as it takes.
 pub fn source_messages(label: &str, parts: &[String], lang: Lang) -> Vec<Message> {
     let text = parts.iter().map(|part| part.trim()).filter(|part| !part.is_empty()).collect::<Vec<_>>().join("\n\n");
@@ -457,6 +478,18 @@ pub fn message_response(message: &Message, ephemeral: bool) -> serenity::CreateI
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partial_search_is_said_under_the_answer() {
+        let citations = Vec::new();
+        let mut messages = answer_messages("El archiduque huyó [Sesión 1].", &citations, 1, Lang::Es);
+        mark_partial_search(&mut messages, &["dense"], Lang::Es);
+        let footer = messages[0].embeds[0].footer.clone().unwrap_or_default();
+        assert!(footer.contains("[?]") && footer.contains("vía dense no respondió"), "{footer}");
+        let mut whole = answer_messages("Todo bien [Sesión 1].", &citations, 0, Lang::En);
+        mark_partial_search(&mut whole, &[], Lang::En);
+        assert_eq!(whole[0].embeds[0].footer, None, "nothing to say when every path answered");
+    }
 
     /// Asserts every Discord limit on `messages`.
     fn check_limits(messages: &[Message]) {

@@ -48,6 +48,15 @@ impl Lang {
         }
     }
 
+    /// The footer of an answer searched without some retrieval paths (`dense`, `bm25`…).
+    pub fn partial_search_footer(self, paths: &[&str]) -> String {
+        let paths = paths.join(", ");
+        match self {
+            Lang::Es => format!("Búsqueda parcial: la vía {paths} no respondió; la respuesta sale de las demás."),
+            Lang::En => format!("Partial search: the {paths} path failed; the answer comes from the others."),
+        }
+    }
+
     pub fn empty_answer(self) -> String {
         self.pick(
             "El modelo no devolvió ninguna respuesta. Prueba a reformular la pregunta.",

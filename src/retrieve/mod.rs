@@ -201,6 +201,16 @@ pub struct SearchResult {
     pub entities: Vec<DetectedEntity>,
     pub candidates: Vec<Candidate>,
     pub timings: SearchTimings,
+    /// Paths that failed (the embedder down, a LanceDB or FTS5 error): the pool comes from the
+    /// others, and the answer says which were missing. Empty when every path answered.
+    pub missing_paths: Vec<MissingPath>,
+}
+
+/// A retrieval path that failed for one question, and why (for the log and `--json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct MissingPath {
+    pub path: RetrievalPath,
+    pub error: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -234,6 +244,17 @@ pub async fn search(
         let detected = if expanded.is_some() { compendium.detect(&search_query) } else { named };
         let mut timings = SearchTimings::default();
 
+        // Each path may fail alone (issue 12, item 11): the question is answered from the
+        // paths that worked, and says which did not. Only all of them failing is an error.
+        let mut missing_paths: Vec<MissingPath> = Vec::new();
+        let mut first_failure: Option<RetrieveError> = None;
+        let mut path_failed = |path: RetrievalPath, error: RetrieveError| {
+            tracing::warn!(path = path.as_str(), error = %error, "a retrieval path failed; answering from the others");
+            missing_paths.push(MissingPath { path, error: error.to_string() });
+            first_failure.get_or_insert(error);
+            Vec::new()
+        };
+
         let started = Instant::now();
         let dense = match index.store.meta(crate::index::store::META_EMBEDDER)? {
             _ if !request.paths.dense => Vec::new(),
@@ -245,38 +266,38 @@ pub async fn search(
                     configured: embedder.id().to_string(),
                 });
             }
-            Some(_) => {
-                let query_vector = embedder
-                    .embed(std::slice::from_ref(&search_query), EmbedRole::Query)
-                    .await?
-                    .pop()
-                    .unwrap_or_default();
-                timings.embed_query_ms = ms(started);
-                let dense_started = Instant::now();
-                let ids = dense::search_dense(index, &query_vector, visibility, depth)
-                    .instrument(tracing::info_span!("retrieve.dense", depth))
-                    .await?;
-                timings.dense_ms = ms(dense_started);
-                ids
-            }
+            Some(_) => match search_dense_path(index, embedder, &search_query, visibility, depth, &mut timings).await {
+                Ok(ids) => ids,
+                Err(error) => path_failed(RetrievalPath::Dense, error),
+            },
         };
 
-        let started = Instant::now();
+        let started_bm25 = Instant::now();
         let bm25 = if request.paths.bm25 {
-            bm25::search_bm25(&index.store, &search_query, visibility, depth)?
+            bm25::search_bm25(&index.store, &search_query, visibility, depth)
+                .unwrap_or_else(|error| path_failed(RetrievalPath::Bm25, error.into()))
         } else {
             Vec::new()
         };
-        timings.bm25_ms = ms(started);
+        timings.bm25_ms = ms(started_bm25);
 
-        let started = Instant::now();
+        let started_entity = Instant::now();
         let entity_ids: Vec<i64> = detected.iter().map(|(id, _)| *id).collect();
         let by_entity = if request.paths.entity {
-            entity::search_entities(&index.store, &entity_ids, visibility, depth)?
+            entity::search_entities(&index.store, &entity_ids, visibility, depth)
+                .unwrap_or_else(|error| path_failed(RetrievalPath::Entity, error.into()))
         } else {
             Vec::new()
         };
-        timings.entity_ms = ms(started);
+        timings.entity_ms = ms(started_entity);
+        let requested =
+            [request.paths.dense, request.paths.bm25, request.paths.entity].iter().filter(|on| **on).count();
+        if let Some(error) = first_failure
+            && missing_paths.len() >= requested
+        {
+            return Err(error);
+        }
+        tracing::trace!(elapsed_ms = ms(started), "paths done");
 
         let started = Instant::now();
         let fused = fuse_candidates(
@@ -312,10 +333,31 @@ pub async fn search(
             entities: detected.into_iter().map(|(_, entity)| entity).collect(),
             candidates,
             timings,
+            missing_paths,
         })
     }
     .instrument(span)
     .await
+}
+
+/// The dense path: the query's embedding, then the nearest windows in LanceDB.
+async fn search_dense_path(
+    index: &Index,
+    embedder: &dyn Embedder,
+    search_query: &str,
+    visibility: Option<Visibility>,
+    depth: usize,
+    timings: &mut SearchTimings,
+) -> Result<Vec<i64>, RetrieveError> {
+    let started = Instant::now();
+    let query_vector = embedder.embed(&[search_query.to_string()], EmbedRole::Query).await?.pop().unwrap_or_default();
+    timings.embed_query_ms = ms(started);
+    let dense_started = Instant::now();
+    let ids = dense::search_dense(index, &query_vector, visibility, depth)
+        .instrument(tracing::info_span!("retrieve.dense", depth))
+        .await?;
+    timings.dense_ms = ms(dense_started);
+    Ok(ids)
 }
 
 fn ms(since: Instant) -> f64 {

@@ -230,6 +230,68 @@ async fn the_oracle_answers_with_checked_citations_over_http() {
     assert!(answer.timings.total_ms >= answer.timings.generation_ms);
 }
 
+/// Issue 12, item 11: the embedder failing for one question leaves the dense path out, not
+/// the question: BM25 and the entity path still find the note, and the answer says which
+/// path was missing.
+#[tokio::test]
+async fn issue_12_a_failing_path_leaves_the_others_to_answer() {
+    let scratch = port_campaign();
+    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+    let embedder = Arc::new(ollama_embedder(&fake, "bge-m3").await);
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+    let oracle = Oracle::new(&scratch.index_dir(), embedder.clone(), chat, AnswerSettings::new(256));
+
+    // The query's embedding gets a 500; the answer is scripted.
+    fake.enqueue(Fault::Status(500, "model runner crashed".into()));
+    fake.enqueue_reply("Tomás cayó en combate en el puente [Sesión 7].");
+    let question = "¿Qué le pasó a Tomás en el puente?";
+    let answer = oracle.ask(&AskRequest { question, history: &[], audience: Audience::Player }, None).await.unwrap();
+    let missing: Vec<&str> = answer.missing_paths.iter().map(|m| m.path.as_str()).collect();
+    assert_eq!(missing, ["dense"], "{:?}", answer.missing_paths);
+    assert!(answer.missing_paths[0].error.contains("500"), "{:?}", answer.missing_paths);
+    let shown: Vec<&str> = answer.fragments_shown.iter().map(|s| s.label.as_str()).collect();
+    assert!(shown.contains(&"Sesión 7"), "BM25 and the entity path still find it: {shown:?}");
+    assert!(answer.citations.iter().any(|c| c.label == "Sesión 7" && c.valid), "{:?}", answer.citations);
+
+    // The next question, with the embedder back, searches every path again.
+    fake.enqueue_reply("Lo enterraron en el puerto [Sesión 8].");
+    let answer = oracle
+        .ask(&AskRequest { question: "¿Dónde enterraron a Tomás?", history: &[], audience: Audience::Player }, None)
+        .await
+        .unwrap();
+    assert!(answer.missing_paths.is_empty(), "{:?}", answer.missing_paths);
+}
+
+/// Issue 12, item 12: a model that starts answering but never finishes gives way to the
+/// extractive answer at the total deadline, whatever its idle timeout says.
+#[tokio::test]
+async fn issue_12_a_generation_past_its_deadline_gives_way_to_the_extractive_answer() {
+    let scratch = port_campaign();
+    let embeddings = FakeOllama::start(&["bge-m3"]).await;
+    let embedder = Arc::new(ollama_embedder(&embeddings, "bge-m3").await);
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    // The chat server: its idle timeout (10 s) would wait out a 6-second silence.
+    let slow = FakeOllama::start(&["qwen2.5:14b"]).await;
+    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(slow.url(), Duration::from_secs(10))).unwrap());
+    slow.enqueue(Fault::Delay(Duration::from_secs(6)));
+    slow.enqueue_reply("Nunca llega [Sesión 7].");
+    let settings = AnswerSettings { deadline: Duration::from_secs(1), ..AnswerSettings::new(256) };
+    let oracle = Oracle::new(&scratch.index_dir(), embedder, chat, settings);
+    let started = std::time::Instant::now();
+    let question = "¿Qué le pasó a Tomás en el puente?";
+    let answer = oracle.ask(&AskRequest { question, history: &[], audience: Audience::Player }, None).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the deadline, not the model, ended it: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(answer.mode, oraculo::answer::AnswerMode::Extractive);
+    assert!(answer.fallback.as_deref().unwrap_or("").contains("answer_deadline_secs"), "{:?}", answer.fallback);
+    assert!(!answer.text.contains("Nunca llega"), "{}", answer.text);
+    assert!(answer.citations.iter().any(|c| c.valid), "the extractive answer cites its notes: {}", answer.text);
+}
+
 #[tokio::test]
 async fn empty_and_oversized_questions_and_a_missing_index_read_as_messages() {
     let scratch = port_campaign();

@@ -20,7 +20,7 @@ use crate::support::{Scratch, campaign_config, ingest_dir, prose};
 
 /// (canary, where it hides, whether the GM can search for it: an alias only in front matter
 /// is in no fragment's text).
-const CANARIES: &[(&str, &str, bool)] = &[
+pub const CANARIES: &[(&str, &str, bool)] = &[
     ("Zarnokel", "a secret callout nested in a note callout", true),
     ("Vemtrasco", "a folded secret callout", true),
     ("Quiliandro", "a secret callout with metadata", true),
@@ -39,7 +39,7 @@ const CANARIES: &[(&str, &str, bool)] = &[
     ("Trumbelax", "text before a gm closer with no opener", true),
 ];
 
-fn vault() -> Scratch {
+pub fn vault() -> Scratch {
     let long_secret = format!("{} Wendolrik {}", prose("relleno", 900), prose("resto", 500));
     let files: Vec<(String, String)> = vec![
         (
@@ -129,7 +129,7 @@ El faro se apaga.
 }
 
 /// Every canary `text` holds, with where it hid.
-fn canaries_in(text: &str) -> Vec<String> {
+pub fn canaries_in(text: &str) -> Vec<String> {
     let folded = text.to_lowercase();
     CANARIES
         .iter()

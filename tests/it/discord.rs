@@ -388,3 +388,132 @@ async fn issue_12_the_bot_refuses_to_start_without_its_servers() {
     assert!(error.contains("discord.guild_ids is empty"), "{error}");
     assert!(!error.contains(TOKEN), "the token never shows: {error}");
 }
+
+/// Issue 12's canary, through the bot: the canary vault indexed, a model that echoes its whole
+/// prompt, and a player asking about every canary in a player channel, following up in the
+/// answer's thread, reading every source and label there is, clicking source buttons and
+/// autocompleting labels. No body the bot sends to the player holds a canary (other than the
+/// words the player typed, which are taken out first). The same question in a GM channel does
+/// bring them back: the echo would show a leak.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_12_no_canary_reaches_a_player_through_discord() {
+    use crate::canary::{CANARIES, canaries_in, vault};
+    const GM_CHANNEL: u64 = 700_000_000_000_000_500;
+    oraculo::logging::init();
+    let scratch = vault();
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    ollama.echo_prompts();
+    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
+        .await
+        .unwrap();
+    let index = oraculo::index::Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let every_label: Vec<String> = index.store.sources().unwrap().into_iter().map(|source| source.label).collect();
+    drop(index);
+
+    let discord = FakeDiscord::start().await;
+    let extra = format!("gm_channel_ids = [{GM_CHANNEL}]\nquestions_per_minute = 0");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let bot = tokio::spawn(oraculo::discord::run(config_with(&scratch, &ollama, &discord, &extra), async move {
+        let _ = stopped.await;
+    }));
+    discord
+        .wait_for("the guild commands", |r| {
+            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
+        })
+        .await;
+
+    // The questions the player types: taken out of every body before looking for canaries.
+    let mut typed: Vec<String> = Vec::new();
+    let question = |text: &str| json!([{ "name": "pregunta", "type": 3, "value": text }]);
+    let mut questions: Vec<String> = CANARIES.iter().map(|(canary, _, _)| format!("¿Quién es {canary}?")).collect();
+    questions.extend(["¿Qué pasó en el faro?", "¿Qué hay en la cueva del islote?"].map(String::from));
+    // Each in its own channel: an echoed answer in a channel's history would be echoed again
+    // by the next question there, and grow without end.
+    for (n, text) in questions.iter().enumerate() {
+        let token = discord.slash_command(PLAYER, &[], text_channel(CHANNEL + 1 + n as u64), "oraculo", question(text));
+        discord.wait_for("an answer", is_webhook_for(&token, "POST")).await;
+        typed.push(text.clone());
+    }
+    // A follow-up in the thread opened on the last answer.
+    let thread = discord
+        .wait_for("a thread", |r| r.method == "POST" && r.path.ends_with("/threads"))
+        .await
+        .path
+        .split('/')
+        .nth(4)
+        .and_then(|id| id.parse::<u64>().ok())
+        .expect("the thread's message id");
+    let followup = "¿Y quién vive en la cueva?";
+    discord.message_create(PLAYER, thread, followup);
+    discord
+        .wait_for("the follow-up's answer", |r| r.method == "POST" && r.path == format!("/channels/{thread}/messages"))
+        .await;
+    typed.push(followup.to_string());
+    // Every label, by /fuente and by button (a GM-only one reads as missing: its reply names
+    // only the label the player typed), and autocomplete (checked as it is: nothing typed
+    // there is a whole label).
+    let mut asked_labels: Vec<(String, String)> = Vec::new();
+    for label in &every_label {
+        let token = discord.slash_command(
+            PLAYER,
+            &[],
+            text_channel(CHANNEL),
+            "fuente",
+            json!([{ "name": "etiqueta", "type": 3, "value": label }]),
+        );
+        discord.wait_for("a source", is_webhook_for(&token, "POST")).await;
+        asked_labels.push((token, label.clone()));
+        let token = discord.button_click(PLAYER, text_channel(CHANNEL), &format!("oraculo:fuente:{label}"));
+        discord.wait_for("a source button", is_webhook_for(&token, "POST")).await;
+        asked_labels.push((token, label.clone()));
+    }
+    for partial in ["", "a", "e", "Ficha", "Mundo", "Sesión"] {
+        let token = discord.autocomplete(PLAYER, text_channel(CHANNEL), "fuente", "etiqueta", partial);
+        let choices = discord.wait_for("autocomplete choices", is_callback_for(&token)).await;
+        assert_eq!(choices.body["type"], 8, "{}", choices.body);
+        let leaked = canaries_in(&choices.body.to_string());
+        assert!(leaked.is_empty(), "autocomplete {partial:?} leaks {leaked:?}: {}", choices.body);
+    }
+
+    // The positive control: the GM channel's answer does echo the secrets.
+    let gm_question = "¿Quién es Zarnokel y qué hizo Krovathen?";
+    let gm_token = discord.slash_command(PLAYER, &[], text_channel(GM_CHANNEL), "oraculo", question(gm_question));
+    let gm_answer = discord.wait_for("the GM channel's answer", is_webhook_for(&gm_token, "POST")).await;
+    assert!(
+        !canaries_in(&gm_answer.body.to_string().replace(gm_question, "")).is_empty(),
+        "the echo shows GM notes in a GM channel: {}",
+        gm_answer.body
+    );
+
+    let player_bodies: Vec<(String, String)> = discord
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.method != "GET"
+                && !r.path.split('/').any(|segment| segment == gm_token || segment == GM_CHANNEL.to_string())
+        })
+        .map(|r| {
+            let mut body = r.body.to_string();
+            for text in &typed {
+                body = body.replace(text.as_str(), "");
+            }
+            // A source's reply may name the label its own request typed, and nothing else.
+            for (token, label) in &asked_labels {
+                if r.path.split('/').any(|segment| segment == token) {
+                    body = body.replace(label.as_str(), "");
+                }
+            }
+            (format!("{} {}", r.method, r.path), body)
+        })
+        .collect();
+    assert!(player_bodies.len() > 60, "{}", player_bodies.len());
+    for (route, body) in &player_bodies {
+        let leaked = canaries_in(body);
+        assert!(leaked.is_empty(), "{route} leaks {leaked:?}: {body}");
+    }
+
+    stop.send(()).unwrap();
+    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
+    stopped.unwrap();
+}

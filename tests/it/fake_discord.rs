@@ -169,6 +169,16 @@ impl FakeDiscord {
         self.interaction(2, data, None, venue, user, roles, channel)
     }
 
+    /// An APPLICATION_COMMAND_AUTOCOMPLETE interaction: `partial` typed into `option` of
+    /// `command`; returns its token (the choices come back in its callback, type 8).
+    pub fn autocomplete(&self, user: u64, channel: Value, command: &str, option: &str, partial: &str) -> String {
+        let data = json!({
+            "id": "770000000000000001", "name": command, "type": 1,
+            "options": [{ "name": option, "type": 3, "value": partial, "focused": true }],
+        });
+        self.interaction(4, data, None, Venue::Guild(GUILD_ID), user, &[], channel)
+    }
+
     /// An INTERACTION_CREATE for a click on a button with `custom_id` under a bot message;
     /// returns its token.
     pub fn button_click(&self, user: u64, channel: Value, custom_id: &str) -> String {

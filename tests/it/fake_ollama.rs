@@ -45,6 +45,9 @@ struct State {
     replies: VecDeque<String>,
     /// When set, `/v1/*` answers 401 unless sent `Authorization: Bearer <key>`.
     api_key: Option<String>,
+    /// With no reply queued, a free-text chat answers its whole prompt back (the canary
+    /// tests: whatever the model was shown reaches the user).
+    echo: bool,
 }
 
 #[derive(Clone)]
@@ -87,6 +90,11 @@ impl FakeOllama {
     /// The next chat request (either route) answers `text`.
     pub fn enqueue_reply(&self, text: &str) {
         self.state.lock().unwrap().replies.push_back(text.to_string());
+    }
+
+    /// From now on a chat with no queued reply (and no schema) answers its whole prompt.
+    pub fn echo_prompts(&self) {
+        self.state.lock().unwrap().echo = true;
     }
 
     /// From now on `/v1/*` requires this bearer key.
@@ -233,8 +241,24 @@ async fn serve_chat(
     }
 
     let schema = if openai { body["response_format"]["json_schema"]["schema"].clone() } else { body["format"].clone() };
-    let reply = state.lock().unwrap().replies.pop_front().unwrap_or_else(|| {
-        if schema.is_object() { smallest_valid(&schema).to_string() } else { "(no reply queued)".to_string() }
+    let (queued, echo) = {
+        let mut state = state.lock().unwrap();
+        (state.replies.pop_front(), state.echo)
+    };
+    let reply = queued.unwrap_or_else(|| {
+        if schema.is_object() {
+            smallest_valid(&schema).to_string()
+        } else if echo {
+            body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m["content"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        } else {
+            "(no reply queued)".to_string()
+        }
     });
     let pieces = split_words(&reply);
     let prompt_chars: usize = body["messages"]
