@@ -12,8 +12,10 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use poise::serenity_prelude as serenity;
+use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::embeds::{self, Message};
@@ -336,9 +338,33 @@ async fn open_thread(
 
 // --- the answer flow, shared with thread follow-ups ------------------------------------
 
+/// How long an interaction's token works after the interaction is created (Discord's rule):
+/// follow-ups and edits through it fail after that.
+pub const INTERACTION_TOKEN_LIFETIME: Duration = Duration::from_secs(15 * 60);
+/// Stop using an interaction's token this long before it expires: an answer's messages, its
+/// edits and its thread must all go out before then, and clocks drift.
+pub const INTERACTION_TOKEN_MARGIN: Duration = Duration::from_secs(60);
+/// How often the answer's message is edited while the model writes it: Discord allows about
+/// five edits in five seconds per channel; one a second leaves room for other answers.
+pub const PREVIEW_EDIT_INTERVAL: Duration = Duration::from_secs(1);
+/// Discord's epoch (2015-01-01) in Unix milliseconds: a snowflake's top bits count from it.
+const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
+
+/// When a snowflake (an interaction id) was made.
+pub fn snowflake_time(id: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis((id >> 22) + DISCORD_EPOCH_MS)
+}
+
+/// Whether an interaction's token may still be used for a message that must arrive.
+pub fn interaction_token_usable(interaction_id: u64, now: SystemTime) -> bool {
+    let expires = snowflake_time(interaction_id) + INTERACTION_TOKEN_LIFETIME;
+    now + INTERACTION_TOKEN_MARGIN < expires
+}
+
 /// Where an answer goes.
 pub enum Outlet<'a> {
-    /// A deferred slash command: every message is a follow-up.
+    /// A slash command: follow-ups through the interaction while its token lives, then
+    /// ordinary messages in its channel with the bot's own token.
     Command(Context<'a>),
     /// A message in one of the bot's threads: the first message replies to it.
     Thread { http: &'a serenity::Http, channel: serenity::ChannelId, reply_to: serenity::MessageId },
@@ -346,49 +372,78 @@ pub enum Outlet<'a> {
 
 /// A message the bot posted, to edit later.
 pub enum Posted<'a> {
-    Command(poise::ReplyHandle<'a>),
-    Thread(serenity::MessageId),
+    /// Through the interaction's webhook.
+    Interaction(poise::ReplyHandle<'a>),
+    /// An ordinary channel message.
+    Channel(serenity::ChannelId, serenity::MessageId),
 }
 
 impl<'a> Outlet<'a> {
+    fn token_usable(&self) -> bool {
+        match self {
+            Outlet::Command(ctx) => interaction_token_usable(ctx.id(), SystemTime::now()),
+            Outlet::Thread { .. } => false,
+        }
+    }
+
+    fn http(&self) -> &serenity::Http {
+        match self {
+            Outlet::Command(ctx) => ctx.http(),
+            Outlet::Thread { http, .. } => http,
+        }
+    }
+
     async fn post(&self, message: &Message, first: bool) -> Result<Posted<'a>, serenity::Error> {
         match self {
-            Outlet::Command(ctx) => Ok(Posted::Command(ctx.send(message.to_reply(false)).await?)),
+            Outlet::Command(ctx) if self.token_usable() => {
+                Ok(Posted::Interaction(ctx.send(message.to_reply(false)).await?))
+            }
+            Outlet::Command(ctx) => {
+                tracing::info!("the interaction's token is expiring: answering with a channel message");
+                let sent = ctx.channel_id().send_message(ctx.http(), message.to_create_message(None)).await?;
+                Ok(Posted::Channel(sent.channel_id, sent.id))
+            }
             Outlet::Thread { http, channel, reply_to } => {
                 let reference = first.then(|| serenity::MessageReference::from((*channel, *reply_to)));
                 let sent = channel.send_message(*http, message.to_create_message(reference)).await?;
-                Ok(Posted::Thread(sent.id))
+                Ok(Posted::Channel(sent.channel_id, sent.id))
             }
         }
     }
 
-    async fn replace(&self, posted: &Posted<'a>, message: &Message) -> Result<(), serenity::Error> {
+    /// Edits `posted` into `message`; a webhook message whose token is expiring cannot be
+    /// edited any more, so `message` is posted anew instead.
+    async fn replace(&self, posted: Posted<'a>, message: &Message) -> Result<Posted<'a>, serenity::Error> {
         match (self, posted) {
-            (Outlet::Command(ctx), Posted::Command(handle)) => handle.edit(*ctx, message.to_reply(false)).await,
-            (Outlet::Thread { http, channel, .. }, Posted::Thread(id)) => {
-                channel.edit_message(*http, *id, message.to_edit_message()).await.map(|_| ())
+            (Outlet::Command(ctx), Posted::Interaction(handle)) if self.token_usable() => {
+                handle.edit(*ctx, message.to_reply(false)).await?;
+                Ok(Posted::Interaction(handle))
             }
-            _ => Ok(()),
+            (_, Posted::Interaction(_)) => self.post(message, true).await,
+            (_, Posted::Channel(channel, id)) => {
+                channel.edit_message(self.http(), id, message.to_edit_message()).await?;
+                Ok(Posted::Channel(channel, id))
+            }
         }
     }
 
     async fn message_id(posted: &Posted<'a>) -> Option<serenity::MessageId> {
         match posted {
-            Posted::Command(handle) => match handle.message().await {
+            Posted::Interaction(handle) => match handle.message().await {
                 Ok(message) => Some(message.id),
                 Err(err) => {
                     log_discord_error(&err, "reading the posted answer");
                     None
                 }
             },
-            Posted::Thread(id) => Some(*id),
+            Posted::Channel(_, id) => Some(*id),
         }
     }
 
-    /// Posts `message`, replacing `notice` (a "queued" message) when there is one.
+    /// Posts `message`, replacing `notice` (a "queued" message, a preview) when there is one.
     async fn post_or_replace(&self, notice: Option<Posted<'a>>, message: &Message) -> Option<Posted<'a>> {
         let result = match notice {
-            Some(notice) => self.replace(&notice, message).await.map(|()| notice),
+            Some(notice) => self.replace(notice, message).await,
             None => self.post(message, true).await,
         };
         match result {
@@ -409,7 +464,8 @@ pub struct Answered {
 }
 
 /// Queues, answers and posts one question; every path ends with a message to the asker.
-/// `None` when no answer was posted (an error or an interruption was, instead).
+/// `None` when no answer was posted (an error or an interruption was, instead). While the
+/// model writes, the answer's message shows the text so far, edited about once a second.
 pub async fn answer_question(
     data: &Data,
     outlet: &Outlet<'_>,
@@ -444,13 +500,20 @@ pub async fn answer_question(
         }
     };
     let history = data.history.recent(place).await;
+    // The preview owns the message while the model writes; the final layout replaces it.
+    let shown = std::sync::Mutex::new(notice);
+
+    let (progress, progress_seen) = watch::channel(String::new());
     let asked = tokio::select! {
-        asked = ask(data, question, history, audience) => asked,
+        (asked, ()) = async {
+            tokio::join!(ask(data, question, history, audience, progress), preview(outlet, &shown, progress_seen, lang))
+        } => asked,
         () = data.lifecycle.interrupted() => {
-            outlet.post_or_replace(notice, &Message::notice(&lang.interrupted())).await;
+            outlet.post_or_replace(take_posted(&shown), &Message::notice(&lang.interrupted())).await;
             return None;
         }
     };
+    let mut notice = take_posted(&shown);
     // The next question may start while this answer is posted.
     drop(slot);
     let answer = match asked {
@@ -469,7 +532,11 @@ pub async fn answer_question(
     let mut messages = embeds::answer_messages(&answer.text, &answer.citations, answer.invented_citations.len(), lang);
     let missing: Vec<&str> = answer.missing_paths.iter().map(|missing| missing.path.as_str()).collect();
     embeds::mark_partial_search(&mut messages, &missing, lang);
+    if answer.fallback.is_some() {
+        embeds::add_footer_note(&mut messages, &lang.model_not_answering());
+    }
     let mut first_message = None;
+    let mut delivered = false;
     for (index, message) in messages.iter().enumerate() {
         let posted = if index == 0 {
             outlet.post_or_replace(notice.take(), message).await
@@ -485,25 +552,75 @@ pub async fn answer_question(
         if index == 0
             && let Some(posted) = &posted
         {
+            delivered = true;
             first_message = Outlet::message_id(posted).await;
         }
+    }
+    // Only an answer the asker could read joins the conversation.
+    if !delivered {
+        tracing::warn!(place = place.key(), "the answer could not be posted; it is not kept in the history");
+        return None;
     }
     data.history.record(place, question, &answer.text).await;
     Some(Answered { text: answer.text, first_message })
 }
 
-/// The oracle's answer, computed on the answer worker (its future is not `Send`).
+/// The message a preview left, taken out of its lock.
+fn take_posted<'a>(shown: &std::sync::Mutex<Option<Posted<'a>>>) -> Option<Posted<'a>> {
+    match shown.lock() {
+        Ok(mut guard) => guard.take(),
+        Err(poisoned) => poisoned.into_inner().take(),
+    }
+}
+
+/// Shows the answer as it is written: the latest text at most once per
+/// [`PREVIEW_EDIT_INTERVAL`], one edit in flight, until the model is done (the progress
+/// sender is dropped). An edit that fails leaves the last good preview; nothing is lost, the
+/// final layout replaces it.
+async fn preview<'a>(
+    outlet: &Outlet<'a>,
+    shown: &std::sync::Mutex<Option<Posted<'a>>>,
+    mut progress: watch::Receiver<String>,
+    lang: Lang,
+) {
+    let mut last_edit: Option<tokio::time::Instant> = None;
+    while progress.changed().await.is_ok() {
+        if let Some(last) = last_edit {
+            tokio::time::sleep_until(last + PREVIEW_EDIT_INTERVAL).await;
+        }
+        // The model finished while waiting: the final layout comes next, no preview needed.
+        if progress.has_changed().is_err() {
+            break;
+        }
+        let text = progress.borrow_and_update().clone();
+        if text.trim().is_empty() {
+            continue;
+        }
+        last_edit = Some(tokio::time::Instant::now());
+        // Never held across an await: taken out, edited, put back.
+        let current = shown.lock().ok().and_then(|mut guard| guard.take());
+        let updated = outlet.post_or_replace(current, &embeds::preview_message(&text, lang)).await;
+        if let Ok(mut guard) = shown.lock() {
+            *guard = updated;
+        }
+    }
+}
+
+/// The oracle's answer, computed on the answer worker (its future is not `Send`); the text
+/// so far goes to `progress` as it streams.
 async fn ask(
     data: &Data,
     question: &str,
     history: Vec<Turn>,
     audience: Audience,
+    progress: watch::Sender<String>,
 ) -> Result<Result<crate::oracle::Answer, crate::oracle::AskError>, WorkerGone> {
     let oracle = Arc::clone(&data.oracle);
     let question = question.to_string();
     data.worker
         .run("answers", move || async move {
-            oracle.ask(&AskRequest { question: &question, history: &history, audience }, None).await
+            let sink = |piece: &str| progress.send_modify(|text| text.push_str(piece));
+            oracle.ask(&AskRequest { question: &question, history: &history, audience }, Some(&sink)).await
         })
         .await
 }
@@ -660,8 +777,8 @@ pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
     edit(lang.reingest_running()).await;
     tracing::info!(user = ctx.author().id.get(), "reingest started from Discord");
 
-    // The ingest outlives this command: it reports by editing the deferred reply, which
-    // Discord accepts for 15 minutes.
+    // The ingest outlives this command: it reports by editing the deferred reply while its
+    // token lives (15 minutes), by direct message after.
     let http = Arc::clone(&ctx.serenity_context().http);
     let interaction = app.interaction.clone();
     let oracle = Arc::clone(&data.oracle);
@@ -690,8 +807,20 @@ pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
                 }
                 None => lang.interrupted(),
             };
-            if let Err(err) = interaction.edit_response(&http, Message::notice(&text).to_edit_response()).await {
-                log_discord_error(&err, "reporting a finished reingest");
+            // The annotation pass can outlast the interaction's token: then the report goes to
+            // the DM by direct message.
+            if interaction_token_usable(interaction.id.get(), SystemTime::now()) {
+                if let Err(err) = interaction.edit_response(&http, Message::notice(&text).to_edit_response()).await {
+                    log_discord_error(&err, "reporting a finished reingest");
+                }
+            } else {
+                let sent = match interaction.user.id.create_dm_channel(&http).await {
+                    Ok(direct) => direct.id.send_message(&http, Message::notice(&text).to_create_message(None)).await,
+                    Err(err) => Err(err),
+                };
+                if let Err(err) = sent {
+                    log_discord_error(&err, "reporting a finished reingest by direct message");
+                }
             }
         }
         .instrument(tracing::info_span!("discord.reingest")),
@@ -821,6 +950,18 @@ mod tests {
         let direct = interaction_place(Some(serenity::InteractionContext::BotDm), None, id, Some(&channel(1, None)));
         assert_eq!(direct.place, Place::Direct(300));
         assert!(!direct.can_open_thread);
+    }
+
+    #[test]
+    fn an_interaction_token_is_used_until_a_minute_before_its_15_minutes() {
+        // 2024-05-01T20:00:00Z as a snowflake.
+        let created = UNIX_EPOCH + Duration::from_secs(1_714_593_600);
+        let id = ((1_714_593_600_000u64 - DISCORD_EPOCH_MS) << 22) | 42;
+        assert_eq!(snowflake_time(id), created);
+        assert!(interaction_token_usable(id, created));
+        assert!(interaction_token_usable(id, created + Duration::from_secs(13 * 60)));
+        assert!(!interaction_token_usable(id, created + Duration::from_secs(14 * 60 + 1)), "inside the margin");
+        assert!(!interaction_token_usable(id, created + Duration::from_secs(16 * 60)));
     }
 
     #[test]

@@ -131,13 +131,15 @@ pub fn answer_messages(text: &str, citations: &[CitationSource], n_invented: usi
     messages
 }
 
-/// Says under the answer's text that some retrieval paths failed (issue 12, item 11): added
-/// to the footer of the answer's last text embed.
+/// Says under the answer's text that some retrieval paths failed (issue 12, item 11).
 pub fn mark_partial_search(messages: &mut [Message], missing_paths: &[&str], lang: Lang) {
-    if missing_paths.is_empty() {
-        return;
+    if !missing_paths.is_empty() {
+        add_footer_note(messages, &lang.partial_search_footer(missing_paths));
     }
-    let note = lang.partial_search_footer(missing_paths);
+}
+
+/// Adds `note` to the footer of the answer's last text embed.
+pub fn add_footer_note(messages: &mut [Message], note: &str) {
     let last_text = messages
         .iter_mut()
         .flat_map(|message| message.embeds.iter_mut())
@@ -146,9 +148,37 @@ pub fn mark_partial_search(messages: &mut [Message], missing_paths: &[&str], lan
     if let Some(embed) = last_text {
         let footer = match embed.footer.take() {
             Some(footer) => format!("{footer}\n{note}"),
-            None => note,
+            None => note.to_string(),
         };
         embed.footer = Some(clip(&footer, FOOTER_LIMIT));
+    }
+}
+
+/// The answer while it is written: the text so far (its end, when longer than one embed),
+/// with a footer saying it is not finished. No sources or buttons until it is.
+pub fn preview_message(text_so_far: &str, lang: Lang) -> Message {
+    let text = text_so_far.trim();
+    let room = DESCRIPTION_LIMIT - 2;
+    let shown = if discord_len(text) > room {
+        let mut used = 0;
+        let mut tail: Vec<char> = Vec::new();
+        for c in text.chars().rev() {
+            used += c.len_utf16();
+            if used > room {
+                break;
+            }
+            tail.push(c);
+        }
+        format!("…{}", tail.into_iter().rev().collect::<String>())
+    } else if text.is_empty() {
+        lang.searching()
+    } else {
+        text.to_string()
+    };
+    let footer = if text.is_empty() { None } else { Some(clip(&lang.writing(), FOOTER_LIMIT)) };
+    Message {
+        embeds: vec![Embed { description: Some(shown), colour: ANSWER_COLOUR, footer, ..Embed::default() }],
+        ..Message::default()
     }
 }
 
@@ -478,6 +508,25 @@ pub fn message_response(message: &Message, ephemeral: bool) -> serenity::CreateI
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_preview_shows_the_text_so_far_within_one_embed() {
+        let preview = preview_message("El archiduque huyó", Lang::Es);
+        let embed = &preview.embeds[0];
+        assert_eq!(embed.description.as_deref(), Some("El archiduque huyó"));
+        assert!(embed.footer.as_deref().is_some_and(|f| f.contains("Escribiendo")), "{:?}", embed.footer);
+        assert!(preview.source_buttons.is_empty(), "no sources before the answer is checked");
+        let long = "palabra ".repeat(1000);
+        let preview = preview_message(&long, Lang::En);
+        let description = preview.embeds[0].description.clone().unwrap_or_default();
+        assert!(
+            discord_len(&description) <= DESCRIPTION_LIMIT && description.starts_with('…'),
+            "{}",
+            description.len()
+        );
+        let waiting = preview_message("", Lang::En);
+        assert!(waiting.embeds[0].description.as_deref().is_some_and(|d| d.contains("Searching")));
+    }
 
     #[test]
     fn a_partial_search_is_said_under_the_answer() {

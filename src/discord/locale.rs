@@ -93,6 +93,24 @@ impl Lang {
         }
     }
 
+    /// The status of an answer before its first words (searching and choosing the notes).
+    pub fn searching(self) -> String {
+        self.pick("🔎 Buscando en las notas…", "🔎 Searching the notes…")
+    }
+
+    /// The footer of an answer while it is written.
+    pub fn writing(self) -> String {
+        self.pick("✍️ Escribiendo… (las fuentes aparecen al terminar)", "✍️ Writing… (sources appear when it is done)")
+    }
+
+    /// Under an extractive answer given because the model did not answer.
+    pub fn model_not_answering(self) -> String {
+        self.pick(
+            "El modelo no está respondiendo: esto son frases de las notas, tal cual.",
+            "The model is not answering: these are sentences from the notes, as written.",
+        )
+    }
+
     /// Said in a direct or group message the bot does not answer in.
     pub fn ask_in_the_server(self) -> String {
         self.pick(

@@ -81,6 +81,21 @@ fn is_webhook_for<'a>(token: &'a str, method: &'static str) -> impl Fn(&Recorded
     move |r| r.method == method && r.path.starts_with(&format!("/webhooks/{APP_ID}/{token}"))
 }
 
+/// A message still being written carries this in its footer; the final layout does not.
+fn is_preview(body: &Value) -> bool {
+    body.to_string().contains("✍️")
+}
+
+/// The answer's final layout (checked citations, sources, buttons) for an interaction: after
+/// the previews, the message is edited (or posted) one last time without the writing footer.
+fn is_final_answer_for(token: &str) -> impl Fn(&Recorded) -> bool + '_ {
+    move |r| {
+        (is_webhook_for(token, "POST")(r) || is_webhook_for(token, "PATCH")(r))
+            && r.body["embeds"].as_array().is_some_and(|embeds| !embeds.is_empty())
+            && !is_preview(&r.body)
+    }
+}
+
 /// The text of every embed of a message body: titles, descriptions, field names and values.
 fn embed_text(body: &Value) -> String {
     let mut text = String::new();
@@ -158,7 +173,12 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     );
     let deferred = discord.wait_for("the deferred response", is_callback_for(&question_token)).await;
     assert_eq!(deferred.body["type"], 5, "deferred within Discord's 3 seconds: {}", deferred.body);
-    let answer = discord.wait_for("the answer follow-up", is_webhook_for(&question_token, "POST")).await;
+    // Streamed: the answer's message shows the text so far, then becomes the final layout.
+    let preview = discord.wait_for("the answer's first preview", is_webhook_for(&question_token, "POST")).await;
+    assert!(is_preview(&preview.body), "the first message is the text so far: {}", preview.body);
+    assert!(field_names(&preview.body).is_empty(), "no sources before the citations are checked");
+    let answer = discord.wait_for("the answer's final layout", is_final_answer_for(&question_token)).await;
+    assert_eq!(answer.method, "PATCH", "the preview is edited into the answer, not posted again");
     let text = embed_text(&answer.body);
     assert!(text.contains("huyó al norte"), "{text}");
     let sources = field_names(&answer.body);
@@ -180,13 +200,20 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     let chats_before = ollama.chat_requests("/api/chat").len();
     ollama.enqueue_reply("Después se refugió en el faro [Sesión 2].");
     let followup_id = discord.message_create(PLAYER, thread, "¿Y después?");
-    let followup = discord
+    let first = discord
         .wait_for("the follow-up answer in the thread", |r| {
             r.method == "POST" && r.path == format!("/channels/{thread}/messages")
         })
         .await;
+    assert_eq!(first.body["message_reference"]["message_id"], followup_id.to_string());
+    let followup = discord
+        .wait_for("the follow-up's final layout", |r| {
+            r.path.starts_with(&format!("/channels/{thread}/messages"))
+                && r.message_body().is_some()
+                && !is_preview(&r.body)
+        })
+        .await;
     assert!(embed_text(&followup.body).contains("se refugió en el faro"), "{}", followup.body);
-    assert_eq!(followup.body["message_reference"]["message_id"], followup_id.to_string());
     let chats = ollama.chat_requests("/api/chat");
     assert_eq!(chats.len(), chats_before + 1);
     let followup_prompt = chats.last().unwrap().body["messages"].to_string();
@@ -432,7 +459,7 @@ async fn issue_12_no_canary_reaches_a_player_through_discord() {
     // by the next question there, and grow without end.
     for (n, text) in questions.iter().enumerate() {
         let token = discord.slash_command(PLAYER, &[], text_channel(CHANNEL + 1 + n as u64), "oraculo", question(text));
-        discord.wait_for("an answer", is_webhook_for(&token, "POST")).await;
+        discord.wait_for("an answer", is_final_answer_for(&token)).await;
         typed.push(text.clone());
     }
     // A follow-up in the thread opened on the last answer.
@@ -447,7 +474,11 @@ async fn issue_12_no_canary_reaches_a_player_through_discord() {
     let followup = "¿Y quién vive en la cueva?";
     discord.message_create(PLAYER, thread, followup);
     discord
-        .wait_for("the follow-up's answer", |r| r.method == "POST" && r.path == format!("/channels/{thread}/messages"))
+        .wait_for("the follow-up's answer", |r| {
+            r.path.starts_with(&format!("/channels/{thread}/messages"))
+                && r.message_body().is_some()
+                && !is_preview(&r.body)
+        })
         .await;
     typed.push(followup.to_string());
     // Every label, by /fuente and by button (a GM-only one reads as missing: its reply names
@@ -479,7 +510,7 @@ async fn issue_12_no_canary_reaches_a_player_through_discord() {
     // The positive control: the GM channel's answer does echo the secrets.
     let gm_question = "¿Quién es Zarnokel y qué hizo Krovathen?";
     let gm_token = discord.slash_command(PLAYER, &[], text_channel(GM_CHANNEL), "oraculo", question(gm_question));
-    let gm_answer = discord.wait_for("the GM channel's answer", is_webhook_for(&gm_token, "POST")).await;
+    let gm_answer = discord.wait_for("the GM channel's answer", is_final_answer_for(&gm_token)).await;
     assert!(
         !canaries_in(&gm_answer.body.to_string().replace(gm_question, "")).is_empty(),
         "the echo shows GM notes in a GM channel: {}",
@@ -512,6 +543,56 @@ async fn issue_12_no_canary_reaches_a_player_through_discord() {
         let leaked = canaries_in(body);
         assert!(leaked.is_empty(), "{route} leaks {leaked:?}: {body}");
     }
+
+    stop.send(()).unwrap();
+    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
+    stopped.unwrap();
+}
+
+/// Issue 14, item 2: a question whose interaction token is about to expire (it waited ~14½
+/// minutes) is answered with an ordinary channel message, with the bot's token, and its
+/// thread opens on that message; the stand-in refuses the webhook once the token expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_an_answer_outlives_its_interaction_token() {
+    oraculo::logging::init();
+    let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+    let discord = FakeDiscord::start().await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let bot = tokio::spawn(oraculo::discord::run(config(&scratch, &ollama, &discord), async move {
+        let _ = stopped.await;
+    }));
+    discord
+        .wait_for("the guild commands", |r| {
+            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
+        })
+        .await;
+
+    ollama.enqueue_reply("El archiduque Ardo huyó al norte tras la feria [Sesión 1].");
+    let age = std::time::Duration::from_secs(14 * 60 + 30);
+    let token = discord.slash_command_aged(
+        age,
+        PLAYER,
+        text_channel(CHANNEL),
+        "oraculo",
+        json!([{ "name": "pregunta", "type": 3, "value": FIRST_QUESTION }]),
+    );
+    discord.wait_for("the deferral", is_callback_for(&token)).await;
+    let answer = discord
+        .wait_for("the answer as a channel message", |r| {
+            r.path.starts_with(&format!("/channels/{CHANNEL}/messages"))
+                && r.message_body().is_some()
+                && !is_preview(&r.body)
+        })
+        .await;
+    assert!(embed_text(&answer.body).contains("huyó al norte"), "{}", answer.body);
+    assert_eq!(field_names(&answer.body), ["Sesión 1"]);
+    discord.wait_for("the thread on the channel message", |r| r.method == "POST" && r.path.ends_with("/threads")).await;
+    let through_webhook: Vec<Recorded> =
+        discord.requests().into_iter().filter(|r| r.path.starts_with(&format!("/webhooks/{APP_ID}/{token}"))).collect();
+    assert!(through_webhook.is_empty(), "nothing through a token about to expire: {through_webhook:?}");
 
     stop.send(()).unwrap();
     let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -57,6 +57,8 @@ struct State {
     threads: HashMap<u64, u64>,
     /// interaction token → channel id.
     tokens: HashMap<String, u64>,
+    /// interaction token → when it stops working (Discord answers 401, code 50027).
+    token_expiry: HashMap<String, SystemTime>,
     identify: Option<Value>,
 }
 
@@ -77,7 +79,7 @@ impl FakeDiscord {
         let fake = FakeDiscord {
             rest_addr: rest.local_addr().unwrap(),
             gateway_addr: gateway.local_addr().unwrap(),
-            state: Arc::new(Mutex::new(State { next_id: 990_000_000_000_000_000, ..State::default() })),
+            state: Arc::new(Mutex::new(State::default())),
             changed: Arc::new(watch::Sender::new(0)),
             events,
         };
@@ -144,10 +146,17 @@ impl FakeDiscord {
         self.events.send((event.to_string(), data)).expect("the gateway task lives as long as the test");
     }
 
+    /// A snowflake made now, as Discord makes them: milliseconds since Discord's epoch in the
+    /// top bits, a counter in the low ones (the bot reads an interaction's age from its id).
     fn next_id(&self) -> u64 {
+        self.id_aged(Duration::ZERO)
+    }
+
+    /// A snowflake made `age` ago.
+    fn id_aged(&self, age: Duration) -> u64 {
         let mut state = self.state.lock().unwrap();
         state.next_id += 1;
-        state.next_id
+        snowflake(SystemTime::now() - age, state.next_id)
     }
 
     /// An INTERACTION_CREATE for a slash command in the guild; returns its token.
@@ -166,7 +175,15 @@ impl FakeDiscord {
         options: Value,
     ) -> String {
         let data = json!({ "id": "770000000000000001", "name": name, "type": 1, "options": options });
-        self.interaction(2, data, None, venue, user, roles, channel)
+        self.interaction(2, data, None, venue, user, roles, channel, Duration::ZERO)
+    }
+
+    /// A slash command whose interaction was created `age` ago (its token, valid 15 minutes
+    /// from creation, is that much closer to expiring): what a question that waited in the
+    /// queue looks like when its answer is ready.
+    pub fn slash_command_aged(&self, age: Duration, user: u64, channel: Value, name: &str, options: Value) -> String {
+        let data = json!({ "id": "770000000000000001", "name": name, "type": 1, "options": options });
+        self.interaction(2, data, None, Venue::Guild(GUILD_ID), user, &[], channel, age)
     }
 
     /// An APPLICATION_COMMAND_AUTOCOMPLETE interaction: `partial` typed into `option` of
@@ -176,7 +193,7 @@ impl FakeDiscord {
             "id": "770000000000000001", "name": command, "type": 1,
             "options": [{ "name": option, "type": 3, "value": partial, "focused": true }],
         });
-        self.interaction(4, data, None, Venue::Guild(GUILD_ID), user, &[], channel)
+        self.interaction(4, data, None, Venue::Guild(GUILD_ID), user, &[], channel, Duration::ZERO)
     }
 
     /// An INTERACTION_CREATE for a click on a button with `custom_id` under a bot message;
@@ -189,7 +206,7 @@ impl FakeDiscord {
         let channel_id: u64 = channel["id"].as_str().and_then(|id| id.parse().ok()).expect("a channel id");
         let message = self.message_json(self.next_id(), channel_id, &json!({ "content": "" }));
         let data = json!({ "custom_id": custom_id, "component_type": 2 });
-        self.interaction(3, data, Some(message), venue, user, &[], channel)
+        self.interaction(3, data, Some(message), venue, user, &[], channel, Duration::ZERO)
     }
 
     /// Dispatches an interaction of `kind` (2: command, 3: component) at `venue`, with the
@@ -205,11 +222,16 @@ impl FakeDiscord {
         user: u64,
         roles: &[u64],
         channel: Value,
+        age: Duration,
     ) -> String {
-        let id = self.next_id();
+        let id = self.id_aged(age);
         let token = format!("token-{id}");
         let channel_id: u64 = channel["id"].as_str().and_then(|id| id.parse().ok()).expect("a channel id");
-        self.state.lock().unwrap().tokens.insert(token.clone(), channel_id);
+        {
+            let mut state = self.state.lock().unwrap();
+            state.tokens.insert(token.clone(), channel_id);
+            state.token_expiry.insert(token.clone(), SystemTime::now() - age + INTERACTION_TOKEN_LIFETIME);
+        }
         let mut interaction = json!({
             "id": id.to_string(),
             "application_id": APP_ID.to_string(),
@@ -287,6 +309,7 @@ impl FakeDiscord {
                 200 => "OK",
                 201 => "Created",
                 204 => "No Content",
+                401 => "Unauthorized",
                 _ => "Not Found",
             };
             let response = if status == 204 {
@@ -320,6 +343,19 @@ impl FakeDiscord {
                 ok(json!([]))
             }
             ("POST", ["interactions", _, _, "callback"]) => (204, String::new()),
+            ("POST", ["webhooks", _, token, ..]) | ("PATCH", ["webhooks", _, token, ..])
+                if self.token_expired(token) =>
+            {
+                (401, json!({ "message": "Invalid Webhook Token", "code": 50027 }).to_string())
+            }
+            ("POST", ["users", "@me", "channels"]) => {
+                let user = body["recipient_id"].as_str().unwrap_or("0").to_string();
+                let id = self.next_id();
+                ok(json!({
+                    "id": id.to_string(), "type": 1, "last_message_id": null, "flags": 0,
+                    "recipients": [user_json(user.parse().unwrap_or(0), false)],
+                }))
+            }
             ("POST", ["webhooks", _, token]) => {
                 let channel = self.channel_of(token);
                 ok(self.message_json(self.next_id(), channel, body))
@@ -356,6 +392,10 @@ impl FakeDiscord {
             }
             _ => (404, json!({ "message": "404: Not Found", "code": 0 }).to_string()),
         }
+    }
+
+    fn token_expired(&self, token: &str) -> bool {
+        self.state.lock().unwrap().token_expiry.get(token).is_some_and(|expiry| SystemTime::now() > *expiry)
     }
 
     fn channel_of(&self, token: &str) -> u64 {
@@ -505,6 +545,17 @@ fn member(user: u64, roles: &[u64]) -> Value {
         "pending": false,
         "permissions": "2248473465835073",
     })
+}
+
+/// How long an interaction's token works, from the interaction's creation (Discord's rule).
+pub const INTERACTION_TOKEN_LIFETIME: Duration = Duration::from_secs(15 * 60);
+/// Discord's epoch (2015-01-01), in milliseconds since the Unix one.
+const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
+
+/// A snowflake for `at`, with `counter` in the low 22 bits.
+fn snowflake(at: SystemTime, counter: u64) -> u64 {
+    let unix_ms = at.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    (unix_ms.saturating_sub(DISCORD_EPOCH_MS) << 22) | (counter & 0x3F_FFFF)
 }
 
 /// Where an interaction happens (Discord's interaction context types).
