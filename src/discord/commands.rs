@@ -404,7 +404,7 @@ impl<'a> Outlet<'a> {
                 Ok(Posted::Channel(sent.channel_id, sent.id))
             }
             Outlet::Thread { http, channel, reply_to } => {
-                let reference = first.then(|| serenity::MessageReference::from((*channel, *reply_to)));
+                let reference = first.then(|| embeds::reply_reference(*channel, *reply_to));
                 let sent = channel.send_message(*http, message.to_create_message(reference)).await?;
                 Ok(Posted::Channel(sent.channel_id, sent.id))
             }
@@ -483,18 +483,26 @@ pub async fn answer_question(
         super::queue::Admission::Now(slot) => slot,
         super::queue::Admission::Queued(waiting) => {
             tracing::info!(position = waiting.position(), "question queued");
+            let mut waiting = waiting;
             notice = outlet.post_or_replace(None, &Message::notice(&lang.queued(waiting.position()))).await;
-            tokio::select! {
-                slot = waiting.start() => match slot {
-                    Ok(slot) => slot,
-                    Err(_) => {
+            // The notice follows the queue: its position is edited as the questions before
+            // it are answered or leave.
+            loop {
+                tokio::select! {
+                    event = waiting.next() => match event {
+                        Ok(super::queue::QueueEvent::Started(slot)) => break slot,
+                        Ok(super::queue::QueueEvent::Moved(position)) => {
+                            notice = outlet.post_or_replace(notice, &Message::notice(&lang.queued(position))).await;
+                        }
+                        Err(_) => {
+                            outlet.post_or_replace(notice, &Message::notice(&lang.interrupted())).await;
+                            return None;
+                        }
+                    },
+                    () = data.lifecycle.interrupted() => {
                         outlet.post_or_replace(notice, &Message::notice(&lang.interrupted())).await;
                         return None;
                     }
-                },
-                () = data.lifecycle.interrupted() => {
-                    outlet.post_or_replace(notice, &Message::notice(&lang.interrupted())).await;
-                    return None;
                 }
             }
         }

@@ -485,6 +485,14 @@ impl Message {
     }
 }
 
+/// A reply to `message` that still goes out, as an ordinary message, when the question was
+/// deleted meanwhile (Discord's default fails the whole send, and the answer is lost).
+pub fn reply_reference(channel: serenity::ChannelId, message: serenity::MessageId) -> serenity::MessageReference {
+    let mut reference = serenity::MessageReference::from((channel, message));
+    reference.fail_if_not_exists = Some(false);
+    reference
+}
+
 /// The deferred "thinking…" response, with mentions off like every other message.
 pub fn deferred_response(ephemeral: bool) -> serenity::CreateInteractionResponse {
     serenity::CreateInteractionResponse::Defer(

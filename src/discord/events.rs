@@ -75,7 +75,7 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
     let lang = data.lang;
     let outlet = Outlet::Thread { http: &ctx.http, channel: message.channel_id, reply_to: message.id };
     if let Some(refusal) = refuse_question(data, user, question, lang) {
-        let reference = serenity::MessageReference::from((message.channel_id, message.id));
+        let reference = embeds::reply_reference(message.channel_id, message.id);
         if let Err(err) = message
             .channel_id
             .send_message(&ctx.http, Message::notice(&refusal).to_create_message(Some(reference)))

@@ -4,8 +4,15 @@
 //! the campaign's label language. Each message says what happened and what to do; details
 //! never appear here (they go to the log).
 
+use std::sync::OnceLock;
+
 use crate::corpus::LabelLanguage;
 use crate::ingest::IngestSummary;
+
+/// The registered `/reingest` command's id, set once the commands are registered, so that
+/// notices can mention it (a command mention shows and runs the command in any client
+/// language). One bot per process: the id is the process's.
+pub static REINGEST_COMMAND_ID: OnceLock<u64> = OnceLock::new();
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lang {
@@ -149,9 +156,22 @@ impl Lang {
 
     pub fn not_built(self) -> String {
         self.pick(
-            "Las notas de la campaña aún no están indexadas: el DM debe usar /reingest primero.",
-            "The campaign's notes are not indexed yet: the DM must run /reingest first.",
+            &format!(
+                "Las notas de la campaña aún no están indexadas: el DM debe usar {} primero.",
+                self.reingest_command()
+            ),
+            &format!("The campaign's notes are not indexed yet: the DM must run {} first.", self.reingest_command()),
         )
+    }
+
+    /// `/reingest` as the user's client shows it: a clickable command mention once the
+    /// command is registered (its id known), else its name in this language.
+    pub fn reingest_command(self) -> String {
+        let name = self.pick("reindexar", "reingest");
+        match REINGEST_COMMAND_ID.get() {
+            Some(id) => format!("</{name}:{id}>"),
+            None => format!("/{name}"),
+        }
     }
 
     pub fn model_unavailable(self) -> String {
@@ -163,8 +183,14 @@ impl Lang {
 
     pub fn index_stale(self) -> String {
         self.pick(
-            "El índice se hizo con otro modelo de embeddings que el configurado: el DM debe usar /reingest.",
-            "The index was built with another embedding model than the configured one: the DM must run /reingest.",
+            &format!(
+                "El índice se hizo con otro modelo de embeddings que el configurado: el DM debe usar {}.",
+                self.reingest_command()
+            ),
+            &format!(
+                "The index was built with another embedding model than the configured one: the DM must run {}.",
+                self.reingest_command()
+            ),
         )
     }
 

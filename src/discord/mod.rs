@@ -243,8 +243,15 @@ async fn register_commands(ctx: &serenity::Context, commands: &[poise::Command<D
     };
     for &guild in guild_ids {
         let guild = serenity::GuildId::new(guild);
-        if let Err(err) = guild.set_commands(ctx, built(serenity::InteractionContext::Guild)).await {
-            errors::log_discord_error(&err, "registering the commands in a guild");
+        match guild.set_commands(ctx, built(serenity::InteractionContext::Guild)).await {
+            Ok(registered) => {
+                if let Some(reingest) = registered.iter().find(|command| command.name == "reingest") {
+                    // Each guild gives its copy its own id; the first one's is kept (the usual
+                    // bot serves one server; elsewhere the mention still shows the name).
+                    let _ = locale::REINGEST_COMMAND_ID.set(reingest.id.get());
+                }
+            }
+            Err(err) => errors::log_discord_error(&err, "registering the commands in a guild"),
         }
     }
     if let Err(err) = serenity::Command::set_global_commands(ctx, built(serenity::InteractionContext::BotDm)).await {

@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// The window the per-user rate limit counts questions in.
 pub const RATE_WINDOW: Duration = Duration::from_secs(60);
@@ -38,8 +38,23 @@ pub struct Queue {
 struct Slots {
     capacity: usize,
     running: usize,
-    /// First in, first served; a waiter that left has a closed channel and is skipped.
-    waiters: VecDeque<oneshot::Sender<Slot>>,
+    /// First in, first served; a waiter that left has a closed channel and is skipped. Each
+    /// is told its position whenever the queue moves.
+    waiters: VecDeque<(oneshot::Sender<Slot>, watch::Sender<usize>)>,
+}
+
+impl Slots {
+    /// Drops the waiters that left and tells the others their (1-based) positions.
+    fn renumber(&mut self) {
+        self.waiters.retain(|(waiter, _)| !waiter.is_closed());
+        for (index, (_, position)) in self.waiters.iter().enumerate() {
+            position.send_if_modified(|current| {
+                let moved = *current != index + 1;
+                *current = index + 1;
+                moved
+            });
+        }
+    }
 }
 
 /// The right to run one piece of LLM work; dropping it hands the slot to the next waiter.
@@ -58,8 +73,25 @@ pub enum Admission {
 
 /// A place in the queue; dropping it leaves the queue.
 pub struct Waiting {
-    position: usize,
+    position: watch::Receiver<usize>,
     receiver: oneshot::Receiver<Slot>,
+    slots: Arc<Mutex<Slots>>,
+}
+
+impl Drop for Waiting {
+    /// Leaving the queue moves everyone behind up at once.
+    fn drop(&mut self) {
+        self.receiver.close();
+        lock(&self.slots).renumber();
+    }
+}
+
+/// What happened to a waiting question.
+pub enum QueueEvent {
+    /// Its turn: run now.
+    Started(Slot),
+    /// The questions before it moved on: its new position.
+    Moved(usize),
 }
 
 /// The queue went away while waiting (the bot is stopping).
@@ -78,9 +110,12 @@ impl Drop for Slot {
             return;
         };
         let mut state = lock(&slots);
-        while let Some(waiter) = state.waiters.pop_front() {
+        while let Some((waiter, _)) = state.waiters.pop_front() {
             match waiter.send(Slot { slots: Some(Arc::clone(&slots)) }) {
-                Ok(()) => return,
+                Ok(()) => {
+                    state.renumber();
+                    return;
+                }
                 // That waiter left: disarm the slot it did not take, and try the next one.
                 Err(mut unclaimed) => unclaimed.slots = None,
             }
@@ -92,12 +127,25 @@ impl Drop for Slot {
 impl Waiting {
     /// 1 for the next question to run.
     pub fn position(&self) -> usize {
-        self.position
+        *self.position.borrow()
     }
 
     /// Waits for a slot.
-    pub async fn start(self) -> Result<Slot, QueueClosed> {
-        self.receiver.await.map_err(|_| QueueClosed)
+    pub async fn start(mut self) -> Result<Slot, QueueClosed> {
+        (&mut self.receiver).await.map_err(|_| QueueClosed)
+    }
+
+    /// Waits for the slot or for the queue to move, whichever comes first.
+    pub async fn next(&mut self) -> Result<QueueEvent, QueueClosed> {
+        tokio::select! {
+            biased;
+            slot = &mut self.receiver => slot.map(QueueEvent::Started).map_err(|_| QueueClosed),
+            changed = self.position.changed() => match changed {
+                Ok(()) => Ok(QueueEvent::Moved(*self.position.borrow_and_update())),
+                // Handed a slot (its place is gone): the slot is on its way.
+                Err(_) => (&mut self.receiver).await.map(QueueEvent::Started).map_err(|_| QueueClosed),
+            },
+        }
     }
 }
 
@@ -132,14 +180,15 @@ impl Queue {
     /// Takes a slot now, or a place at the end of the queue.
     pub fn enter(&self) -> Admission {
         let mut state = lock(&self.slots);
-        state.waiters.retain(|waiter| !waiter.is_closed());
+        state.renumber();
         if state.running < state.capacity && state.waiters.is_empty() {
             state.running += 1;
             return Admission::Now(Slot { slots: Some(Arc::clone(&self.slots)) });
         }
         let (sender, receiver) = oneshot::channel();
-        state.waiters.push_back(sender);
-        Admission::Queued(Waiting { position: state.waiters.len(), receiver })
+        let (position_sender, position) = watch::channel(state.waiters.len() + 1);
+        state.waiters.push_back((sender, position_sender));
+        Admission::Queued(Waiting { position, receiver, slots: Arc::clone(&self.slots) })
     }
 }
 
@@ -323,6 +372,37 @@ mod tests {
         started_rx.await.unwrap();
         pending.abort();
         tokio::time::timeout(Duration::from_secs(5), dropped_rx).await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_waiting_question_hears_its_position_move() {
+        let queue = Queue::new(1, 0);
+        let Admission::Now(running) = queue.enter() else { panic!() };
+        let Admission::Queued(first) = queue.enter() else { panic!() };
+        let Admission::Queued(mut second) = queue.enter() else { panic!() };
+        let Admission::Queued(mut third) = queue.enter() else { panic!() };
+        assert_eq!((second.position(), third.position()), (2, 3));
+        // The one ahead leaves (its asker deleted the question): everyone behind moves up.
+        drop(first);
+        let Admission::Queued(fourth) = queue.enter() else { panic!() };
+        assert_eq!(fourth.position(), 3, "the departed place is not counted");
+        let moved = tokio::time::timeout(Duration::from_secs(5), third.next()).await.unwrap().unwrap();
+        assert!(matches!(moved, QueueEvent::Moved(2)));
+        // The running one finishes: the first in line starts, the rest move up.
+        drop(running);
+        let started = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                if let QueueEvent::Started(slot) = second.next().await.unwrap() {
+                    return slot;
+                }
+            }
+        })
+        .await
+        .unwrap();
+        let moved = tokio::time::timeout(Duration::from_secs(5), third.next()).await.unwrap().unwrap();
+        assert!(matches!(moved, QueueEvent::Moved(1)));
+        assert_eq!(fourth.position(), 2);
+        drop(started);
     }
 
     #[tokio::test]

@@ -206,6 +206,7 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
         })
         .await;
     assert_eq!(first.body["message_reference"]["message_id"], followup_id.to_string());
+    assert_eq!(first.body["message_reference"]["fail_if_not_exists"], false, "a deleted question loses no answer");
     let followup = discord
         .wait_for("the follow-up's final layout", |r| {
             r.path.starts_with(&format!("/channels/{thread}/messages"))
