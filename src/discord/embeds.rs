@@ -485,6 +485,17 @@ impl Message {
     }
 }
 
+/// Whether a message the bot posted is an answer (its text embeds carry the answer colour),
+/// not a notice: only answers continue a conversation when replied to.
+pub fn is_answer(message: &serenity::Message) -> bool {
+    message.embeds.iter().any(|embed| embed.colour.map(|colour| colour.0) == Some(ANSWER_COLOUR))
+}
+
+/// A message's text without mentions of the bot (`<@id>`, `<@!id>`), trimmed.
+pub fn without_mentions(content: &str, bot_id: u64) -> String {
+    content.replace(&format!("<@{bot_id}>"), " ").replace(&format!("<@!{bot_id}>"), " ").trim().to_string()
+}
+
 /// A reply to `message` that still goes out, as an ordinary message, when the question was
 /// deleted meanwhile (Discord's default fails the whole send, and the answer is lost).
 pub fn reply_reference(channel: serenity::ChannelId, message: serenity::MessageId) -> serenity::MessageReference {

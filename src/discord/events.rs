@@ -2,6 +2,8 @@
 //!
 //! - MESSAGE_CREATE in a thread the bot opened on one of its answers: a follow-up question,
 //!   answered with that thread's history (the exchange it was opened on comes first).
+//! - MESSAGE_CREATE elsewhere in a configured server that mentions the bot, or replies to one
+//!   of its answers: a question in that channel's conversation, answered as a reply.
 //! - A "📖 label" button under an answer: the source in full, only to whoever clicked.
 
 use poise::serenity_prelude as serenity;
@@ -25,7 +27,11 @@ pub async fn handle(
     data: &Data,
 ) -> Result<(), Error> {
     match event {
-        serenity::FullEvent::Message { new_message } => thread_followup(ctx, data, new_message).await,
+        serenity::FullEvent::Message { new_message } => {
+            if !thread_followup(ctx, data, new_message).await {
+                mention_or_reply(ctx, data, new_message).await;
+            }
+        }
         serenity::FullEvent::InteractionCreate { interaction: serenity::Interaction::Component(component) } => {
             source_button(ctx, data, component).await
         }
@@ -34,26 +40,27 @@ pub async fn handle(
     Ok(())
 }
 
-/// A message in one of the bot's threads is a follow-up question.
-async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenity::Message) {
+/// A message in one of the bot's threads is a follow-up question. `false` when the message is
+/// not in one of them (it may still be a mention or a reply).
+async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenity::Message) -> bool {
     if message.author.bot || message.webhook_id.is_some() || message.guild_id.is_none() {
-        return;
+        return true;
     }
     let place = Place::Thread(message.channel_id.get());
     // Cheap first: only threads with a history can be the bot's (it seeds each one it opens).
     if !data.history.knows(place).await {
-        return;
+        return false;
     }
     let thread = match message.channel_id.to_channel(ctx).await {
         Ok(serenity::Channel::Guild(thread)) => thread,
-        Ok(_) => return,
+        Ok(_) => return false,
         Err(err) => {
             log_discord_error(&err, "reading a thread's parent channel");
-            return;
+            return true;
         }
     };
     if thread.owner_id != Some(ctx.cache.current_user().id) {
-        return;
+        return false;
     }
     let user = message.author.id.get();
     let location = Location {
@@ -64,13 +71,13 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
     };
     if let Err(barred) = data.access.admits(user, location) {
         refuse_barred(barred, user);
-        return;
+        return true;
     }
     let question = message.content.trim();
     if question.is_empty() {
         // An image or a sticker; or, for every message, the MESSAGE_CONTENT intent is off.
         tracing::debug!(thread = place.key(), "empty follow-up ignored (is the MESSAGE_CONTENT intent on?)");
-        return;
+        return true;
     }
     let lang = data.lang;
     let outlet = Outlet::Thread { http: &ctx.http, channel: message.channel_id, reply_to: message.id };
@@ -83,7 +90,7 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
         {
             log_discord_error(&err, "refusing a follow-up");
         }
-        return;
+        return true;
     }
     let audience = data.access.audience(user, location);
     let span = tracing::info_span!("discord.reply", place = %place.key(), ?audience, user);
@@ -91,6 +98,74 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
         // Shown while the answer is made; stops when dropped.
         let _typing = message.channel_id.start_typing(&ctx.http);
         answer_question(data, &outlet, question, place, audience, lang).await;
+    }
+    .instrument(span)
+    .await;
+    true
+}
+
+/// `@Oráculo <pregunta>` in a channel of a configured server, or a reply to one of the bot's
+/// answers: a question answered in that channel's conversation (its history, like a thread
+/// without opening one), replying to the message. A mention with no question gets a short
+/// help; a reply to a message that is not an answer is ignored.
+async fn mention_or_reply(ctx: &serenity::Context, data: &Data, message: &serenity::Message) {
+    let me = ctx.cache.current_user().id;
+    let mentioned = message.mentions.iter().any(|user| user.id == me);
+    let replies_to_answer = message
+        .referenced_message
+        .as_deref()
+        .is_some_and(|answered| answered.author.id == me && embeds::is_answer(answered));
+    if !mentioned && !replies_to_answer {
+        return;
+    }
+    let user = message.author.id.get();
+    let channel = match message.channel_id.to_channel(ctx).await {
+        Ok(serenity::Channel::Guild(channel)) => channel,
+        Ok(_) => return,
+        Err(err) => {
+            log_discord_error(&err, "reading a mention's channel");
+            return;
+        }
+    };
+    let in_thread = matches!(
+        channel.kind,
+        serenity::ChannelType::PublicThread | serenity::ChannelType::PrivateThread | serenity::ChannelType::NewsThread
+    );
+    let location = Location {
+        surface: Surface::Guild,
+        guild: message.guild_id.map(serenity::GuildId::get),
+        channel: message.channel_id.get(),
+        parent: if in_thread { channel.parent_id.map(serenity::ChannelId::get) } else { None },
+    };
+    if let Err(barred) = data.access.admits(user, location) {
+        refuse_barred(barred, user);
+        return;
+    }
+    let lang = data.lang;
+    let question = embeds::without_mentions(&message.content, me.get());
+    let reply = |text: String| async move {
+        let reference = embeds::reply_reference(message.channel_id, message.id);
+        if let Err(err) =
+            message.channel_id.send_message(&ctx.http, Message::notice(&text).to_create_message(Some(reference))).await
+        {
+            log_discord_error(&err, "answering a mention");
+        }
+    };
+    if question.is_empty() {
+        reply(lang.mention_help()).await;
+        return;
+    }
+    if let Some(refusal) = refuse_question(data, user, &question, lang) {
+        reply(refusal).await;
+        return;
+    }
+    let place = if in_thread { Place::Thread(location.channel) } else { Place::Channel(location.channel) };
+    let audience = data.access.audience(user, location);
+    let outlet = Outlet::Thread { http: &ctx.http, channel: message.channel_id, reply_to: message.id };
+    let span = tracing::info_span!("discord.reply", place = %place.key(), ?audience, user, via = "mention");
+    async {
+        let _typing = message.channel_id.start_typing(&ctx.http);
+        answer_question(data, &outlet, &question, place, audience, lang).await;
     }
     .instrument(span)
     .await;

@@ -118,6 +118,14 @@ impl Lang {
         )
     }
 
+    /// A mention with no question.
+    pub fn mention_help(self) -> String {
+        self.pick(
+            "Pregúntame mencionándome con tu pregunta («@Oráculo ¿qué pasó con el archiduque?»), con /oraculo, o respondiendo a una de mis respuestas.",
+            "Ask me by mentioning me with your question (“@Oráculo what happened to the archduke?”), with /oracle, or by replying to one of my answers.",
+        )
+    }
+
     /// Said in a direct or group message the bot does not answer in.
     pub fn ask_in_the_server(self) -> String {
         self.pick(

@@ -8,7 +8,7 @@ use oraculo::config::{CliOverrides, Config, RawConfig};
 use serde_json::{Value, json};
 
 use crate::fake_discord::{
-    APP_ID, FakeDiscord, GUILD_ID, Recorded, Venue, WAIT, private_channel, text_channel, text_channel_in,
+    APP_ID, BOT_ID, FakeDiscord, GUILD_ID, Recorded, Venue, WAIT, private_channel, text_channel, text_channel_in,
 };
 use crate::fake_ollama::FakeOllama;
 use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
@@ -594,6 +594,88 @@ async fn issue_14_an_answer_outlives_its_interaction_token() {
     let through_webhook: Vec<Recorded> =
         discord.requests().into_iter().filter(|r| r.path.starts_with(&format!("/webhooks/{APP_ID}/{token}"))).collect();
     assert!(through_webhook.is_empty(), "nothing through a token about to expire: {through_webhook:?}");
+
+    stop.send(()).unwrap();
+    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
+    stopped.unwrap();
+}
+
+/// Issue 14, item 3: `@Oráculo <question>` in a channel is a question, answered as a reply in
+/// the channel's conversation; replying to one of the bot's answers continues it; a bare
+/// mention gets a short help; a reply to a bot message that is not an answer is ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_mentions_and_replies_ask_and_continue() {
+    const ANSWER_COLOUR: u32 = 0x7b5ea7;
+    oraculo::logging::init();
+    let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+    let discord = FakeDiscord::start().await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let bot = tokio::spawn(oraculo::discord::run(config(&scratch, &ollama, &discord), async move {
+        let _ = stopped.await;
+    }));
+    discord
+        .wait_for("the guild commands", |r| {
+            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
+        })
+        .await;
+    // The final layout of an answer in the channel that says `words`.
+    let final_saying = |words: &'static str| {
+        move |r: &Recorded| {
+            r.path.starts_with(&format!("/channels/{CHANNEL}/messages"))
+                && !is_preview(&r.body)
+                && embed_text(&r.body).contains(words)
+        }
+    };
+    // 1. A mention with a question.
+    ollama.enqueue_reply("El archiduque huyó al norte [Sesión 1].");
+    let asked = discord.message_create_with(PLAYER, CHANNEL, &format!("<@{BOT_ID}> {FIRST_QUESTION}"), &[BOT_ID], None);
+    let first = discord
+        .wait_for("the reply to the mention", |r| {
+            r.method == "POST" && r.body["message_reference"]["message_id"] == asked.to_string()
+        })
+        .await;
+    assert_eq!(first.path, format!("/channels/{CHANNEL}/messages"));
+    let answer = discord.wait_for("the mention's answer", final_saying("huyó al norte")).await;
+    assert_eq!(field_names(&answer.body), ["Sesión 1"]);
+    let prompt = ollama.chat_requests("/api/chat").last().unwrap().body["messages"].to_string();
+    assert!(
+        prompt.contains(FIRST_QUESTION) && !prompt.contains(&BOT_ID.to_string()),
+        "the mention is not the question: {prompt}"
+    );
+
+    // 2. A reply to a bot message that is not an answer (a notice): ignored.
+    let notice = discord.bot_message(CHANNEL, "⏳ En cola", 0);
+    let ignored = discord.message_create_with(PLAYER, CHANNEL, "¿y eso?", &[], Some(notice));
+    // 3. A reply to an answer continues the channel's conversation.
+    ollama.enqueue_reply("Su barco se hundió frente al faro [Sesión 2].");
+    let answered = discord.bot_message(CHANNEL, "El archiduque huyó al norte [Sesión 1].", ANSWER_COLOUR);
+    let followup = discord.message_create_with(PLAYER, CHANNEL, "¿Y después?", &[], Some(answered));
+    discord
+        .wait_for("the reply answers the reply", |r| {
+            r.method == "POST" && r.body["message_reference"]["message_id"] == followup.to_string()
+        })
+        .await;
+    let answer = discord.wait_for("the reply's answer", final_saying("se hundió")).await;
+    assert_eq!(field_names(&answer.body), ["Sesión 2"]);
+    let prompt = ollama.chat_requests("/api/chat").last().unwrap().body["messages"].to_string();
+    assert!(prompt.contains(FIRST_QUESTION), "the conversation's history goes with it: {prompt}");
+
+    // 4. A bare mention: a short help.
+    let bare = discord.message_create_with(PLAYER, CHANNEL, &format!("<@{BOT_ID}>"), &[BOT_ID], None);
+    let help = discord
+        .wait_for("the help", |r| r.method == "POST" && r.body["message_reference"]["message_id"] == bare.to_string())
+        .await;
+    assert!(help.body["content"].as_str().unwrap_or("").contains("/oraculo"), "{}", help.body);
+    let answered_ignored: Vec<Recorded> = discord
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["message_reference"]["message_id"] == ignored.to_string())
+        .collect();
+    assert!(answered_ignored.is_empty(), "a reply to a notice is not a question: {answered_ignored:?}");
+    assert_eq!(ollama.chat_requests("/api/chat").len(), 2, "two questions, two answers");
 
     stop.send(()).unwrap();
     let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();

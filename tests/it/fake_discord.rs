@@ -284,6 +284,43 @@ impl FakeDiscord {
         id
     }
 
+    /// A MESSAGE_CREATE by `user` in a guild channel that mentions `mentions` and replies to
+    /// `replying_to` (a full message object, as Discord includes it), if any.
+    pub fn message_create_with(
+        &self,
+        user: u64,
+        channel: u64,
+        content: &str,
+        mentions: &[u64],
+        replying_to: Option<Value>,
+    ) -> u64 {
+        let id = self.next_id();
+        let mut member = member(user, &[]);
+        member.as_object_mut().unwrap().remove("user");
+        let mut message = message_envelope(id, channel, user_json(user, false), content, 0);
+        message["guild_id"] = json!(GUILD_ID.to_string());
+        message["member"] = member;
+        message["mentions"] = mentions.iter().map(|&mentioned| user_json(mentioned, mentioned == BOT_ID)).collect();
+        if let Some(replied) = replying_to {
+            message["type"] = json!(19);
+            message["message_reference"] = json!({
+                "type": 0, "message_id": replied["id"].clone(), "channel_id": channel.to_string(),
+                "guild_id": GUILD_ID.to_string(),
+            });
+            message["referenced_message"] = replied;
+        }
+        self.dispatch("MESSAGE_CREATE", message);
+        id
+    }
+
+    /// A message the bot posted in `channel` with one embed of `colour` (the answer colour
+    /// marks an answer), to reply to.
+    pub fn bot_message(&self, channel: u64, description: &str, colour: u32) -> Value {
+        let mut message = message_envelope(self.next_id(), channel, user_json(BOT_ID, true), "", 0);
+        message["embeds"] = json!([{ "type": "rich", "description": description, "color": colour }]);
+        message
+    }
+
     /// Thread id → parent channel, for the threads the bot opened.
     pub fn threads(&self) -> HashMap<u64, u64> {
         self.state.lock().unwrap().threads.clone()
