@@ -412,17 +412,25 @@ impl<'a> Outlet<'a> {
     }
 
     /// Edits `posted` into `message`; a webhook message whose token is expiring cannot be
-    /// edited any more, so `message` is posted anew instead.
-    async fn replace(&self, posted: Posted<'a>, message: &Message) -> Result<Posted<'a>, serenity::Error> {
+    /// edited any more, so `message` is posted anew instead. The handle comes back whether
+    /// the edit worked or not (an edit that failed leaves the message as it was).
+    async fn replace(
+        &self,
+        posted: Posted<'a>,
+        message: &Message,
+    ) -> (Option<Posted<'a>>, Result<(), serenity::Error>) {
         match (self, posted) {
             (Outlet::Command(ctx), Posted::Interaction(handle)) if self.token_usable() => {
-                handle.edit(*ctx, message.to_reply(false)).await?;
-                Ok(Posted::Interaction(handle))
+                let edited = handle.edit(*ctx, message.to_reply(false)).await;
+                (Some(Posted::Interaction(handle)), edited)
             }
-            (_, Posted::Interaction(_)) => self.post(message, true).await,
+            (_, Posted::Interaction(_)) => match self.post(message, true).await {
+                Ok(posted) => (Some(posted), Ok(())),
+                Err(err) => (None, Err(err)),
+            },
             (_, Posted::Channel(channel, id)) => {
-                channel.edit_message(self.http(), id, message.to_edit_message()).await?;
-                Ok(Posted::Channel(channel, id))
+                let edited = channel.edit_message(self.http(), id, message.to_edit_message()).await.map(|_| ());
+                (Some(Posted::Channel(channel, id)), edited)
             }
         }
     }
@@ -441,19 +449,65 @@ impl<'a> Outlet<'a> {
     }
 
     /// Posts `message`, replacing `notice` (a "queued" message, a preview) when there is one.
+    /// An edit refused for a burst (429) is tried again after a second; an edit that fails
+    /// for good gives way to a new message, so the message always arrives.
     async fn post_or_replace(&self, notice: Option<Posted<'a>>, message: &Message) -> Option<Posted<'a>> {
-        let result = match notice {
-            Some(notice) => self.replace(notice, message).await,
-            None => self.post(message, true).await,
+        let Some(notice) = notice else {
+            return match self.post(message, true).await {
+                Ok(posted) => Some(posted),
+                Err(err) => {
+                    log_discord_error(&err, "posting a message");
+                    None
+                }
+            };
         };
-        match result {
-            Ok(posted) => Some(posted),
+        let (mut kept, mut edited) = self.replace(notice, message).await;
+        if let Err(err) = &edited
+            && is_rate_limited(err)
+            && let Some(posted) = kept.take()
+        {
+            tokio::time::sleep(RATE_LIMITED_RETRY).await;
+            (kept, edited) = self.replace(posted, message).await;
+        }
+        match edited {
+            Ok(()) => kept,
             Err(err) => {
-                log_discord_error(&err, "posting a message");
-                None
+                log_discord_error(&err, "editing a message; posting it anew");
+                match self.post(message, true).await {
+                    Ok(posted) => Some(posted),
+                    Err(err) => {
+                        log_discord_error(&err, "posting a message");
+                        kept
+                    }
+                }
             }
         }
     }
+
+    /// Shows a preview: an edit that fails (a 429 in a burst) is skipped, and the next one
+    /// carries the latest text.
+    async fn show_preview(&self, shown: Option<Posted<'a>>, message: &Message) -> Option<Posted<'a>> {
+        let Some(shown) = shown else {
+            return self.post_or_replace(None, message).await;
+        };
+        let (kept, edited) = self.replace(shown, message).await;
+        if let Err(err) = edited {
+            tracing::debug!(error = %err, "a preview edit was refused; the next one carries the latest text");
+        }
+        kept
+    }
+}
+
+/// How long to wait before editing again after a 429.
+const RATE_LIMITED_RETRY: Duration = Duration::from_secs(1);
+
+/// Whether Discord (or the REST proxy) refused a request for its rate limit.
+fn is_rate_limited(error: &serenity::Error) -> bool {
+    matches!(
+        error,
+        serenity::Error::Http(serenity::HttpError::UnsuccessfulRequest(response))
+            if response.status_code.as_u16() == 429
+    )
 }
 
 /// What an answered question left behind.
@@ -491,8 +545,9 @@ pub async fn answer_question(
                 tokio::select! {
                     event = waiting.next() => match event {
                         Ok(super::queue::QueueEvent::Started(slot)) => break slot,
+                        // A refused edit is skipped: the next move carries the position.
                         Ok(super::queue::QueueEvent::Moved(position)) => {
-                            notice = outlet.post_or_replace(notice, &Message::notice(&lang.queued(position))).await;
+                            notice = outlet.show_preview(notice, &Message::notice(&lang.queued(position))).await;
                         }
                         Err(_) => {
                             outlet.post_or_replace(notice, &Message::notice(&lang.interrupted())).await;
@@ -607,7 +662,7 @@ async fn preview<'a>(
         last_edit = Some(tokio::time::Instant::now());
         // Never held across an await: taken out, edited, put back.
         let current = shown.lock().ok().and_then(|mut guard| guard.take());
-        let updated = outlet.post_or_replace(current, &embeds::preview_message(&text, lang)).await;
+        let updated = outlet.show_preview(current, &embeds::preview_message(&text, lang)).await;
         if let Ok(mut guard) = shown.lock() {
             *guard = updated;
         }

@@ -681,3 +681,107 @@ async fn issue_14_mentions_and_replies_ask_and_continue() {
     let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
     stopped.unwrap();
 }
+
+/// Issue 14's burst, through the stricter stand-in: 20 questions from 5 users in 2 channels at
+/// once, one answered at a time, a quarter of them asked 14½ minutes ago (their tokens about
+/// to expire). Every question gets exactly its own answer, in its own channel; no body breaks
+/// a Discord limit; queue notices follow the queue. Prints the edits per answer and the time
+/// to the first visible text (a measurement for the closing note, not a timed assertion).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_a_burst_of_twenty_questions_loses_none() {
+    oraculo::logging::init();
+    let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    // Each answer names the question it answers (the marker in the last user message).
+    let marker = regex::Regex::new(r"Q\d+-U\d+").unwrap();
+    ollama.reply_by(move |messages| {
+        let last = messages.as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
+        let asked = marker.find_iter(last).last().map(|m| m.as_str().to_string()).unwrap_or_default();
+        format!("{asked}: el archiduque Ardo huyó al norte tras la feria [Sesión 1].")
+    });
+    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+    let discord = FakeDiscord::start().await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let extra = "questions_per_minute = 0\nconcurrency = 1";
+    let bot = tokio::spawn(oraculo::discord::run(config_with(&scratch, &ollama, &discord, extra), async move {
+        let _ = stopped.await;
+    }));
+    discord
+        .wait_for("the guild commands", |r| {
+            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
+        })
+        .await;
+
+    let started = std::time::Instant::now();
+    let mut asked: Vec<(String, String, u64)> = Vec::new();
+    for n in 0..20u64 {
+        let user = PLAYER + n % 5;
+        let channel = CHANNEL + n % 2;
+        let mark = format!("Q{n}-U{}", n % 5);
+        let options =
+            json!([{ "name": "pregunta", "type": 3, "value": format!("¿Qué pasó con el archiduque? ({mark})") }]);
+        let token = if n % 4 == 3 {
+            discord.slash_command_aged(
+                std::time::Duration::from_secs(14 * 60 + 30),
+                user,
+                text_channel(channel),
+                "oraculo",
+                options,
+            )
+        } else {
+            discord.slash_command(user, &[], text_channel(channel), "oraculo", options)
+        };
+        asked.push((token, mark, channel));
+    }
+    let mut first_text_ms = Vec::new();
+    for (token, mark, channel) in &asked {
+        let final_answer = discord
+            .wait_for("every answer", |r| {
+                let via_token = r.path.split('/').any(|segment| segment == token);
+                let via_channel = r.path.starts_with(&format!("/channels/{channel}/messages"));
+                (via_token || via_channel) && !is_preview(&r.body) && embed_text(&r.body).contains(mark.as_str())
+            })
+            .await;
+        let text = embed_text(&final_answer.body);
+        let others: Vec<&str> = asked
+            .iter()
+            .map(|(_, other, _)| other.as_str())
+            .filter(|other| other != mark && text.contains(&format!("{other}:")))
+            .collect();
+        assert!(others.is_empty(), "{mark} got another's answer {others:?}: {text}");
+        assert_eq!(field_names(&final_answer.body), ["Sesión 1"], "{mark}");
+        first_text_ms.push(started.elapsed().as_millis());
+    }
+    let requests = discord.requests();
+    let delivered_in_wrong_channel: Vec<String> = requests
+        .iter()
+        .filter(|r| r.path.starts_with("/channels/") && r.message_body().is_some())
+        .filter_map(|r| {
+            let channel: u64 = r.path.split('/').nth(2)?.parse().ok()?;
+            let text = embed_text(&r.body);
+            asked
+                .iter()
+                .find(|(_, mark, asked_in)| text.contains(&format!("{mark}:")) && *asked_in != channel)
+                .map(|(_, mark, _)| mark.clone())
+        })
+        .collect();
+    assert!(delivered_in_wrong_channel.is_empty(), "answers in the wrong channel: {delivered_in_wrong_channel:?}");
+    let limits: Vec<String> = discord.violations().into_iter().filter(|v| !v.contains("429")).collect();
+    assert!(limits.is_empty(), "bodies over Discord's limits: {limits:?}");
+    let queue_edits = requests.iter().filter(|r| r.method == "PATCH" && r.body.to_string().contains("⏳")).count();
+    assert!(queue_edits > 0, "queue notices follow the queue");
+    let edits = requests.iter().filter(|r| r.method == "PATCH" && r.message_body().is_some()).count();
+    let rate_limited = discord.violations().iter().filter(|v| v.contains("429")).count();
+    println!(
+        "burst: 20 answers in {:.1} s; message edits {edits} ({:.1} per answer, {queue_edits} of them queue positions); \
+         429s {rate_limited}; last answer complete after {} ms",
+        started.elapsed().as_secs_f64(),
+        edits as f64 / 20.0,
+        first_text_ms.last().copied().unwrap_or_default()
+    );
+
+    stop.send(()).unwrap();
+    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
+    stopped.unwrap();
+}

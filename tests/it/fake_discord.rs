@@ -59,6 +59,14 @@ struct State {
     tokens: HashMap<String, u64>,
     /// interaction token → when it stops working (Discord answers 401, code 50027).
     token_expiry: HashMap<String, SystemTime>,
+    /// interaction id → when it was dispatched: the first response must come within 3 s.
+    dispatched: HashMap<String, std::time::Instant>,
+    /// interaction ids already acknowledged (a second callback is error 40060).
+    acknowledged: std::collections::HashSet<String>,
+    /// channel id → when its recent message edits happened (a burst gets a 429).
+    edits: HashMap<String, Vec<std::time::Instant>>,
+    /// Every body that broke one of Discord's limits, with why.
+    violations: Vec<String>,
     identify: Option<Value>,
 }
 
@@ -231,6 +239,7 @@ impl FakeDiscord {
             let mut state = self.state.lock().unwrap();
             state.tokens.insert(token.clone(), channel_id);
             state.token_expiry.insert(token.clone(), SystemTime::now() - age + INTERACTION_TOKEN_LIFETIME);
+            state.dispatched.insert(id.to_string(), std::time::Instant::now());
         }
         let mut interaction = json!({
             "id": id.to_string(),
@@ -346,7 +355,9 @@ impl FakeDiscord {
                 200 => "OK",
                 201 => "Created",
                 204 => "No Content",
+                400 => "Bad Request",
                 401 => "Unauthorized",
+                429 => "Too Many Requests",
                 _ => "Not Found",
             };
             let response = if status == 204 {
@@ -379,7 +390,42 @@ impl FakeDiscord {
             ("PUT", ["applications", _, "commands"]) | ("PUT", ["applications", _, "guilds", _, "commands"]) => {
                 ok(json!([]))
             }
-            ("POST", ["interactions", _, _, "callback"]) => (204, String::new()),
+            ("POST", ["interactions", id, _, "callback"]) => {
+                let mut state = self.state.lock().unwrap();
+                if !state.acknowledged.insert(id.to_string()) {
+                    return (
+                        400,
+                        json!({ "message": "Interaction has already been acknowledged.", "code": 40060 }).to_string(),
+                    );
+                }
+                let late = state.dispatched.get(*id).is_some_and(|at| at.elapsed() > INITIAL_RESPONSE_DEADLINE);
+                if late {
+                    return (404, json!({ "message": "Unknown interaction", "code": 10062 }).to_string());
+                }
+                drop(state);
+                if let Some(data) =
+                    body.get("data").filter(|data| data.get("content").is_some() || data.get("embeds").is_some())
+                {
+                    if let Err(why) = check_limits(data) {
+                        return self.invalid(path, why);
+                    }
+                }
+                (204, String::new())
+            }
+            ("PATCH", ["channels", channel, "messages", _]) | ("PATCH", ["webhooks", _, channel, "messages", _])
+                if self.edit_burst(channel) =>
+            {
+                self.state.lock().unwrap().violations.push(format!("{method} {path}: 429 (rate limited)"));
+                (
+                    429,
+                    json!({ "message": "You are being rate limited.", "retry_after": 1.0, "global": false })
+                        .to_string(),
+                )
+            }
+            ("POST" | "PATCH", _) if body.is_object() && check_limits(body).is_err() => {
+                let why = check_limits(body).err().unwrap_or_default();
+                self.invalid(path, why)
+            }
             ("POST", ["webhooks", _, token, ..]) | ("PATCH", ["webhooks", _, token, ..])
                 if self.token_expired(token) =>
             {
@@ -408,7 +454,12 @@ impl FakeDiscord {
                 // As Discord does: a thread started from a message takes the message's id.
                 let id: u64 = message.parse().unwrap_or(0);
                 self.state.lock().unwrap().threads.insert(id, parent);
-                (201, self.thread_json(id, parent, body["name"].as_str().unwrap_or("")).to_string())
+                let thread = self.thread_json(id, parent, body["name"].as_str().unwrap_or(""));
+                // As Discord does: the new thread also arrives on the gateway.
+                let mut created = thread.clone();
+                created["newly_created"] = json!(true);
+                self.dispatch("THREAD_CREATE", created);
+                (201, thread.to_string())
             }
             ("GET", ["channels", channel]) => {
                 let id: u64 = channel.parse().unwrap_or(0);
@@ -429,6 +480,31 @@ impl FakeDiscord {
             }
             _ => (404, json!({ "message": "404: Not Found", "code": 0 }).to_string()),
         }
+    }
+
+    /// A 400 for a body over one of Discord's limits, remembered for the test to see.
+    fn invalid(&self, path: &str, why: String) -> (u16, String) {
+        self.state.lock().unwrap().violations.push(format!("{path}: {why}"));
+        (400, json!({ "message": "Invalid Form Body", "code": 50035, "errors": { "why": why } }).to_string())
+    }
+
+    /// Counts an edit of a message in `channel` (a channel id, or an interaction token for
+    /// webhook edits); `true` when it is the sixth within five seconds (Discord's message
+    /// edit limit is about five per five seconds per channel).
+    fn edit_burst(&self, channel: &str) -> bool {
+        let mut state = self.state.lock().unwrap();
+        let edits = state.edits.entry(channel.to_string()).or_default();
+        edits.retain(|at| at.elapsed() < Duration::from_secs(5));
+        if edits.len() >= 5 {
+            return true;
+        }
+        edits.push(std::time::Instant::now());
+        false
+    }
+
+    /// Bodies that broke a limit, and edits refused as a burst (429).
+    pub fn violations(&self) -> Vec<String> {
+        self.state.lock().unwrap().violations.clone()
     }
 
     fn token_expired(&self, token: &str) -> bool {
@@ -582,6 +658,59 @@ fn member(user: u64, roles: &[u64]) -> Value {
         "pending": false,
         "permissions": "2248473465835073",
     })
+}
+
+/// An interaction must get its first response (a reply or a deferral) this soon.
+pub const INITIAL_RESPONSE_DEADLINE: Duration = Duration::from_secs(3);
+
+/// Discord's message limits, checked on every body the bot sends: content 2000 characters,
+/// 10 embeds of at most 6000 characters together (title 256, description 4096, 25 fields of
+/// 256/1024, footer 2048), 5 rows of 5 buttons, custom ids of 100 and labels of 80.
+/// Lengths are UTF-16 units, as Discord counts them.
+fn check_limits(body: &Value) -> Result<(), String> {
+    let len = |value: &Value| value.as_str().map(|text| text.encode_utf16().count()).unwrap_or(0);
+    let over = |what: &str, value: &Value, limit: usize| {
+        if len(value) > limit { Err(format!("{what}: {} > {limit}", len(value))) } else { Ok(()) }
+    };
+    over("content", &body["content"], 2000)?;
+    let embeds = body["embeds"].as_array().cloned().unwrap_or_default();
+    if embeds.len() > 10 {
+        return Err(format!("{} embeds > 10", embeds.len()));
+    }
+    let mut total = 0;
+    for embed in &embeds {
+        over("embed title", &embed["title"], 256)?;
+        over("embed description", &embed["description"], 4096)?;
+        over("embed footer", &embed["footer"]["text"], 2048)?;
+        total += len(&embed["title"]) + len(&embed["description"]) + len(&embed["footer"]["text"]);
+        let fields = embed["fields"].as_array().cloned().unwrap_or_default();
+        if fields.len() > 25 {
+            return Err(format!("{} fields > 25", fields.len()));
+        }
+        for field in &fields {
+            over("field name", &field["name"], 256)?;
+            over("field value", &field["value"], 1024)?;
+            total += len(&field["name"]) + len(&field["value"]);
+        }
+    }
+    if total > 6000 {
+        return Err(format!("embeds total {total} > 6000"));
+    }
+    let rows = body["components"].as_array().cloned().unwrap_or_default();
+    if rows.len() > 5 {
+        return Err(format!("{} rows > 5", rows.len()));
+    }
+    for row in &rows {
+        let buttons = row["components"].as_array().cloned().unwrap_or_default();
+        if buttons.len() > 5 {
+            return Err(format!("{} buttons in a row > 5", buttons.len()));
+        }
+        for button in &buttons {
+            over("custom_id", &button["custom_id"], 100)?;
+            over("button label", &button["label"], 80)?;
+        }
+    }
+    Ok(())
 }
 
 /// How long an interaction's token works, from the interaction's creation (Discord's rule).

@@ -48,6 +48,9 @@ struct State {
     /// With no reply queued, a free-text chat answers its whole prompt back (the canary
     /// tests: whatever the model was shown reaches the user).
     echo: bool,
+    /// With no reply queued, a free-text chat answers what this makes of the request's
+    /// messages (a reply that depends on the question, whatever order questions come in).
+    reply_rule: Option<Arc<dyn Fn(&Value) -> String + Send + Sync>>,
 }
 
 #[derive(Clone)]
@@ -90,6 +93,11 @@ impl FakeOllama {
     /// The next chat request (either route) answers `text`.
     pub fn enqueue_reply(&self, text: &str) {
         self.state.lock().unwrap().replies.push_back(text.to_string());
+    }
+
+    /// From now on a chat with no queued reply (and no schema) answers `rule(messages)`.
+    pub fn reply_by(&self, rule: impl Fn(&Value) -> String + Send + Sync + 'static) {
+        self.state.lock().unwrap().reply_rule = Some(Arc::new(rule));
     }
 
     /// From now on a chat with no queued reply (and no schema) answers its whole prompt.
@@ -241,13 +249,15 @@ async fn serve_chat(
     }
 
     let schema = if openai { body["response_format"]["json_schema"]["schema"].clone() } else { body["format"].clone() };
-    let (queued, echo) = {
+    let (queued, echo, rule) = {
         let mut state = state.lock().unwrap();
-        (state.replies.pop_front(), state.echo)
+        (state.replies.pop_front(), state.echo, state.reply_rule.clone())
     };
     let reply = queued.unwrap_or_else(|| {
         if schema.is_object() {
             smallest_valid(&schema).to_string()
+        } else if let Some(rule) = &rule {
+            rule(&body["messages"])
         } else if echo {
             body["messages"]
                 .as_array()
