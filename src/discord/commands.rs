@@ -540,20 +540,32 @@ pub async fn answer_question(
             let mut waiting = waiting;
             notice = outlet.post_or_replace(None, &Message::notice(&lang.queued(waiting.position()))).await;
             // The notice follows the queue: its position is edited as the questions before
-            // it are answered or leave.
+            // it are answered or leave, at most once per PREVIEW_EDIT_INTERVAL (the latest
+            // position; a refused edit is skipped, the next one carries it).
+            let mut moved_to: Option<usize> = None;
+            let mut last_edit = tokio::time::Instant::now();
             loop {
+                let due = async {
+                    match moved_to {
+                        Some(_) => tokio::time::sleep_until(last_edit + PREVIEW_EDIT_INTERVAL).await,
+                        None => std::future::pending::<()>().await,
+                    }
+                };
                 tokio::select! {
                     event = waiting.next() => match event {
                         Ok(super::queue::QueueEvent::Started(slot)) => break slot,
-                        // A refused edit is skipped: the next move carries the position.
-                        Ok(super::queue::QueueEvent::Moved(position)) => {
-                            notice = outlet.show_preview(notice, &Message::notice(&lang.queued(position))).await;
-                        }
+                        Ok(super::queue::QueueEvent::Moved(position)) => moved_to = Some(position),
                         Err(_) => {
                             outlet.post_or_replace(notice, &Message::notice(&lang.interrupted())).await;
                             return None;
                         }
                     },
+                    () = due => {
+                        if let Some(position) = moved_to.take() {
+                            notice = outlet.show_preview(notice, &Message::notice(&lang.queued(position))).await;
+                            last_edit = tokio::time::Instant::now();
+                        }
+                    }
                     () = data.lifecycle.interrupted() => {
                         outlet.post_or_replace(notice, &Message::notice(&lang.interrupted())).await;
                         return None;
