@@ -293,7 +293,7 @@ pub async fn oraculo(
     let span =
         tracing::info_span!("discord.reply", place = ?where_asked.place, ?audience, user = ctx.author().id.get());
     async move {
-        let outlet = Outlet::Command(ctx);
+        let outlet = Outlet::Command { ctx, original_used: std::sync::atomic::AtomicBool::new(false) };
         let Some(answered) = answer_question(data, &outlet, question, where_asked.place, audience, lang).await else {
             return;
         };
@@ -363,16 +363,19 @@ pub fn interaction_token_usable(interaction_id: u64, now: SystemTime) -> bool {
 
 /// Where an answer goes.
 pub enum Outlet<'a> {
-    /// A slash command: follow-ups through the interaction while its token lives, then
-    /// ordinary messages in its channel with the bot's own token.
-    Command(Context<'a>),
+    /// A slash command: its first message replaces the deferred response (`@original`), the
+    /// rest are follow-ups, while its token lives; then ordinary messages in its channel with
+    /// the bot's own token.
+    Command { ctx: Context<'a>, original_used: std::sync::atomic::AtomicBool },
     /// A message in one of the bot's threads: the first message replies to it.
     Thread { http: &'a serenity::Http, channel: serenity::ChannelId, reply_to: serenity::MessageId },
 }
 
 /// A message the bot posted, to edit later.
 pub enum Posted<'a> {
-    /// Through the interaction's webhook.
+    /// The deferred response, edited (`@original`).
+    Original(serenity::MessageId),
+    /// A follow-up through the interaction's webhook.
     Interaction(poise::ReplyHandle<'a>),
     /// An ordinary channel message.
     Channel(serenity::ChannelId, serenity::MessageId),
@@ -381,24 +384,30 @@ pub enum Posted<'a> {
 impl<'a> Outlet<'a> {
     fn token_usable(&self) -> bool {
         match self {
-            Outlet::Command(ctx) => interaction_token_usable(ctx.id(), SystemTime::now()),
+            Outlet::Command { ctx, .. } => interaction_token_usable(ctx.id(), SystemTime::now()),
             Outlet::Thread { .. } => false,
         }
     }
 
     fn http(&self) -> &serenity::Http {
         match self {
-            Outlet::Command(ctx) => ctx.http(),
+            Outlet::Command { ctx, .. } => ctx.http(),
             Outlet::Thread { http, .. } => http,
         }
     }
 
     async fn post(&self, message: &Message, first: bool) -> Result<Posted<'a>, serenity::Error> {
         match self {
-            Outlet::Command(ctx) if self.token_usable() => {
+            Outlet::Command { ctx, original_used } if self.token_usable() => {
+                if let poise::Context::Application(app) = ctx
+                    && !original_used.swap(true, Ordering::SeqCst)
+                {
+                    let sent = app.interaction.edit_response(ctx.http(), message.to_edit_response()).await?;
+                    return Ok(Posted::Original(sent.id));
+                }
                 Ok(Posted::Interaction(ctx.send(message.to_reply(false)).await?))
             }
-            Outlet::Command(ctx) => {
+            Outlet::Command { ctx, .. } => {
                 tracing::info!("the interaction's token is expiring: answering with a channel message");
                 let sent = ctx.channel_id().send_message(ctx.http(), message.to_create_message(None)).await?;
                 Ok(Posted::Channel(sent.channel_id, sent.id))
@@ -420,11 +429,17 @@ impl<'a> Outlet<'a> {
         message: &Message,
     ) -> (Option<Posted<'a>>, Result<(), serenity::Error>) {
         match (self, posted) {
-            (Outlet::Command(ctx), Posted::Interaction(handle)) if self.token_usable() => {
+            (Outlet::Command { ctx, .. }, Posted::Interaction(handle)) if self.token_usable() => {
                 let edited = handle.edit(*ctx, message.to_reply(false)).await;
                 (Some(Posted::Interaction(handle)), edited)
             }
-            (_, Posted::Interaction(_)) => match self.post(message, true).await {
+            (Outlet::Command { ctx: poise::Context::Application(app), .. }, Posted::Original(id))
+                if self.token_usable() =>
+            {
+                let edited = app.interaction.edit_response(app.http(), message.to_edit_response()).await.map(|_| ());
+                (Some(Posted::Original(id)), edited)
+            }
+            (_, Posted::Interaction(_) | Posted::Original(_)) => match self.post(message, true).await {
                 Ok(posted) => (Some(posted), Ok(())),
                 Err(err) => (None, Err(err)),
             },
@@ -444,7 +459,7 @@ impl<'a> Outlet<'a> {
                     None
                 }
             },
-            Posted::Channel(_, id) => Some(*id),
+            Posted::Original(id) | Posted::Channel(_, id) => Some(*id),
         }
     }
 

@@ -174,11 +174,13 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     let deferred = discord.wait_for("the deferred response", is_callback_for(&question_token)).await;
     assert_eq!(deferred.body["type"], 5, "deferred within Discord's 3 seconds: {}", deferred.body);
     // Streamed: the answer's message shows the text so far, then becomes the final layout.
-    let preview = discord.wait_for("the answer's first preview", is_webhook_for(&question_token, "POST")).await;
+    let preview = discord.wait_for("the answer's first preview", is_webhook_for(&question_token, "PATCH")).await;
+    assert!(preview.path.ends_with("/messages/@original"), "the first message replaces the deferral: {}", preview.path);
     assert!(is_preview(&preview.body), "the first message is the text so far: {}", preview.body);
     assert!(field_names(&preview.body).is_empty(), "no sources before the citations are checked");
     let answer = discord.wait_for("the answer's final layout", is_final_answer_for(&question_token)).await;
     assert_eq!(answer.method, "PATCH", "the preview is edited into the answer, not posted again");
+    assert!(answer.path.ends_with("/messages/@original"), "{}", answer.path);
     let text = embed_text(&answer.body);
     assert!(text.contains("huyó al norte"), "{text}");
     let sources = field_names(&answer.body);

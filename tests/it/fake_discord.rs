@@ -65,6 +65,8 @@ struct State {
     acknowledged: std::collections::HashSet<String>,
     /// channel id → when its recent message edits happened (a burst gets a 429).
     edits: HashMap<String, Vec<std::time::Instant>>,
+    /// interaction token → the id of its original (deferred) response message.
+    originals: HashMap<String, u64>,
     /// Every body that broke one of Discord's limits, with why.
     violations: Vec<String>,
     identify: Option<Value>,
@@ -445,7 +447,14 @@ impl FakeDiscord {
             }
             ("PATCH", ["webhooks", _, token, "messages", id]) | ("GET", ["webhooks", _, token, "messages", id]) => {
                 let channel = self.channel_of(token);
-                let id = id.parse().unwrap_or_else(|_| self.next_id());
+                // `@original`, the deferred response, keeps one id for its whole life.
+                let id = match id.parse() {
+                    Ok(id) => id,
+                    Err(_) => {
+                        let fresh = self.next_id();
+                        *self.state.lock().unwrap().originals.entry(token.to_string()).or_insert(fresh)
+                    }
+                };
                 ok(self.message_json(id, channel, body))
             }
             ("DELETE", ["webhooks", ..]) | ("DELETE", ["channels", ..]) => (204, String::new()),
