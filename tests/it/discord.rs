@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::fake_discord::{
     APP_ID, BOT_ID, FakeDiscord, GUILD_ID, Recorded, Venue, WAIT, private_channel, text_channel, text_channel_in,
 };
-use crate::fake_ollama::FakeOllama;
+use crate::fake_ollama::{FakeOllama, Fault};
 use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 
 const EMBED_MODEL: &str = "fake-embed";
@@ -164,6 +164,9 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
         "El archiduque Ardo huyó al norte tras la feria [Sesión 1]. Su barco se hundió [Sesión 2]; \
          lo vio @everyone <@&123> [Sesión 99].",
     );
+    // The question's embedding comes first (no fault), then the answer streams as on a CPU.
+    ollama.enqueue(Fault::Delay(std::time::Duration::ZERO));
+    ollama.enqueue(Fault::Slow(std::time::Duration::from_millis(150)));
     let question_token = discord.slash_command(
         PLAYER,
         &[],

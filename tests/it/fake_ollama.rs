@@ -33,6 +33,8 @@ pub enum Fault {
     BadJson,
     /// Chat: half the answer, then the body ends without `done` / `[DONE]`.
     Truncated,
+    /// Chat: each streamed piece that long after the last, as a model on a CPU writes.
+    Slow(Duration),
 }
 
 pub use crate::http::Recorded;
@@ -158,7 +160,7 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<(
                 tokio::time::sleep(delay).await;
                 answer(&method, &path, &body, &state)
             }
-            Some(Fault::Truncated) | None => answer(&method, &path, &body, &state),
+            Some(Fault::Truncated | Fault::Slow(_)) | None => answer(&method, &path, &body, &state),
         };
         let reason = if status == 200 { "OK" } else { "Error" };
         let response = format!(
@@ -307,6 +309,10 @@ async fn serve_chat(
         });
     }
     let full_length = lines.len();
+    let pace = match &fault {
+        Some(Fault::Slow(pace)) => Some(*pace),
+        _ => None,
+    };
     match fault {
         Some(Fault::BadJson) => {
             lines.truncate(1);
@@ -342,6 +348,9 @@ async fn serve_chat(
     let head = format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n");
     stream.write_all(head.as_bytes()).await?;
     for line in &lines {
+        if let Some(pace) = pace {
+            tokio::time::sleep(pace).await;
+        }
         // One HTTP chunk per line, flushed, as a streaming server sends them.
         stream.write_all(format!("{:x}\r\n{line}\r\n", line.len()).as_bytes()).await?;
         stream.flush().await?;
