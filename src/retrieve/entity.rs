@@ -80,7 +80,14 @@ const ARC_PHRASES: &[&str] = &[
     "en toda la campana",
     "historia de",
     "papel de",
+    "que papel",
     "evolucion de",
+    "de principio a fin",
+    "hasta el final",
+    "durante la campana",
+    "que le ha ocurrido",
+    "que les ha ocurrido",
+    "ha cambiado",
     "what has",
     "what have",
     "what happened to",
@@ -93,6 +100,9 @@ const ARC_PHRASES: &[&str] = &[
     "whole campaign",
     "story of",
     "role of",
+    "what role",
+    "from start to finish",
+    "has changed",
 ];
 
 /// One named entity's spread over the campaign, as `search --json` shows it.
@@ -298,6 +308,8 @@ mod tests {
             "What happened to Vex?",
             "¿Qué ha hecho Vex en la campaña?",
             "¿Qué pasó con Vex a lo largo de la historia?",
+            "¿Qué papel ha tenido Vex en la historia, de principio a fin?",
+            "What role has Vex played from start to finish?",
         ] {
             let entities = vec![(vex.0, vex.1.to_string())];
             assert!(is_arc_question(question), "{question}");
