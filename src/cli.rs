@@ -602,13 +602,12 @@ async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
         (false, Some(n)) => crate::eval::AnswerScope::PerKind(n),
         (false, None) => crate::eval::AnswerScope::All,
     };
-    let options =
-        crate::eval::EvalOptions {
-            answers,
-            ablations: !args.no_ablations,
-            batch_size: config.embedder.batch_size(),
-            baseline_cache: Some(config.data_dir.join("eval").join("baseline-cache")),
-        };
+    let options = crate::eval::EvalOptions {
+        answers,
+        ablations: !args.no_ablations,
+        batch_size: config.embedder.batch_size(),
+        baseline_cache: Some(config.data_dir.join("eval").join("baseline-cache")),
+    };
     let run =
         crate::eval::RunInfo { campaign: campaign_dir.display().to_string(), questions_file, ..Default::default() };
     let progress = |n: usize, total: usize, question: &crate::eval::EvalQuestion| {

@@ -335,8 +335,10 @@ impl Config {
         // A user's patterns extend the built-in ones (episode codes), tried after them.
         let mut session_patterns = SessionPattern::defaults();
         for (pattern_idx, raw_pattern) in campaign.session_patterns.unwrap_or_default().iter().enumerate() {
-            let pattern = SessionPattern::new(&raw_pattern.pattern, raw_pattern.offset.unwrap_or(0))
-                .map_err(|reason| anyhow::anyhow!("campaign.session_patterns[{pattern_idx}] = {:?} {reason}", raw_pattern.pattern))?;
+            let pattern =
+                SessionPattern::new(&raw_pattern.pattern, raw_pattern.offset.unwrap_or(0)).map_err(|reason| {
+                    anyhow::anyhow!("campaign.session_patterns[{pattern_idx}] = {:?} {reason}", raw_pattern.pattern)
+                })?;
             session_patterns.push(pattern);
         }
         let corpus = CorpusConfig {

@@ -563,9 +563,10 @@ fn read_front_matter_field(
         "sessions" | "sesiones" => {
             let mut sessions: Vec<SessionNumber> = match value {
                 Value::Sequence(items) => items.iter().filter_map(session_from_value).collect(),
-                Value::String(text) => text.split([',', ' ', ';']).filter_map(|item| {
-                    session_from_value(&Value::String(item.to_string()))
-                }).collect(),
+                Value::String(text) => text
+                    .split([',', ' ', ';'])
+                    .filter_map(|item| session_from_value(&Value::String(item.to_string())))
+                    .collect(),
                 other => session_from_value(other).into_iter().collect(),
             };
             sessions.sort();

@@ -464,9 +464,30 @@ world "Plan" session -
                 Some(81),
                 &["Sessions 81 and 82"],
             ),
-            (ES, "Combates/Emboscada.md", "---\nsesiones: 82, 81, 83\n---\nAsalto.", NoteKind::Session, Some(81), &["Sesiones 81, 82 y 83"]),
-            (ES, "Combates/Emboscada.md", "---\nsessions: [5]\n---\nAsalto.", NoteKind::Session, Some(5), &["Sesión 5"]),
-            (ES, "Recaps/S12.md", "---\nsession: 13\nsessions: [81, 82]\n---\nx", NoteKind::Session, Some(13), &["Sesión 13"]),
+            (
+                ES,
+                "Combates/Emboscada.md",
+                "---\nsesiones: 82, 81, 83\n---\nAsalto.",
+                NoteKind::Session,
+                Some(81),
+                &["Sesiones 81, 82 y 83"],
+            ),
+            (
+                ES,
+                "Combates/Emboscada.md",
+                "---\nsessions: [5]\n---\nAsalto.",
+                NoteKind::Session,
+                Some(5),
+                &["Sesión 5"],
+            ),
+            (
+                ES,
+                "Recaps/S12.md",
+                "---\nsession: 13\nsessions: [81, 82]\n---\nx",
+                NoteKind::Session,
+                Some(13),
+                &["Sesión 13"],
+            ),
             // A folder's kind still decides; notes that name no session stay what they were.
             (ES, "PNJs/C1E001.md", "Un PNJ.", NoteKind::Sheet, Some(1), &["Ficha: C1E001"]),
             (ES, "Recaps/Sumario.md", "# Resumen general\nTodo.", NoteKind::World, None, &["Mundo: Sumario"]),
@@ -481,7 +502,11 @@ world "Plan" session -
             };
             let (note, _) = parse_note(path, text, &config);
             let got: Vec<&str> = note.blocks.iter().map(|block| block.label.as_str()).collect();
-            assert_eq!((note.kind, note.session.map(|s| s.0), got.as_slice()), (kind, session, labels), "{path}: {text:?}");
+            assert_eq!(
+                (note.kind, note.session.map(|s| s.0), got.as_slice()),
+                (kind, session, labels),
+                "{path}: {text:?}"
+            );
         }
     }
 

@@ -148,7 +148,11 @@ impl SessionPattern {
 
 /// The session a session-like note belongs to by the configured patterns: the file name
 /// first, then its first heading (`#` marks stripped). `None` when no pattern matches.
-pub fn session_from_patterns(patterns: &[SessionPattern], path: &str, first_heading: Option<&str>) -> Option<SessionNumber> {
+pub fn session_from_patterns(
+    patterns: &[SessionPattern],
+    path: &str,
+    first_heading: Option<&str>,
+) -> Option<SessionNumber> {
     let stem = file_stem(path);
     let heading = first_heading.map(|line| line.trim().trim_start_matches('#').trim());
     patterns
@@ -299,11 +303,17 @@ mod tests {
             ("PNJs/Baika.md", Some("# Baika la Tejedora"), None),
         ];
         for &(path, heading, expected) in cases {
-            assert_eq!(session_from_patterns(&patterns, path, heading), expected.map(SessionNumber), "{path} {heading:?}");
+            assert_eq!(
+                session_from_patterns(&patterns, path, heading),
+                expected.map(SessionNumber),
+                "{path} {heading:?}"
+            );
         }
         // Campaign codes keep episodes in story order across campaigns.
-        let order: Vec<Option<SessionNumber>> =
-            ["C1E114.md", "C1E115.md", "C2E001.md", "C2E002.md"].iter().map(|p| session_from_patterns(&patterns, p, None)).collect();
+        let order: Vec<Option<SessionNumber>> = ["C1E114.md", "C1E115.md", "C2E001.md", "C2E002.md"]
+            .iter()
+            .map(|p| session_from_patterns(&patterns, p, None))
+            .collect();
         assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{order:?}");
     }
 

@@ -326,10 +326,10 @@ mod tests {
                 assert!((1..=115).contains(&number) || (1001..=1046).contains(&number), "{}: {label}", question.id);
             }
             if question.kind == QuestionKind::Followup {
-                let (expanded, decision) = crate::retrieve::decide_followup(&question.question, &question.history, false);
+                let (expanded, decision) =
+                    crate::retrieve::decide_followup(&question.question, &question.history, false);
                 assert!(expanded.is_some(), "{}: {}", question.id, decision.reason);
             }
         }
     }
 }
-

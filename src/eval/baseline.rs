@@ -104,8 +104,7 @@ impl Baseline {
             && vectors.len() == cut.len()
         {
             tracing::info!(windows = vectors.len(), "eval: baseline vectors from the cache");
-            let windows =
-                cut.into_iter().zip(vectors).map(|((labels, _), vector)| Window { labels, vector }).collect();
+            let windows = cut.into_iter().zip(vectors).map(|((labels, _), vector)| Window { labels, vector }).collect();
             return Ok(Baseline { windows });
         }
         let mut windows = Vec::with_capacity(cut.len());

@@ -137,10 +137,8 @@ pub struct EntityEvidence {
 
 /// Whether `question` asks about an entity's whole story (see [`ARC_PHRASES`]).
 pub fn is_arc_question(question: &str) -> bool {
-    let folded: String = crate::corpus::fold(question)
-        .chars()
-        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
-        .collect();
+    let folded: String =
+        crate::corpus::fold(question).chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect();
     let joined = format!(" {} ", folded.split_whitespace().collect::<Vec<_>>().join(" "));
     ARC_PHRASES.iter().any(|phrase| joined.contains(&format!(" {phrase} ")))
 }
@@ -229,8 +227,9 @@ pub fn rank_by_entities(
     let (ranked, depth) = if arc {
         // Every session's best fragment first, then the rest in the same order.
         let mut seen_sessions = BTreeSet::new();
-        let (firsts, rest): (Vec<_>, Vec<_>) =
-            ranked.into_iter().partition(|(_, _, _, session)| session.is_none_or(|session| seen_sessions.insert(session)));
+        let (firsts, rest): (Vec<_>, Vec<_>) = ranked
+            .into_iter()
+            .partition(|(_, _, _, session)| session.is_none_or(|session| seen_sessions.insert(session)));
         (firsts.into_iter().chain(rest).collect(), depth.max(MAX_POOL))
     } else {
         (ranked, depth)
@@ -319,7 +318,9 @@ mod tests {
             assert_eq!(evidence.ranked, vec![1, 3, 5, 7, 9, 2, 4, 6, 8, 18], "{question}");
             assert_eq!(evidence.entities[0].weight, 1.0);
         }
-        for question in ["What did Vex buy in Vasselheim?", "¿Qué compró Vex en el mercado?", "¿Qué hizo Vex en la sesión 3?"] {
+        for question in
+            ["What did Vex buy in Vasselheim?", "¿Qué compró Vex en el mercado?", "¿Qué hizo Vex en la sesión 3?"]
+        {
             assert!(!is_arc_question(question), "{question}");
         }
     }

@@ -110,10 +110,8 @@ mod tests {
     fn a_weak_path_only_breaks_ties() {
         // The entity path at the floor weight of a ubiquitous PC: its first place (7) no
         // longer beats the other paths' agreement, but it still orders 3 above 4.
-        let fused = fuse_weighted(
-            &[(Dense, 1.0, vec![3, 4, 9]), (Bm25, 1.0, vec![4, 3, 8]), (Entity, 0.05, vec![7, 3])],
-            40,
-        );
+        let fused =
+            fuse_weighted(&[(Dense, 1.0, vec![3, 4, 9]), (Bm25, 1.0, vec![4, 3, 8]), (Entity, 0.05, vec![7, 3])], 40);
         let order: Vec<i64> = fused.iter().map(|f| f.fragment_id).collect();
         assert_eq!(order, vec![3, 4, 8, 9, 7]);
         assert!((fused[0].score - (1.0 / 61.0 + 1.0 / 62.0 + 0.05 / 62.0)).abs() < 1e-12);

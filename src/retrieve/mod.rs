@@ -291,7 +291,8 @@ pub async fn search(
         timings.bm25_ms = ms(started);
 
         let started = Instant::now();
-        let named_entities: Vec<(i64, String)> = detected.iter().map(|(id, entity)| (*id, entity.name.clone())).collect();
+        let named_entities: Vec<(i64, String)> =
+            detected.iter().map(|(id, entity)| (*id, entity.name.clone())).collect();
         let entity_evidence = if request.paths.entity && !named_entities.is_empty() {
             let arc = entity::is_arc_question(&search_query);
             Some(entity::search_entities(&index.store, &named_entities, visibility, depth, arc)?)

@@ -106,7 +106,8 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
     )
     .unwrap();
     fake.enqueue_reply("Cayó en combate [Sesión 7].");
-    let sampled = EvalOptions { answers: AnswerScope::PerKind(1), ablations: false, batch_size: 8, baseline_cache: None };
+    let sampled =
+        EvalOptions { answers: AnswerScope::PerKind(1), ablations: false, batch_size: 8, baseline_cache: None };
     let partial = run_eval(&oracle, &two_facts, &sampled, RunInfo::default(), &|_, _, _| {}).await.unwrap();
     assert_eq!(fake.chat_requests("/api/chat").len(), 4);
     assert!(partial.rows[0].answer.is_some() && partial.rows[1].answer.is_none());
