@@ -227,6 +227,7 @@ fn campaign_config() -> CampaignConfig {
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: Vec::new(),
+            session_patterns: oraculo::corpus::SessionPattern::defaults(),
         },
         ignore: DEFAULT_IGNORED.iter().map(|s| s.to_string()).collect(),
         max_note_bytes: DEFAULT_MAX_NOTE_BYTES,

@@ -366,10 +366,20 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
     for missing in &result.missing_paths {
         println!("Searched without the {} path, which failed: {}", missing.path.as_str(), missing.error);
     }
+    println!("Follow-up rule: {}", result.diagnostics.followup.reason);
     if !result.entities.is_empty() {
         let named: Vec<String> =
             result.entities.iter().map(|e| format!("{} [{}] as \"{}\"", e.name, e.kind, e.alias)).collect();
         println!("Entities: {}", named.join("; "));
+    }
+    if let Some(evidence) = &result.diagnostics.entity_path {
+        let shares: Vec<String> = evidence
+            .entities
+            .iter()
+            .map(|e| format!("{} in {}/{} sessions, weight {:.2}", e.name, e.n_sessions, evidence.n_sessions, e.weight))
+            .collect();
+        let arc = if evidence.arc { " (arc question: full weight)" } else { "" };
+        println!("Entity path weight {:.2}{arc}: {}", evidence.weight, shares.join("; "));
     }
     let rank = |r: Option<usize>| r.map(|r| r.to_string()).unwrap_or_else(|| "-".into());
     let width = result.candidates.iter().map(|c| c.label.chars().count()).max().unwrap_or(5).max(5);
@@ -602,8 +612,12 @@ async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
         (false, Some(n)) => crate::eval::AnswerScope::PerKind(n),
         (false, None) => crate::eval::AnswerScope::All,
     };
-    let options =
-        crate::eval::EvalOptions { answers, ablations: !args.no_ablations, batch_size: config.embedder.batch_size() };
+    let options = crate::eval::EvalOptions {
+        answers,
+        ablations: !args.no_ablations,
+        batch_size: config.embedder.batch_size(),
+        baseline_cache: Some(config.data_dir.join("eval").join("baseline-cache")),
+    };
     let run =
         crate::eval::RunInfo { campaign: campaign_dir.display().to_string(), questions_file, ..Default::default() };
     let progress = |n: usize, total: usize, question: &crate::eval::EvalQuestion| {

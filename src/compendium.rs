@@ -979,6 +979,7 @@ mod tests {
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
+            session_patterns: crate::corpus::SessionPattern::defaults(),
         }
     }
 

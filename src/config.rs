@@ -12,7 +12,7 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 
 use crate::answer::AnswerMode;
-use crate::corpus::{CorpusConfig, LabelLanguage, NoteKind, default_kind_folders};
+use crate::corpus::{CorpusConfig, LabelLanguage, NoteKind, SessionPattern, default_kind_folders};
 use crate::llm::ollama::OllamaEmbedderConfig;
 use crate::llm::ollama_chat::OllamaChatConfig;
 use crate::llm::openai::{ApiKey, OpenAiChatConfig};
@@ -121,6 +121,16 @@ pub struct RawCampaign {
     pub secret_paths: Option<Vec<String>>,
     pub kind_folders: Option<BTreeMap<String, String>>,
     pub max_note_bytes: Option<u64>,
+    pub session_patterns: Option<Vec<RawSessionPattern>>,
+}
+
+/// `[[campaign.session_patterns]]`: a regex with a `number` group over a session-like note's
+/// file name and first heading, and an offset added to the number.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSessionPattern {
+    pub pattern: String,
+    pub offset: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -330,12 +340,22 @@ impl Config {
             })?;
             kind_folders.insert(folder, kind);
         }
+        // A user's patterns extend the built-in ones (episode codes), tried after them.
+        let mut session_patterns = SessionPattern::defaults();
+        for (pattern_idx, raw_pattern) in campaign.session_patterns.unwrap_or_default().iter().enumerate() {
+            let pattern =
+                SessionPattern::new(&raw_pattern.pattern, raw_pattern.offset.unwrap_or(0)).map_err(|reason| {
+                    anyhow::anyhow!("campaign.session_patterns[{pattern_idx}] = {:?} {reason}", raw_pattern.pattern)
+                })?;
+            session_patterns.push(pattern);
+        }
         let corpus = CorpusConfig {
             label_language: campaign.label_language.unwrap_or_default(),
             kind_folders,
             secret_paths: campaign
                 .secret_paths
                 .unwrap_or_else(|| DEFAULT_SECRET_PATHS.iter().map(|path| path.to_string()).collect()),
+            session_patterns,
         };
         let max_note_bytes = campaign.max_note_bytes.unwrap_or(DEFAULT_MAX_NOTE_BYTES);
         if max_note_bytes == 0 {
@@ -678,5 +698,28 @@ mod tests {
         assert!(format!("{err:#}").contains("embedder.backend"), "{err:#}");
         let err = check("[campaign.kind_folders]\nBestiario = \"monster\"\n", &[("HOME", "/h")]).unwrap_err();
         assert!(format!("{err:#}").contains("Bestiario"), "{err:#}");
+    }
+
+    #[test]
+    fn session_patterns_extend_the_episode_codes() {
+        let config = check(
+            "[[campaign.session_patterns]]\npattern = \"(?i)^recap s(?P<number>\\\\d+)\"\n\n[[campaign.session_patterns]]\npattern = \"^Libro 2 - (?P<number>\\\\d+)\"\noffset = 40\n",
+            &[("HOME", "/h")],
+        )
+        .unwrap();
+        let patterns = &config.campaign.corpus.session_patterns;
+        assert_eq!(patterns.len(), 3, "{patterns:?}");
+        let session = |path: &str| crate::corpus::session_from_patterns(patterns, path, None).map(|s| s.0);
+        assert_eq!(session("C2E004.md"), Some(1004));
+        assert_eq!(session("Recap S12.md"), Some(12));
+        assert_eq!(session("Libro 2 - 3.md"), Some(43));
+        for (text, needle) in [
+            ("[[campaign.session_patterns]]\npattern = \"^S(\\\\d+)\"\n", "session_patterns[0]"),
+            ("[[campaign.session_patterns]]\npattern = \"^S(?P<number>\"\n", "regex"),
+            ("[[campaign.session_patterns]]\npatern = \"x\"\n", "patern"),
+        ] {
+            let err = check(text, &[("HOME", "/h")]).unwrap_err();
+            assert!(format!("{err:#}").contains(needle), "{text}: {err:#}");
+        }
     }
 }

@@ -65,6 +65,9 @@ pub(crate) struct FrontMatter {
     pub aliases: Vec<String>,
     pub tags: Vec<String>,
     pub session: Option<SessionNumber>,
+    /// `sessions: [81, 82]`: a note that belongs to several sessions (a fight across two),
+    /// ascending, no repeats.
+    pub sessions: Vec<SessionNumber>,
     pub kind: Option<NoteKind>,
     /// The `type`/`tipo` value as written (`pj`, `npc`, `dios`…): finer than `kind`.
     pub declared_type: Option<String>,
@@ -557,6 +560,22 @@ fn read_front_matter_field(
                 diagnostics.push(diagnostic(path, None, "front matter `session` holds no session number; ignored"));
             }
         }
+        "sessions" | "sesiones" => {
+            let mut sessions: Vec<SessionNumber> = match value {
+                Value::Sequence(items) => items.iter().filter_map(session_from_value).collect(),
+                Value::String(text) => text
+                    .split([',', ' ', ';'])
+                    .filter_map(|item| session_from_value(&Value::String(item.to_string())))
+                    .collect(),
+                other => session_from_value(other).into_iter().collect(),
+            };
+            sessions.sort();
+            sessions.dedup();
+            if sessions.is_empty() {
+                diagnostics.push(diagnostic(path, None, "front matter `sessions` holds no session number; ignored"));
+            }
+            front.sessions = sessions;
+        }
         "type" | "tipo" => {
             front.declared_type = scalar_text(value);
             front.kind = front.declared_type.as_deref().map(kind_from_type);
@@ -635,6 +654,10 @@ mod tests {
         }
         if let Some(session) = front.session {
             writeln!(actual, "session: {session}").unwrap();
+        }
+        if !front.sessions.is_empty() {
+            let sessions: Vec<String> = front.sessions.iter().map(ToString::to_string).collect();
+            writeln!(actual, "sessions: {}", sessions.join(", ")).unwrap();
         }
         if let Some(kind) = front.kind {
             writeln!(actual, "kind: {}", kind.as_str()).unwrap();

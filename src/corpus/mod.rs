@@ -26,7 +26,10 @@ mod split;
 mod text;
 
 pub use note::parse_note;
-pub use session::{detect_session_header, session_from_file_name};
+pub use session::{
+    CAMPAIGN_SESSION_STRIDE, EPISODE_CODE_PATTERN, SessionPattern, detect_session_header, session_from_file_name,
+    session_from_patterns,
+};
 pub use split::{fragment_campaign, split_block};
 pub use text::{content_hash, fold};
 
@@ -120,6 +123,10 @@ pub struct CorpusConfig {
     /// Path prefixes (relative to the campaign root, `/`-separated) whose notes are DM-only
     /// as a whole.
     pub secret_paths: Vec<String>,
+    /// Session-like notes: patterns over the file name and first heading that give a note's
+    /// session when its front matter and the `Sesión N` rules do not
+    /// ([`SessionPattern::defaults`]: episode codes, plus `campaign.session_patterns`).
+    pub session_patterns: Vec<SessionPattern>,
 }
 
 /// One problem with one file. The ingest reports it and goes on.
@@ -334,6 +341,7 @@ pub(crate) mod tests {
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
+            session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let sources = read_campaign(&crate_root().join(campaign));
         let mut notes = Vec::new();
@@ -396,6 +404,7 @@ pub(crate) mod tests {
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string(), "Mundo/Planes".to_string()],
+            session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let table = [
             ("Secretos/x.md", true),

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::RangeInclusive;
 
 use super::markdown::{self, Body, diagnostic};
-use super::session::session_from_file_name;
+use super::session::{session_from_file_name, session_from_patterns};
 use super::text::{file_stem, fold};
 use super::{Block, CorpusConfig, Diagnostic, LabelLanguage, Note, NoteKind, SecretPassage, SessionNumber, Visibility};
 
@@ -53,7 +53,18 @@ pub fn parse_note(path: &str, text: &str, config: &CorpusConfig) -> (Note, Vec<D
     note.aliases = std::mem::take(&mut front.aliases);
     note.tags = merge_tags(&front.tags, &body.tags);
     note.declared_type = front.declared_type.clone();
-    note.session = front.session.or_else(|| session_from_file_name(path));
+    // Session-like notes: `sessions: [81, 82]` in the front matter (the first one orders and
+    // slots the note), else the configured patterns over the file name and first heading.
+    let first_heading = body.visible[front.body_start.min(body.visible.len())..]
+        .iter()
+        .find(|line| line.trim_start().starts_with('#'))
+        .map(String::as_str);
+    note.session = front
+        .session
+        .or_else(|| front.sessions.first().copied())
+        .or_else(|| session_from_file_name(path))
+        .or_else(|| session_from_patterns(&config.session_patterns, path, first_heading));
+    let sessions = if front.session.is_none() { front.sessions.clone() } else { Vec::new() };
 
     let kind_hint = front
         .kind
@@ -69,7 +80,7 @@ pub fn parse_note(path: &str, text: &str, config: &CorpusConfig) -> (Note, Vec<D
         return (note, diagnostics);
     }
 
-    let reader = BlockReader { body: &body, config, visibility, title: &note.title, stem };
+    let reader = BlockReader { body: &body, config, visibility, title: &note.title, stem, sessions: &sessions };
     let whole_note = front.body_start..=lines.len() - 1;
     match kind_hint {
         Some(kind @ (NoteKind::Sheet | NoteKind::World)) => {
@@ -125,6 +136,20 @@ pub(crate) fn session_label(language: LabelLanguage, session: SessionNumber) -> 
     }
 }
 
+/// `Sesiones 81 y 82` / `Sessions 81 and 82`, `Sesiones 3, 4 y 5`: a note that belongs to
+/// several sessions (front matter `sessions:`).
+pub(crate) fn sessions_label(language: LabelLanguage, sessions: &[SessionNumber]) -> String {
+    let numbers: Vec<String> = sessions.iter().map(ToString::to_string).collect();
+    let (word, and) = match language {
+        LabelLanguage::Es => ("Sesiones", "y"),
+        LabelLanguage::En => ("Sessions", "and"),
+    };
+    match numbers.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{word} {} {and} {last}", rest.join(", ")),
+        _ => format!("{word} {}", numbers.join("")),
+    }
+}
+
 /// `Ficha: Baika` / `Mundo: Puerto Galerna` (and `Sheet:` / `World:` in English).
 pub(crate) fn named_label(language: LabelLanguage, kind: NoteKind, name: &str) -> String {
     let prefix = match (language, kind) {
@@ -143,6 +168,8 @@ struct BlockReader<'a> {
     visibility: Visibility,
     title: &'a str,
     stem: &'a str,
+    /// Front matter `sessions:` when it names more than one: the whole note's label names them all.
+    sessions: &'a [SessionNumber],
 }
 
 impl BlockReader<'_> {
@@ -176,7 +203,11 @@ impl BlockReader<'_> {
     }
 
     fn session_block(&self, session: SessionNumber, disambiguator: String, lines: RangeInclusive<usize>) -> Block {
-        let label = session_label(self.config.label_language, session);
+        let label = if self.sessions.len() > 1 && self.sessions.first() == Some(&session) {
+            sessions_label(self.config.label_language, self.sessions)
+        } else {
+            session_label(self.config.label_language, session)
+        };
         self.block(NoteKind::Session, Some(session), label, disambiguator, lines)
     }
 
@@ -269,6 +300,7 @@ mod tests {
             label_language,
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
+            session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let (note, diagnostics) = parse_note(path, text, &config);
         let mut actual = String::new();
@@ -407,6 +439,75 @@ world "Plan" session -
   El plan .
   secret 1-1: real"#,
         );
+    }
+
+    /// Issue 11: session-like notes outside the session notes (recaps, fights, episode
+    /// codes) carry their session, so their label, time order and summary slot are right.
+    #[test]
+    fn session_like_notes() {
+        let mut session_patterns = crate::corpus::SessionPattern::defaults();
+        session_patterns.push(crate::corpus::SessionPattern::new(r"(?i)^s(?P<number>\d{1,4})$", 0).unwrap());
+        session_patterns.push(crate::corpus::SessionPattern::new(r"(?i)^fight_s(?P<number>\d+)", 0).unwrap());
+        // (language, path, text, kind, session, labels)
+        let cases: &[(LabelLanguage, &str, &str, NoteKind, Option<u32>, &[&str])] = &[
+            (EN, "C1E001.md", "# C1E001 — Arrival\nThey arrive.", NoteKind::Session, Some(1), &["Session 1"]),
+            (EN, "crd3/C2E003.md", "# C2E003 — The Chase\nThey run.", NoteKind::Session, Some(1003), &["Session 1003"]),
+            (ES, "Episodios/Llegada.md", "# C1E007 — El trono\nLlegan.", NoteKind::Session, Some(7), &["Sesión 7"]),
+            (ES, "Recaps/S12.md", "Resumen de la doce.", NoteKind::Session, Some(12), &["Sesión 12"]),
+            (EN, "Session Combats/Fight_S81_82.md", "Round one.", NoteKind::Session, Some(81), &["Session 81"]),
+            // Front matter wins over the file name; a list names every session.
+            (
+                EN,
+                "Session Combats/Fight_S81_82.md",
+                "---\nsessions: [81, 82]\n---\nRound one.",
+                NoteKind::Session,
+                Some(81),
+                &["Sessions 81 and 82"],
+            ),
+            (
+                ES,
+                "Combates/Emboscada.md",
+                "---\nsesiones: 82, 81, 83\n---\nAsalto.",
+                NoteKind::Session,
+                Some(81),
+                &["Sesiones 81, 82 y 83"],
+            ),
+            (
+                ES,
+                "Combates/Emboscada.md",
+                "---\nsessions: [5]\n---\nAsalto.",
+                NoteKind::Session,
+                Some(5),
+                &["Sesión 5"],
+            ),
+            (
+                ES,
+                "Recaps/S12.md",
+                "---\nsession: 13\nsessions: [81, 82]\n---\nx",
+                NoteKind::Session,
+                Some(13),
+                &["Sesión 13"],
+            ),
+            // A folder's kind still decides; notes that name no session stay what they were.
+            (ES, "PNJs/C1E001.md", "Un PNJ.", NoteKind::Sheet, Some(1), &["Ficha: C1E001"]),
+            (ES, "Recaps/Sumario.md", "# Resumen general\nTodo.", NoteKind::World, None, &["Mundo: Sumario"]),
+            (EN, "Lore/Cosmology.md", "# The Gods\nMany.", NoteKind::World, None, &["World: Cosmology"]),
+        ];
+        for &(label_language, path, text, kind, session, labels) in cases {
+            let config = CorpusConfig {
+                label_language,
+                kind_folders: default_kind_folders(),
+                secret_paths: Vec::new(),
+                session_patterns: session_patterns.clone(),
+            };
+            let (note, _) = parse_note(path, text, &config);
+            let got: Vec<&str> = note.blocks.iter().map(|block| block.label.as_str()).collect();
+            assert_eq!(
+                (note.kind, note.session.map(|s| s.0), got.as_slice()),
+                (kind, session, labels),
+                "{path}: {text:?}"
+            );
+        }
     }
 
     #[test]

@@ -93,6 +93,74 @@ pub fn session_from_file_name(path: &str) -> Option<SessionNumber> {
     Some(SessionNumber(number))
 }
 
+/// Episode codes from several campaigns share one ordered line of sessions: episode `e` of
+/// campaign `c` is session `(c - 1) × CAMPAIGN_SESSION_STRIDE + e`, so `C1E115` (115) comes
+/// before `C2E001` (1001) and the two never collide. No campaign reaches 1,000 sessions.
+pub const CAMPAIGN_SESSION_STRIDE: u32 = 1000;
+
+/// The built-in session pattern: Critical Role style episode codes, `C1E001`, `c2e15`, at the
+/// start of a file name or of its first heading (`# C1E001 — Arrival at Kraghammer`).
+pub const EPISODE_CODE_PATTERN: &str = r"(?i)^c(?P<campaign>\d{1,2})e(?P<number>\d{1,4})(?:$|[^\p{L}\p{N}])";
+
+/// A configurable rule that ties a session-like note (`Recaps/S12.md`,
+/// `Session Combats/Fight_S81_82.md`, `C1E001.md`) to its session: a regex over the file
+/// name (without extension) and the note's first heading, with a `number` group (required)
+/// and an optional `campaign` group, plus a fixed `offset` added to the number.
+#[derive(Debug, Clone)]
+pub struct SessionPattern {
+    regex: Regex,
+    offset: u32,
+}
+
+impl SessionPattern {
+    /// Checks the pattern: a valid regex with a `number` group.
+    pub fn new(pattern: &str, offset: u32) -> Result<SessionPattern, String> {
+        let regex = Regex::new(pattern).map_err(|err| format!("not a valid regex: {err}"))?;
+        if !regex.capture_names().flatten().any(|name| name == "number") {
+            return Err("has no `(?P<number>…)` group for the session number".to_string());
+        }
+        Ok(SessionPattern { regex, offset })
+    }
+
+    /// The patterns every campaign gets: episode codes.
+    pub fn defaults() -> Vec<SessionPattern> {
+        vec![SessionPattern::new(EPISODE_CODE_PATTERN, 0).expect("the episode code pattern is valid")]
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.regex.as_str()
+    }
+
+    /// The session `text` names under this pattern, if it matches.
+    pub fn session_in(&self, text: &str) -> Option<SessionNumber> {
+        let captures = self.regex.captures(text.trim())?;
+        let number: u32 = captures.name("number")?.as_str().parse().ok()?;
+        let campaign_base = match captures.name("campaign") {
+            Some(campaign) => {
+                let campaign: u32 = campaign.as_str().parse().ok()?;
+                campaign.checked_sub(1)?.checked_mul(CAMPAIGN_SESSION_STRIDE)?
+            }
+            None => 0,
+        };
+        campaign_base.checked_add(number)?.checked_add(self.offset).map(SessionNumber)
+    }
+}
+
+/// The session a session-like note belongs to by the configured patterns: the file name
+/// first, then its first heading (`#` marks stripped). `None` when no pattern matches.
+pub fn session_from_patterns(
+    patterns: &[SessionPattern],
+    path: &str,
+    first_heading: Option<&str>,
+) -> Option<SessionNumber> {
+    let stem = file_stem(path);
+    let heading = first_heading.map(|line| line.trim().trim_start_matches('#').trim());
+    patterns
+        .iter()
+        .find_map(|pattern| pattern.session_in(stem))
+        .or_else(|| heading.and_then(|heading| patterns.iter().find_map(|pattern| pattern.session_in(heading))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,5 +272,54 @@ mod tests {
                 ("PNJs/Baika.md", None),
             ],
         );
+    }
+
+    #[test]
+    fn session_patterns() {
+        let fight = SessionPattern::new(r"(?i)^fight_s(?P<number>\d+)", 0).unwrap();
+        let recap = SessionPattern::new(r"(?i)^s(?P<number>\d{1,4})$", 0).unwrap();
+        let offset = SessionPattern::new(r"^Libro 2 - (?P<number>\d+)", 40).unwrap();
+        let mut patterns = SessionPattern::defaults();
+        patterns.extend([fight, recap, offset]);
+        // (file, first heading, expected session)
+        let cases: &[(&str, Option<&str>, Option<u32>)] = &[
+            // Episode codes: campaign 1 keeps its numbers, campaign 2 starts at 1001.
+            ("C1E001.md", None, Some(1)),
+            ("crd3/C1E115.md", None, Some(115)),
+            ("C2E001.md", None, Some(1001)),
+            ("c2e46 notes.md", None, Some(1046)),
+            ("Episodio.md", Some("# C2E003 — The Midnight Chase"), Some(1003)),
+            ("Episodio.md", Some("## C1E010"), Some(10)),
+            // Configured patterns, English and Spanish names.
+            ("Session Combats/Fight_S81_82.md", None, Some(81)),
+            ("Recaps/S12.md", None, Some(12)),
+            ("Libro 2 - 3.md", None, Some(43)),
+            // Not sessions: a code inside a word, an unknown campaign 0, other notes.
+            ("EC1E001.md", None, None),
+            ("C0E004.md", None, None),
+            ("C1Extra.md", None, None),
+            ("Recaps/Sumario.md", None, None),
+            ("Recaps/S12 borrador viejo.md", None, None),
+            ("PNJs/Baika.md", Some("# Baika la Tejedora"), None),
+        ];
+        for &(path, heading, expected) in cases {
+            assert_eq!(
+                session_from_patterns(&patterns, path, heading),
+                expected.map(SessionNumber),
+                "{path} {heading:?}"
+            );
+        }
+        // Campaign codes keep episodes in story order across campaigns.
+        let order: Vec<Option<SessionNumber>> = ["C1E114.md", "C1E115.md", "C2E001.md", "C2E002.md"]
+            .iter()
+            .map(|p| session_from_patterns(&patterns, p, None))
+            .collect();
+        assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{order:?}");
+    }
+
+    #[test]
+    fn a_session_pattern_needs_a_number_group() {
+        assert!(SessionPattern::new(r"^S(\d+)", 0).unwrap_err().contains("number"));
+        assert!(SessionPattern::new(r"^S(?P<number>\d+", 0).unwrap_err().contains("regex"));
     }
 }

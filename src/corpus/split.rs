@@ -334,6 +334,7 @@ mod tests {
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
+            session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let notes: Vec<Note> = notes.iter().map(|(path, text)| parse_note(path, text, &config).0).collect();
         let (fragments, diagnostics) = fragment_campaign(&notes, &config);
@@ -505,6 +506,7 @@ diagnostic b/Sesion 3.md 1: session 3 also claimed by a/Crónica.md (l. 1); kept
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: Vec::new(),
+            session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let sources = [("Sesiones/Sesion 1.md", "Uno."), ("Crónica.md", "## Sesión 1\nA.\n## Sesión 2\nB.")];
         let notes: Vec<Note> = sources.iter().map(|(path, text)| parse_note(path, text, &config).0).collect();

@@ -308,4 +308,28 @@ mod tests {
                 .remove(0);
         assert_eq!(question.expected_labels(), vec!["Sesión 2", "Sesión 1"]);
     }
+
+    /// Issue 11: the CRD3 bank holds at least 40 questions, at least 4 of each kind, labels in
+    /// the episode-code scheme (C2 episodes from «Sesión 1001»), and follow-ups the follow-up
+    /// rule actually expands (no proper name that would make them stand alone).
+    #[test]
+    fn the_crd3_bank_is_complete() {
+        let bank = parse_and_check(include_str!("../../eval/crd3-questions.jsonl")).unwrap();
+        assert!(bank.len() >= 40, "{}", bank.len());
+        for kind in QuestionKind::ALL {
+            let n = bank.iter().filter(|question| question.kind == kind).count();
+            assert!(n >= 4, "{}: {n}", kind.as_str());
+        }
+        for question in &bank {
+            for label in &question.expected {
+                let number: u32 = label.strip_prefix("Sesión ").and_then(|n| n.parse().ok()).unwrap_or(0);
+                assert!((1..=115).contains(&number) || (1001..=1046).contains(&number), "{}: {label}", question.id);
+            }
+            if question.kind == QuestionKind::Followup {
+                let (expanded, decision) =
+                    crate::retrieve::decide_followup(&question.question, &question.history, false);
+                assert!(expanded.is_some(), "{}: {}", question.id, decision.reason);
+            }
+        }
+    }
 }

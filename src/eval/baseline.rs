@@ -7,10 +7,11 @@
 //! its hits are an upper bound.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::corpus::Visibility;
+use crate::corpus::{Visibility, content_hash};
 use crate::index::Index;
 use crate::llm::{EmbedRole, Embedder};
 
@@ -69,8 +70,15 @@ pub fn blind_windows(fragments: &[PlacedText], words: usize) -> Vec<(Vec<String>
 }
 
 impl Baseline {
-    /// Embeds every blind window of the index's player-visible fragments.
-    pub async fn build(index: &Index, embedder: &dyn Embedder, batch_size: usize) -> anyhow::Result<Baseline> {
+    /// Embeds every blind window of the index's player-visible fragments, or reads their
+    /// vectors from `cache_dir` when an earlier run embedded exactly these windows with this
+    /// embedder (a cache that cannot be read or written only costs the embedding).
+    pub async fn build(
+        index: &Index,
+        embedder: &dyn Embedder,
+        batch_size: usize,
+        cache_dir: Option<&Path>,
+    ) -> anyhow::Result<Baseline> {
         let fragments: Vec<PlacedText> = index
             .store
             .fragments(Some(Visibility::Player))?
@@ -87,6 +95,18 @@ impl Baseline {
             })
             .collect();
         let cut = blind_windows(&fragments, BASELINE_WINDOW_WORDS);
+        let key = {
+            let texts: Vec<&str> = cut.iter().map(|(_, text)| text.as_str()).collect();
+            content_hash(Visibility::Player, &format!("{}\n{}", embedder.id(), texts.join("\n\u{1e}\n")))
+        };
+        let cache_file = cache_dir.map(|dir| dir.join(format!("{key}.json")));
+        if let Some(vectors) = cache_file.as_deref().and_then(read_cached_vectors)
+            && vectors.len() == cut.len()
+        {
+            tracing::info!(windows = vectors.len(), "eval: baseline vectors from the cache");
+            let windows = cut.into_iter().zip(vectors).map(|((labels, _), vector)| Window { labels, vector }).collect();
+            return Ok(Baseline { windows });
+        }
         let mut windows = Vec::with_capacity(cut.len());
         for batch in cut.chunks(batch_size.max(1)) {
             let texts: Vec<String> = batch.iter().map(|(_, text)| text.clone()).collect();
@@ -100,6 +120,16 @@ impl Baseline {
             );
             for ((labels, _), vector) in batch.iter().zip(vectors) {
                 windows.push(Window { labels: labels.clone(), vector });
+            }
+        }
+        if let Some(cache_file) = &cache_file {
+            let vectors: Vec<&Vec<f32>> = windows.iter().map(|window| &window.vector).collect();
+            let written = cache_file
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(cache_file, serde_json::to_vec(&vectors).unwrap_or_default()));
+            if let Err(err) = written {
+                tracing::warn!(error = %err, path = %cache_file.display(), "the baseline's vectors were not cached");
             }
         }
         Ok(Baseline { windows })
@@ -134,6 +164,12 @@ impl Baseline {
         }
         Ok(labels)
     }
+}
+
+/// The vectors a cache file holds, or `None` when it is missing or unreadable.
+fn read_cached_vectors(path: &Path) -> Option<Vec<Vec<f32>>> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 #[cfg(test)]

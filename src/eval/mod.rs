@@ -48,6 +48,10 @@ pub struct EvalOptions {
     pub ablations: bool,
     /// Texts per embedding call for the baseline's windows.
     pub batch_size: usize,
+    /// A folder where the baseline's window vectors are kept between runs, keyed by the
+    /// embedder and the windows' text (a 159-episode campaign costs as much to embed again
+    /// as its ingest). `None`: embed every run.
+    pub baseline_cache: Option<std::path::PathBuf>,
 }
 
 /// The path ablations, in the order the table prints them (the three fused is `FUSION_ONLY`).
@@ -100,7 +104,9 @@ pub async fn run_eval(
     let compendium = CompendiumIndex::load(&index.store)?;
     let known: BTreeSet<String> = index.store.sources()?.into_iter().map(|source| source.label).collect();
     let baseline = if options.ablations {
-        let built = Baseline::build(&index, oracle.embedder().as_ref(), options.batch_size).await?;
+        let built =
+            Baseline::build(&index, oracle.embedder().as_ref(), options.batch_size, options.baseline_cache.as_deref())
+                .await?;
         tracing::info!(windows = built.windows(), "eval: baseline built");
         Some(built)
     } else {

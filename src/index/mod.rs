@@ -17,8 +17,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 pub use store::{
-    CompendiumRecords, EntityListing, FileRecord, FragmentHead, IngestChanges, MentionRecord, SourceSummary, Store,
-    StoredFragment,
+    CompendiumRecords, EntityListing, EntityMention, FileRecord, FragmentHead, IngestChanges, MentionRecord,
+    SourceSummary, Store, StoredFragment,
 };
 pub use vectors::{VectorHit, VectorRow, VectorStore, vector_table_name};
 

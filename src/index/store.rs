@@ -72,6 +72,16 @@ pub struct StoredFragment {
     pub fragment: Fragment,
 }
 
+/// One entity's mentions in one fragment, with what the entity path ranks by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntityMention {
+    pub entity_id: i64,
+    pub fragment_id: i64,
+    pub n_mentions: i64,
+    pub word_count: i64,
+    pub session: Option<SessionNumber>,
+}
+
 /// A fragment without its text: what a candidate list needs.
 #[derive(Debug, Clone)]
 pub struct FragmentHead {
@@ -348,32 +358,45 @@ impl Store {
         Ok(grouped)
     }
 
-    /// Fragments mentioning any of `entity_ids`, most central first: mentions over the square
-    /// root of the fragment's length, summed over the entities (a short note naming the entity
-    /// is about it; a long session naming it once only passes by).
-    pub fn fragments_by_centrality(
+    /// Every mention of `entity_ids` in a fragment `visibility` allows: which entity, which
+    /// fragment, how often, the fragment's length and session. Unordered: the entity path ranks.
+    pub fn entity_mentions(
         &self,
         entity_ids: &[i64],
         visibility: Option<Visibility>,
-        limit: usize,
-    ) -> Result<Vec<i64>, IndexError> {
-        let mut centrality: HashMap<i64, f64> = HashMap::new();
+    ) -> Result<Vec<EntityMention>, IndexError> {
         let mut statement = self.connection.prepare_cached(
-            "SELECT f.id, m.n_mentions, f.word_count FROM entity_mentions m JOIN fragments f ON f.id = m.fragment_id
+            "SELECT m.entity_id, f.id, m.n_mentions, f.word_count, f.session
+             FROM entity_mentions m JOIN fragments f ON f.id = m.fragment_id
              WHERE m.entity_id = ?1 AND (?2 IS NULL OR f.visibility = ?2)",
         )?;
+        let mut mentions = Vec::new();
         for entity_id in entity_ids {
             let rows = statement.query_map(params![entity_id, visibility.map(Visibility::as_str)], |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
+                Ok(EntityMention {
+                    entity_id: row.get(0)?,
+                    fragment_id: row.get(1)?,
+                    n_mentions: row.get(2)?,
+                    word_count: row.get(3)?,
+                    session: row.get::<_, Option<u32>>(4)?.map(SessionNumber),
+                })
             })?;
             for row in rows {
-                let (id, n_mentions, word_count) = row?;
-                *centrality.entry(id).or_default() += n_mentions as f64 / (word_count.max(1) as f64).sqrt();
+                mentions.push(row?);
             }
         }
-        let mut ranked: Vec<(i64, f64)> = centrality.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        Ok(ranked.into_iter().take(limit).map(|(id, _)| id).collect())
+        Ok(mentions)
+    }
+
+    /// How many distinct sessions hold a fragment `visibility` allows: the denominator of an
+    /// entity's session share.
+    pub fn n_sessions(&self, visibility: Option<Visibility>) -> Result<usize, IndexError> {
+        let n: i64 = self.connection.query_row(
+            "SELECT COUNT(DISTINCT session) FROM fragments WHERE session IS NOT NULL AND (?1 IS NULL OR visibility = ?1)",
+            params![visibility.map(Visibility::as_str)],
+            |row| row.get(0),
+        )?;
+        Ok(usize::try_from(n).unwrap_or(0))
     }
 
     /// What retrieval shows of a fragment without its text, in the order of `ids`

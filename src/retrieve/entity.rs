@@ -3,14 +3,19 @@
 //!
 //! Measured in the design: asking about someone who appears in six sessions returned
 //! fragments from only two or three with the dense and BM25 paths; this path raised that
-//! coverage from 70% to 91%. Known trade-off, accepted on purpose: an entity that appears
-//! everywhere brings many candidates; fusion and rerank handle that.
+//! coverage from 70% to 91%. The trade-off the design accepted (an entity that appears
+//! everywhere floods the pool) broke on a 99-session campaign (issue 11), so an entity's
+//! evidence now scales with its rarity, a question naming two entities prefers the sessions
+//! where they meet, and an arc question about one entity still gets all of its sessions.
+
+use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
+use super::MAX_POOL;
 use crate::compendium::{Compendium, EntityMatcher};
-use crate::corpus::Visibility;
-use crate::index::{IndexError, Store};
+use crate::corpus::{SessionNumber, Visibility};
+use crate::index::{EntityMention, IndexError, Store};
 
 /// An entity the question names.
 #[derive(Debug, Clone, Serialize)]
@@ -57,18 +62,282 @@ impl CompendiumIndex {
     }
 }
 
-/// Fragment ids mentioning any of `entity_ids`, most central first: mentions per word of the
-/// fragment (an entity named ten times in a short note is its subject; once in a long session,
-/// a passer-by), summed over the entities named.
+/// An entity's evidence is `1 − its share of the sessions` (a PC in 90% of them says little
+/// about which one the question means; an NPC in two says a lot), never below this floor, so
+/// the path still breaks ties between the other paths' candidates (issue 11).
+pub const ENTITY_MIN_WEIGHT: f64 = 0.05;
+
+/// Folded phrases that ask about an entity's whole story («¿qué ha hecho X en la campaña?»,
+/// "what has X done?"): such a question gets every session of the entity at full weight.
+const ARC_PHRASES: &[&str] = &[
+    "que ha hecho",
+    "que ha pasado con",
+    "que paso con",
+    "que fue de",
+    "que ha sido de",
+    "a lo largo",
+    "en la campana",
+    "en toda la campana",
+    "historia de",
+    "papel de",
+    "que papel",
+    "evolucion de",
+    "de principio a fin",
+    "hasta el final",
+    "durante la campana",
+    "que le ha ocurrido",
+    "que les ha ocurrido",
+    "ha cambiado",
+    "what has",
+    "what have",
+    "what happened to",
+    "what happened with",
+    "what became of",
+    "throughout",
+    "over the campaign",
+    "across the campaign",
+    "in the campaign",
+    "whole campaign",
+    "story of",
+    "role of",
+    "what role",
+    "from start to finish",
+    "has changed",
+];
+
+/// One named entity's spread over the campaign, as `search --json` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EntityShare {
+    pub name: String,
+    /// Sessions where the entity is mentioned (in fragments the audience may see).
+    pub n_sessions: usize,
+    /// `n_sessions` over the campaign's sessions (0 when the campaign has none).
+    pub session_share: f64,
+    /// Its evidence: `max(1 − session_share, ENTITY_MIN_WEIGHT)`, 1 for an arc question.
+    pub weight: f64,
+}
+
+/// What the entity path found and how much the fusion should trust it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EntityEvidence {
+    /// Fragment ids, best first: most named entities together, then rarity-weighted centrality.
+    #[serde(skip)]
+    pub ranked: Vec<i64>,
+    /// The path's weight in the fusion: the rarity of the named entities together.
+    pub weight: f64,
+    /// The question asks about the entity's whole story: full weight, one fragment per session first.
+    pub arc: bool,
+    /// Sessions in the campaign (the share's denominator).
+    pub n_sessions: usize,
+    /// With two or more entities: the sessions where all of them appear.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joint_sessions: Option<usize>,
+    pub entities: Vec<EntityShare>,
+}
+
+/// Whether `question` asks about an entity's whole story (see [`ARC_PHRASES`]).
+pub fn is_arc_question(question: &str) -> bool {
+    let folded: String =
+        crate::corpus::fold(question).chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect();
+    let joined = format!(" {} ", folded.split_whitespace().collect::<Vec<_>>().join(" "));
+    ARC_PHRASES.iter().any(|phrase| joined.contains(&format!(" {phrase} ")))
+}
+
+/// The entity path: fragments mentioning the entities the question names, from the index,
+/// ranked by [`rank_by_entities`].
 pub fn search_entities(
     store: &Store,
-    entity_ids: &[i64],
+    entities: &[(i64, String)],
     visibility: Option<Visibility>,
     depth: usize,
-) -> Result<Vec<i64>, IndexError> {
-    let _span = tracing::info_span!("retrieve.entity", n_entities = entity_ids.len(), depth).entered();
-    if entity_ids.is_empty() {
-        return Ok(Vec::new());
+    arc: bool,
+) -> Result<EntityEvidence, IndexError> {
+    let _span = tracing::info_span!("retrieve.entity", n_entities = entities.len(), depth, arc).entered();
+    if entities.is_empty() {
+        return Ok(rank_by_entities(&[], entities, 0, arc, depth));
     }
-    store.fragments_by_centrality(entity_ids, visibility, depth)
+    let entity_ids: Vec<i64> = entities.iter().map(|(id, _)| *id).collect();
+    let mentions = store.entity_mentions(&entity_ids, visibility)?;
+    let n_sessions = store.n_sessions(visibility)?;
+    let evidence = rank_by_entities(&mentions, entities, n_sessions, arc, depth);
+    tracing::debug!(weight = evidence.weight, n_ranked = evidence.ranked.len(), "entity evidence");
+    Ok(evidence)
+}
+
+/// Ranks the fragments that mention the named `entities` (`(store id, name)`), pure.
+///
+/// - Each entity's evidence is its rarity, `max(1 − share, ENTITY_MIN_WEIGHT)`, where share is
+///   the fraction of the campaign's `n_sessions` it appears in; a campaign without sessions
+///   gives every entity full weight.
+/// - A fragment naming more of the entities comes first (two entities: the sessions where they
+///   meet), then by the sum of each entity's weight × its centrality there (mentions over the
+///   square root of the fragment's length: a short note naming it ten times is about it).
+/// - The path's weight is the rarity of the entities together: the share of sessions where
+///   all of them appear (the rarest one's when they never meet).
+/// - An arc question keeps full weight and lists the most central fragment of every session
+///   before any second fragment of a session, up to `MAX_POOL`, so the whole story reaches the pool.
+pub fn rank_by_entities(
+    mentions: &[EntityMention],
+    entities: &[(i64, String)],
+    n_sessions: usize,
+    arc: bool,
+    depth: usize,
+) -> EntityEvidence {
+    let mut sessions_of: HashMap<i64, BTreeSet<SessionNumber>> = HashMap::new();
+    for mention in mentions {
+        let sessions = sessions_of.entry(mention.entity_id).or_default();
+        sessions.extend(mention.session);
+    }
+    let share_of = |n: usize| if n_sessions == 0 { 0.0 } else { (n as f64 / n_sessions as f64).min(1.0) };
+    let rarity = |share: f64| if arc { 1.0 } else { (1.0 - share).max(ENTITY_MIN_WEIGHT) };
+
+    let shares: Vec<EntityShare> = entities
+        .iter()
+        .map(|(entity_id, name)| {
+            let n = sessions_of.get(entity_id).map_or(0, BTreeSet::len);
+            EntityShare { name: name.clone(), n_sessions: n, session_share: share_of(n), weight: rarity(share_of(n)) }
+        })
+        .collect();
+    let weight_of: HashMap<i64, f64> =
+        entities.iter().zip(&shares).map(|((entity_id, _), share)| (*entity_id, share.weight)).collect();
+
+    let joint_sessions = (entities.len() > 1).then(|| {
+        let mut sets = entities.iter().map(|(entity_id, _)| sessions_of.get(entity_id).cloned().unwrap_or_default());
+        let first = sets.next().unwrap_or_default();
+        sets.fold(first, |together, set| together.intersection(&set).copied().collect()).len()
+    });
+    let path_share = match joint_sessions {
+        Some(0) => shares.iter().map(|share| share.session_share).fold(1.0, f64::min),
+        Some(n) => share_of(n),
+        None => shares.first().map_or(0.0, |share| share.session_share),
+    };
+
+    // Per fragment: which named entities it mentions, its weighted centrality, its session.
+    let mut by_fragment: HashMap<i64, (BTreeSet<i64>, f64, Option<SessionNumber>)> = HashMap::new();
+    for mention in mentions {
+        let weight = weight_of.get(&mention.entity_id).copied().unwrap_or(ENTITY_MIN_WEIGHT);
+        let centrality = mention.n_mentions as f64 / (mention.word_count.max(1) as f64).sqrt();
+        let entry = by_fragment.entry(mention.fragment_id).or_insert_with(|| (BTreeSet::new(), 0.0, mention.session));
+        entry.0.insert(mention.entity_id);
+        entry.1 += weight * centrality;
+    }
+    let mut ranked: Vec<(i64, usize, f64, Option<SessionNumber>)> =
+        by_fragment.into_iter().map(|(id, (named, score, session))| (id, named.len(), score, session)).collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)).then(a.0.cmp(&b.0)));
+    let (ranked, depth) = if arc {
+        // Every session's best fragment first, then the rest in the same order.
+        let mut seen_sessions = BTreeSet::new();
+        let (firsts, rest): (Vec<_>, Vec<_>) = ranked
+            .into_iter()
+            .partition(|(_, _, _, session)| session.is_none_or(|session| seen_sessions.insert(session)));
+        (firsts.into_iter().chain(rest).collect(), depth.max(MAX_POOL))
+    } else {
+        (ranked, depth)
+    };
+    EntityEvidence {
+        ranked: ranked.into_iter().take(depth).map(|(id, ..)| id).collect(),
+        weight: rarity(path_share),
+        arc,
+        n_sessions,
+        joint_sessions,
+        entities: shares,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VEX: i64 = 1;
+    const SAUNDOR: i64 = 2;
+    const BAIKA: i64 = 3;
+
+    /// A ten-session campaign: fragment `n` is session `n`. Vex (a PC) is in sessions 1–9,
+    /// named three times in each; Saundor in 5 and 10; Baika in 3 and 7, once each; session 8
+    /// has a second fragment (id 18) that names Vex once.
+    fn campaign() -> Vec<EntityMention> {
+        let mention = |entity_id, fragment_id: i64, n_mentions, session| EntityMention {
+            entity_id,
+            fragment_id,
+            n_mentions,
+            word_count: 900,
+            session: Some(SessionNumber(session)),
+        };
+        let mut mentions: Vec<EntityMention> = (1..=9).map(|n| mention(VEX, n, 3 + (n % 2), n as u32)).collect();
+        mentions.push(mention(VEX, 18, 1, 8));
+        mentions.extend([mention(SAUNDOR, 5, 1, 5), mention(SAUNDOR, 10, 2, 10)]);
+        mentions.extend([mention(BAIKA, 3, 1, 3), mention(BAIKA, 7, 1, 7)]);
+        mentions
+    }
+
+    /// Runs the entity path on `question` naming `named`, and checks the path's weight and
+    /// its first fragment ids.
+    fn check(question: &str, named: &[(i64, &str)], weight: f64, first: &[i64]) {
+        let entities: Vec<(i64, String)> = named.iter().map(|(id, name)| (*id, name.to_string())).collect();
+        let evidence = rank_by_entities(&campaign(), &entities, 10, is_arc_question(question), 16);
+        assert!((evidence.weight - weight).abs() < 1e-9, "{question}: weight {}", evidence.weight);
+        assert_eq!(&evidence.ranked[..first.len()], first, "{question}: {:?}", evidence.ranked);
+    }
+
+    #[test]
+    fn evidence_scales_with_rarity_and_prefers_entities_together() {
+        let vex = (VEX, "Vex'ahlia");
+        let saundor = (SAUNDOR, "Saundor");
+        let baika = (BAIKA, "Baika");
+        // A PC in 9 of 10 sessions: weight 0.1, a tie-breaker; most central first (odd
+        // sessions name her four times).
+        check("What did Vex call the horse she bought?", &[vex], 0.1, &[1, 3, 5, 7, 9, 2]);
+        check("¿Cómo llamó Vex al caballo que compró?", &[vex], 0.1, &[1, 3, 5, 7, 9, 2]);
+        // A rare NPC: weight 0.8.
+        check("Who is Saundor?", &[saundor], 0.8, &[10, 5]);
+        check("¿Quién es Saundor?", &[saundor], 0.8, &[10, 5]);
+        // Two entities: the sessions where they meet first, weighted by how rare meeting is.
+        check("What did Vex and Baika trade?", &[vex, baika], 0.8, &[3, 7]);
+        check("¿Qué se dijeron Baika y Vex?", &[baika, vex], 0.8, &[3, 7]);
+        check("When did Vex meet Saundor?", &[vex, saundor], 0.9, &[5, 10]);
+        // Two entities that never meet: the rarer one's share decides the weight.
+        check("¿Conoce Saundor a Baika?", &[saundor, baika], 0.8, &[10]);
+    }
+
+    #[test]
+    fn an_arc_question_gets_every_session_at_full_weight() {
+        let vex = (VEX, "Vex'ahlia");
+        for question in [
+            "What has Vex done in the campaign?",
+            "What happened to Vex?",
+            "¿Qué ha hecho Vex en la campaña?",
+            "¿Qué pasó con Vex a lo largo de la historia?",
+            "¿Qué papel ha tenido Vex en la historia, de principio a fin?",
+            "What role has Vex played from start to finish?",
+        ] {
+            let entities = vec![(vex.0, vex.1.to_string())];
+            assert!(is_arc_question(question), "{question}");
+            let evidence = rank_by_entities(&campaign(), &entities, 10, true, 4);
+            assert_eq!(evidence.weight, 1.0);
+            // One fragment per session before session 8's second fragment, past `depth`.
+            assert_eq!(evidence.ranked, vec![1, 3, 5, 7, 9, 2, 4, 6, 8, 18], "{question}");
+            assert_eq!(evidence.entities[0].weight, 1.0);
+        }
+        for question in
+            ["What did Vex buy in Vasselheim?", "¿Qué compró Vex en el mercado?", "¿Qué hizo Vex en la sesión 3?"]
+        {
+            assert!(!is_arc_question(question), "{question}");
+        }
+    }
+
+    #[test]
+    fn shares_are_reported_per_entity() {
+        let entities = vec![(VEX, "Vex'ahlia".to_string()), (SAUNDOR, "Saundor".to_string())];
+        let evidence = rank_by_entities(&campaign(), &entities, 10, false, 16);
+        let shares: Vec<(&str, usize, f64)> =
+            evidence.entities.iter().map(|e| (e.name.as_str(), e.n_sessions, e.weight)).collect();
+        assert_eq!(shares.len(), 2);
+        assert_eq!((shares[0].0, shares[0].1), ("Vex'ahlia", 9));
+        assert!((shares[0].2 - 0.1).abs() < 1e-9 && (shares[1].2 - 0.8).abs() < 1e-9, "{shares:?}");
+        assert_eq!(evidence.joint_sessions, Some(1));
+        // In every session, the floor; no sessions at all (world documents only), full weight.
+        let everywhere = rank_by_entities(&campaign(), &entities[..1], 9, false, 16);
+        assert_eq!(everywhere.weight, ENTITY_MIN_WEIGHT);
+        assert_eq!(rank_by_entities(&[], &entities[..1], 0, false, 16).weight, 1.0);
+    }
 }

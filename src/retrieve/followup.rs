@@ -42,39 +42,70 @@ pub struct Turn {
     pub content: String,
 }
 
+/// Why a question was or was not searched with the previous user turn: `search --json`
+/// shows it, so a lost follow-up can be explained without a debugger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FollowupDecision {
+    pub expanded: bool,
+    /// `no previous user turn`, `names an entity of the compendium`, `names "Baika"`,
+    /// `opens with "and"`, `opens with "what about"`, `refers back with "she"`,
+    /// `short (2 words)`, `stands alone`.
+    pub reason: String,
+}
+
 /// The text to search with: the question, or the last user turn + the question when the
 /// question does not stand alone. `names_entity` says whether the compendium found a name.
 pub fn expand_followup(question: &str, history: &[Turn], names_entity: bool) -> Option<String> {
-    let previous = history.iter().rev().find(|turn| turn.role == TurnRole::User)?;
-    if names_entity || has_proper_name(question) || stands_alone(question) {
-        return None;
+    decide_followup(question, history, names_entity).0
+}
+
+/// [`expand_followup`] with the reason for its decision.
+pub fn decide_followup(question: &str, history: &[Turn], names_entity: bool) -> (Option<String>, FollowupDecision) {
+    let decided = |expanded: bool, reason: String| FollowupDecision { expanded, reason };
+    let Some(previous) = history.iter().rev().find(|turn| turn.role == TurnRole::User) else {
+        return (None, decided(false, "no previous user turn".to_string()));
+    };
+    if names_entity {
+        return (None, decided(false, "names an entity of the compendium".to_string()));
     }
-    Some(format!("{} {}", previous.content.trim(), question.trim()))
+    if let Some(name) = proper_name(question) {
+        return (None, decided(false, format!("names \"{name}\"")));
+    }
+    match leans_back(question) {
+        None => (None, decided(false, "stands alone".to_string())),
+        Some(reason) => (Some(format!("{} {}", previous.content.trim(), question.trim())), decided(true, reason)),
+    }
 }
 
 fn words(question: &str) -> Vec<&str> {
     question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect()
 }
 
-fn stands_alone(question: &str) -> bool {
+/// Why the question does not stand alone, or `None` when it does.
+fn leans_back(question: &str) -> Option<String> {
     let words = words(question);
-    let Some(first) = words.first() else {
-        return true;
-    };
+    let first = words.first()?;
     let folded: Vec<String> = words.iter().map(|word| fold(word)).collect();
-    let opens_with_connector = CONNECTORS.contains(&fold(first).as_str());
+    if CONNECTORS.contains(&fold(first).as_str()) {
+        return Some(format!("opens with \"{}\"", first.to_lowercase()));
+    }
     let joined = folded.join(" ");
-    let opens_with_phrase = OPENING_PHRASES.iter().any(|phrase| joined.starts_with(phrase));
+    if let Some(phrase) = OPENING_PHRASES.iter().find(|phrase| joined.starts_with(*phrase)) {
+        return Some(format!("opens with \"{phrase}\""));
+    }
     // "él" (he) folds to "el" (the): only the accented form written is a pronoun.
-    let refers_back = words.iter().zip(&folded).any(|(word, folded)| {
-        ANAPHORA.contains(&folded.as_str()) && !(folded == "el" && !word.to_lowercase().starts_with('é'))
+    let refers_back = words.iter().zip(&folded).find(|(word, folded)| {
+        ANAPHORA.contains(&folded.as_str()) && !(folded.as_str() == "el" && !word.to_lowercase().starts_with('é'))
     });
-    !opens_with_connector && !opens_with_phrase && !refers_back && words.len() > SHORT_QUESTION_WORDS
+    if let Some((word, _)) = refers_back {
+        return Some(format!("refers back with \"{}\"", word.to_lowercase()));
+    }
+    (words.len() <= SHORT_QUESTION_WORDS).then(|| format!("short ({} words)", words.len()))
 }
 
 /// A capitalised word that does not open the sentence: "¿y qué hizo Baika?".
-fn has_proper_name(question: &str) -> bool {
-    words(question).iter().skip(1).any(|word| word.chars().next().is_some_and(char::is_uppercase))
+fn proper_name(question: &str) -> Option<&str> {
+    words(question).into_iter().skip(1).find(|word| word.chars().next().is_some_and(char::is_uppercase))
 }
 
 #[cfg(test)]
@@ -149,5 +180,24 @@ mod tests {
         assert_eq!(expand_followup("¿Y después?", &[], false), None);
         let only_assistant = [Turn { role: TurnRole::Assistant, content: "Hola".into() }];
         assert_eq!(expand_followup("¿Y después?", &only_assistant, false), None);
+    }
+
+    #[test]
+    fn each_decision_says_why() {
+        let history = vec![Turn { role: TurnRole::User, content: "Who is Vex?".into() }];
+        for (question, names_entity, expanded, reason) in [
+            ("did she ever get it back?", false, true, "refers back with \"she\""),
+            ("¿y su hermano?", false, true, "opens with \"y\""),
+            ("What about the horse?", false, true, "opens with \"what about\""),
+            ("¿Cómo murió?", false, true, "short (2 words)"),
+            ("¿Lo sabía él desde el principio?", false, true, "refers back with \"él\""),
+            ("What did Vex call the horse?", true, false, "names an entity of the compendium"),
+            ("and Norkiel?", false, false, "names \"Norkiel\""),
+            ("Which god does the temple of the sea worship?", false, false, "stands alone"),
+        ] {
+            let (_, decision) = decide_followup(question, &history, names_entity);
+            assert_eq!(decision, FollowupDecision { expanded, reason: reason.to_string() }, "{question}");
+        }
+        assert_eq!(decide_followup("¿Y después?", &[], false).1.reason, "no previous user turn");
     }
 }

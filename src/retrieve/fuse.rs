@@ -24,9 +24,18 @@ pub struct Fused {
 /// Fuses ranked lists of fragment ids (best first, no duplicates within a list). Ties break
 /// deterministically: higher score, then the best single rank, then the lower fragment id.
 pub fn fuse_candidates(lists: &[(RetrievalPath, Vec<i64>)], max_pool: usize) -> Vec<Fused> {
+    let weighted: Vec<(RetrievalPath, f64, Vec<i64>)> =
+        lists.iter().map(|(path, ids)| (*path, 1.0, ids.clone())).collect();
+    fuse_weighted(&weighted, max_pool)
+}
+
+/// [`fuse_candidates`] with a weight per list: a position is worth `weight / (RRF_K + rank)`.
+/// The entity path's weight is the rarity of the entities the question names (issue 11); the
+/// others weigh 1.
+pub fn fuse_weighted(lists: &[(RetrievalPath, f64, Vec<i64>)], max_pool: usize) -> Vec<Fused> {
     let _span = tracing::info_span!("retrieve.fuse", n_lists = lists.len()).entered();
     let mut by_fragment: HashMap<i64, Fused> = HashMap::new();
-    for (path, ids) in lists {
+    for (path, weight, ids) in lists {
         for (position, &fragment_id) in ids.iter().enumerate() {
             let rank = position + 1;
             let entry = by_fragment.entry(fragment_id).or_insert_with(|| Fused {
@@ -37,7 +46,7 @@ pub fn fuse_candidates(lists: &[(RetrievalPath, Vec<i64>)], max_pool: usize) -> 
             // A list repeating an id counts its best position only.
             if entry.ranks.get(*path).is_none() {
                 entry.ranks.set(*path, rank);
-                entry.score += 1.0 / (RRF_K + rank as f64);
+                entry.score += weight / (RRF_K + rank as f64);
             }
         }
     }
@@ -95,6 +104,20 @@ mod tests {
         // The same lists in another order give the same result.
         let again = fuse_candidates(&[(Entity, vec![9]), (Bm25, vec![5, 7]), (Dense, vec![7, 5])], 40);
         assert_eq!(again, fused);
+    }
+
+    #[test]
+    fn a_weak_path_only_breaks_ties() {
+        // The entity path at the floor weight of a ubiquitous PC: its first place (7) no
+        // longer beats the other paths' agreement, but it still orders 3 above 4.
+        let fused =
+            fuse_weighted(&[(Dense, 1.0, vec![3, 4, 9]), (Bm25, 1.0, vec![4, 3, 8]), (Entity, 0.05, vec![7, 3])], 40);
+        let order: Vec<i64> = fused.iter().map(|f| f.fragment_id).collect();
+        assert_eq!(order, vec![3, 4, 8, 9, 7]);
+        assert!((fused[0].score - (1.0 / 61.0 + 1.0 / 62.0 + 0.05 / 62.0)).abs() < 1e-12);
+        // Weight 1 everywhere is plain RRF.
+        let plain = fuse_weighted(&[(Dense, 1.0, vec![10, 20]), (Bm25, 1.0, vec![20])], 40);
+        assert_eq!(plain, fuse_candidates(&[(Dense, vec![10, 20]), (Bm25, vec![20])], 40));
     }
 
     #[test]

@@ -28,9 +28,9 @@ use crate::corpus::{NoteKind, SessionNumber, Visibility};
 use crate::index::{Index, IndexError};
 use crate::llm::{EmbedRole, Embedder, LlmError};
 
-pub use entity::{CompendiumIndex, DetectedEntity};
-pub use followup::{Turn, TurnRole, expand_followup};
-pub use fuse::{MAX_POOL, RRF_K, fuse_candidates};
+pub use entity::{CompendiumIndex, DetectedEntity, ENTITY_MIN_WEIGHT, EntityEvidence, EntityShare};
+pub use followup::{FollowupDecision, Turn, TurnRole, decide_followup, expand_followup};
+pub use fuse::{MAX_POOL, RRF_K, fuse_candidates, fuse_weighted};
 
 /// Fragments the model finally sees in full (the rerank's output size).
 pub const DEFAULT_K: usize = 8;
@@ -204,6 +204,27 @@ pub struct SearchResult {
     /// Paths that failed (the embedder down, a LanceDB or FTS5 error): the pool comes from the
     /// others, and the answer says which were missing. Empty when every path answered.
     pub missing_paths: Vec<MissingPath>,
+    /// Why the pool looks as it does (issue 11): the follow-up decision, the entity path's
+    /// evidence (each named entity's session share and weight) and each path's list length.
+    pub diagnostics: SearchDiagnostics,
+}
+
+/// What explains a pool: `search --json` prints it beside the candidates' per-path ranks.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchDiagnostics {
+    pub followup: FollowupDecision,
+    /// `None` when the question names no entity or the entity path is off.
+    pub entity_path: Option<EntityEvidence>,
+    /// How many fragments each path returned before fusion (`depth` at most).
+    pub path_lengths: PathLengths,
+}
+
+/// Results per path before fusion.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct PathLengths {
+    pub dense: usize,
+    pub bm25: usize,
+    pub entity: usize,
 }
 
 /// A retrieval path that failed for one question, and why (for the log and `--json`).
@@ -239,7 +260,7 @@ pub async fn search(
 
         // Follow-ups: a name in the question always wins over the history.
         let named = compendium.detect(request.question);
-        let expanded = expand_followup(request.question, request.history, !named.is_empty());
+        let (expanded, followup) = decide_followup(request.question, request.history, !named.is_empty());
         let search_query = expanded.clone().unwrap_or_else(|| request.question.to_string());
         let detected = if expanded.is_some() { compendium.detect(&search_query) } else { named };
         let mut timings = SearchTimings::default();
@@ -282,14 +303,24 @@ pub async fn search(
         timings.bm25_ms = ms(started_bm25);
 
         let started_entity = Instant::now();
-        let entity_ids: Vec<i64> = detected.iter().map(|(id, _)| *id).collect();
-        let by_entity = if request.paths.entity {
-            entity::search_entities(&index.store, &entity_ids, visibility, depth)
-                .unwrap_or_else(|error| path_failed(RetrievalPath::Entity, error.into()))
+        let named_entities: Vec<(i64, String)> =
+            detected.iter().map(|(id, entity)| (*id, entity.name.clone())).collect();
+        let entity_evidence = if request.paths.entity && !named_entities.is_empty() {
+            let arc = entity::is_arc_question(&search_query);
+            match entity::search_entities(&index.store, &named_entities, visibility, depth, arc) {
+                Ok(evidence) => Some(evidence),
+                Err(error) => {
+                    path_failed(RetrievalPath::Entity, error.into());
+                    None
+                }
+            }
         } else {
-            Vec::new()
+            None
         };
+        let (by_entity, entity_weight) =
+            entity_evidence.as_ref().map_or((Vec::new(), 1.0), |evidence| (evidence.ranked.clone(), evidence.weight));
         timings.entity_ms = ms(started_entity);
+        let path_lengths = PathLengths { dense: dense.len(), bm25: bm25.len(), entity: by_entity.len() };
         let requested =
             [request.paths.dense, request.paths.bm25, request.paths.entity].iter().filter(|on| **on).count();
         if let Some(error) = first_failure
@@ -300,8 +331,12 @@ pub async fn search(
         tracing::trace!(elapsed_ms = ms(started), "paths done");
 
         let started = Instant::now();
-        let fused = fuse_candidates(
-            &[(RetrievalPath::Dense, dense), (RetrievalPath::Bm25, bm25), (RetrievalPath::Entity, by_entity)],
+        let fused = fuse_weighted(
+            &[
+                (RetrievalPath::Dense, 1.0, dense),
+                (RetrievalPath::Bm25, 1.0, bm25),
+                (RetrievalPath::Entity, entity_weight, by_entity),
+            ],
             MAX_POOL,
         );
         let ids: Vec<i64> = fused.iter().map(|f| f.fragment_id).collect();
@@ -334,6 +369,7 @@ pub async fn search(
             candidates,
             timings,
             missing_paths,
+            diagnostics: SearchDiagnostics { followup, entity_path: entity_evidence, path_lengths },
         })
     }
     .instrument(span)

@@ -38,7 +38,7 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
     fake.enqueue_reply("Las notas no mencionan ningún torneo.");
     fake.enqueue_reply("Baika tejió una red encantada [Sesión 4] y perdió su barca [Sesión 2] [Sesión 42].");
     let oracle = Oracle::new(&scratch.index_dir(), embedder, chat, AnswerSettings::new(128));
-    let options = EvalOptions { answers: AnswerScope::All, ablations: true, batch_size: 8 };
+    let options = EvalOptions { answers: AnswerScope::All, ablations: true, batch_size: 8, baseline_cache: None };
     let asked = std::sync::Mutex::new(Vec::new());
     let progress =
         |n: usize, total: usize, question: &EvalQuestion| asked.lock().unwrap().push((n, total, question.id.clone()));
@@ -106,7 +106,8 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
     )
     .unwrap();
     fake.enqueue_reply("Cayó en combate [Sesión 7].");
-    let sampled = EvalOptions { answers: AnswerScope::PerKind(1), ablations: false, batch_size: 8 };
+    let sampled =
+        EvalOptions { answers: AnswerScope::PerKind(1), ablations: false, batch_size: 8, baseline_cache: None };
     let partial = run_eval(&oracle, &two_facts, &sampled, RunInfo::default(), &|_, _, _| {}).await.unwrap();
     assert_eq!(fake.chat_requests("/api/chat").len(), 4);
     assert!(partial.rows[0].answer.is_some() && partial.rows[1].answer.is_none());

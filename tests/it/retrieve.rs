@@ -198,4 +198,37 @@ async fn the_search_command_prints_its_json_contract() {
             && first["ranks"]["bm25"].is_number()
             && first["ranks"]["entity"].is_number()
     );
+    // Issue 11: the diagnostics say why (additive fields).
+    let diagnostics = &json["diagnostics"];
+    assert_eq!(diagnostics["followup"], serde_json::json!({"expanded": true, "reason": "opens with \"y\""}));
+    let entity_path = &diagnostics["entity_path"];
+    assert_eq!(entity_path["n_sessions"], 2, "{diagnostics}");
+    assert_eq!(entity_path["entities"][0]["name"], "Baika");
+    assert_eq!(entity_path["entities"][0]["n_sessions"], 1);
+    assert_eq!(entity_path["entities"][0]["session_share"], 0.5);
+    assert_eq!(entity_path["weight"], 0.5);
+    assert_eq!(entity_path["arc"], false);
+    assert!(diagnostics["path_lengths"]["entity"].as_u64().is_some_and(|n| n >= 1), "{diagnostics}");
+}
+
+#[tokio::test]
+async fn issue_11_a_ubiquitous_entity_weighs_little_unless_the_question_is_about_its_story() {
+    // Baika (alias «la Tejedora») is in every session of the vault: her share is 1.
+    let fact = ask("¿Qué sabemos de la Tejedora?", &[], Audience::Player).await;
+    let evidence = fact.diagnostics.entity_path.as_ref().expect("an entity is named");
+    assert_eq!(evidence.entities[0].session_share, 1.0, "{evidence:?}");
+    assert_eq!(evidence.weight, oraculo::retrieve::ENTITY_MIN_WEIGHT);
+    assert!(!evidence.arc);
+    // The same entity asked about as an arc: full weight, every session still in the pool.
+    let arc = ask("¿Qué ha hecho la Tejedora a lo largo de la campaña?", &[], Audience::Player).await;
+    let evidence = arc.diagnostics.entity_path.as_ref().expect("an entity is named");
+    assert!(evidence.arc && evidence.weight == 1.0, "{evidence:?}");
+    let by_entity = labels(&arc, |r| r.entity);
+    for session in 1..=6 {
+        assert!(by_entity.contains(&format!("Sesión {session}")), "Sesión {session} missing from {by_entity:?}");
+    }
+    // No entity named: no entity evidence; the follow-up rule says why it did not fire.
+    let plain = ask("¿Quién murió defendiendo el puente?", &[], Audience::Player).await;
+    assert!(plain.diagnostics.entity_path.is_none());
+    assert_eq!(plain.diagnostics.followup.reason, "no previous user turn");
 }
