@@ -443,10 +443,11 @@ fn tokens(question: &str) -> Vec<String> {
         }
     };
     for c in folded.chars() {
-        if c.is_alphanumeric() {
-            word.push(c);
-        } else if c == 'º' || c == 'ª' || c == '°' {
+        // Ordinal marks first: `º` and `ª` are letters to Unicode (`nº 29`, `3ª`).
+        if c == 'º' || c == 'ª' || c == '°' {
             word.push('o');
+        } else if c.is_alphanumeric() {
+            word.push(c);
         } else {
             flush(&mut word, &mut words);
             match c {
