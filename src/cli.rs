@@ -39,6 +39,10 @@ pub enum Command {
     Ask(SearchArgs),
     /// A terminal conversation with follow-ups; `/fuentes` shows the last answer's sources.
     Chat(ChatArgs),
+    /// An entity's sessions in story order, each with one cited line; first and last marked.
+    Timeline(TimelineArgs),
+    /// A cited recap of one session (default: the last one), to open a game night.
+    Recap(RecapArgs),
     /// Scores retrieval (and, with --answers, the answers) on a question bank from eval/.
     Eval(EvalArgs),
     /// Runs the Discord bot (token from DISCORD_TOKEN or the config's [discord] section)
@@ -77,6 +81,34 @@ pub struct EvalArgs {
     /// Fragments shown in full.
     #[arg(long, default_value_t = crate::retrieve::DEFAULT_K)]
     pub k: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// As the GM: GM-only notes count too.
+    #[arg(long)]
+    pub gm: bool,
+    /// The entity's name or alias, as the compendium lists it (accents and case ignored).
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RecapArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// As the GM: GM-only notes count too.
+    #[arg(long)]
+    pub gm: bool,
+    /// With the notes' own sentences, each with its label, and no model.
+    #[arg(long)]
+    pub extractive: bool,
+    /// The recap's language: es or en (default: the campaign's label language).
+    #[arg(long, value_parser = parse_language)]
+    pub lang: Option<crate::corpus::LabelLanguage>,
+    /// The session (default: the last one).
+    pub session: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -163,6 +195,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Search(args) => search(&args).await,
         Command::Ask(args) => ask(&args).await,
         Command::Chat(args) => chat(&args).await,
+        Command::Timeline(args) => timeline(&args).await,
+        Command::Recap(args) => recap(&args).await,
         Command::Eval(args) => eval(&args).await,
         Command::Bot(args) => bot(&args).await,
     }
@@ -384,32 +418,40 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
     let rank = |r: Option<usize>| r.map(|r| r.to_string()).unwrap_or_else(|| "-".into());
     let width = result.candidates.iter().map(|c| c.label.chars().count()).max().unwrap_or(5).max(5);
     println!(
-        "{:>3}  {:>5}  {:width$}  {:>5}  {:>5}  {:>6}  {:>7}  source",
-        "#", "id", "label", "dense", "bm25", "entity", "rrf"
+        "{:>3}  {:>5}  {:width$}  {:>5}  {:>5}  {:>6}  {:>4}  {:>7}  source",
+        "#", "id", "label", "dense", "bm25", "entity", "time", "rrf"
     );
     for (position, candidate) in result.candidates.iter().enumerate() {
         println!(
-            "{:>3}  {:>5}  {:width$}  {:>5}  {:>5}  {:>6}  {:>7.5}  {}",
+            "{:>3}  {:>5}  {:width$}  {:>5}  {:>5}  {:>6}  {:>4}  {:>7.5}  {}",
             position + 1,
             candidate.fragment_id,
             candidate.label,
             rank(candidate.ranks.dense),
             rank(candidate.ranks.bm25),
             rank(candidate.ranks.entity),
+            rank(candidate.ranks.time),
             candidate.rrf_score,
             candidate.source_path
         );
     }
     let t = &result.timings;
     println!(
-        "\n{} candidates; embed {:.1} ms, dense {:.1} ms, bm25 {:.1} ms, entity {:.1} ms, fuse {:.1} ms",
+        "\n{} candidates; embed {:.1} ms, dense {:.1} ms, bm25 {:.1} ms, entity {:.1} ms, time {:.2} ms, fuse {:.1} ms",
         result.candidates.len(),
         t.embed_query_ms,
         t.dense_ms,
         t.bm25_ms,
         t.entity_ms,
+        t.time_ms,
         t.fuse_ms
     );
+    if let Some(notice) = result.time.notice(false) {
+        println!("{notice}");
+    } else if result.time.is_active() {
+        let sessions: Vec<String> = result.time.sessions.iter().map(|s| s.to_string()).collect();
+        println!("Time: sessions {}", if sessions.is_empty() { "-".to_string() } else { sessions.join(", ") });
+    }
     Ok(())
 }
 
@@ -474,6 +516,87 @@ async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Res
         println!();
     }
     Ok(answer)
+}
+
+async fn timeline(args: &TimelineArgs) -> anyhow::Result<()> {
+    let config = args.campaign.load_config()?;
+    let oracle = open_oracle(&config).await?;
+    let audience = if args.gm { Audience::Gm } else { Audience::Player };
+    let timeline = crate::timeline::timeline(&oracle, &args.name, audience).await?;
+    if args.campaign.json {
+        println!("{}", serde_json::to_string(&timeline)?);
+        return Ok(());
+    }
+    print!("{}", render_timeline(&timeline));
+    Ok(())
+}
+
+/// The timeline as text: one line per session, first and last appearance marked.
+fn render_timeline(timeline: &crate::timeline::Timeline) -> String {
+    let aliases =
+        if timeline.aliases.is_empty() { String::new() } else { format!(" ({})", timeline.aliases.join(", ")) };
+    let mut out = format!("{} [{}]{}\n", timeline.entity, timeline.kind, aliases);
+    if timeline.entries.is_empty() {
+        out.push_str("  appears in no session\n");
+    }
+    for entry in &timeline.entries {
+        let mark = match (entry.first, entry.last) {
+            (true, true) => "  (first and last appearance)",
+            (true, false) => "  (first appearance)",
+            (false, true) => "  (last appearance)",
+            _ => "",
+        };
+        out.push_str(&format!("  {:>4}  {} [{}]{mark}\n", entry.session.to_string(), entry.line, entry.label));
+    }
+    if !timeline.other_labels.is_empty() {
+        out.push_str(&format!("  also in: {}\n", timeline.other_labels.join("; ")));
+    }
+    out
+}
+
+async fn recap(args: &RecapArgs) -> anyhow::Result<()> {
+    use std::io::Write;
+    let config = args.campaign.load_config()?;
+    let mut oracle = open_oracle(&config).await?;
+    if args.extractive {
+        oracle.set_mode(crate::answer::AnswerMode::Extractive);
+    }
+    let audience = if args.gm { Audience::Gm } else { Audience::Player };
+    let language = args.lang.unwrap_or(config.campaign.corpus.label_language);
+    if args.campaign.json {
+        let recap = crate::timeline::recap(&oracle, args.session, audience, language, None).await?;
+        println!("{}", serde_json::to_string(&recap)?);
+        return Ok(());
+    }
+    let streamed = std::sync::Mutex::new(String::new());
+    let sink = |token: &str| {
+        if let Ok(mut text) = streamed.lock() {
+            text.push_str(token);
+        }
+        print!("{token}");
+        let _ = std::io::stdout().flush();
+    };
+    let recap = crate::timeline::recap(&oracle, args.session, audience, language, Some(&sink)).await?;
+    let streamed = streamed.into_inner().unwrap_or_default();
+    if streamed.trim() != recap.answer.text.trim() {
+        if !streamed.trim().is_empty() {
+            println!("\n");
+        }
+        println!("{}", recap.answer.text);
+    } else {
+        println!();
+    }
+    print_sources(&recap.answer);
+    println!("\n{}", render_footer(&recap.answer));
+    Ok(())
+}
+
+fn parse_language(text: &str) -> Result<crate::corpus::LabelLanguage, String> {
+    match text {
+        "es" => Ok(crate::corpus::LabelLanguage::Es),
+        "en" => Ok(crate::corpus::LabelLanguage::En),
+        other => Err(format!("{other:?}: expected es or en")),
+    }
 }
 
 fn parse_answer_mode(text: &str) -> Result<crate::answer::AnswerMode, String> {

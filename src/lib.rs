@@ -13,6 +13,7 @@
 //! - [`answer`]: chosen fragments in full plus one-line summaries of the rest, the versioned
 //!   prompts, and citations checked against the labels shown.
 //! - [`oracle`]: one question in, one cited answer out: the façade the CLI and the bot call.
+//! - [`timeline`]: campaign time for the table: an entity's sessions in order, a session's recap.
 //! - [`llm`]: transport to models: embedders (embedded e5-small, Ollama) and chat models.
 //! - [`discord`]: the bot: `/oraculo` with cited embeds, threads for follow-ups, `/reingest`.
 //!
@@ -31,6 +32,7 @@ pub mod lexicon;
 pub mod llm;
 pub mod oracle;
 pub mod retrieve;
+pub mod timeline;
 
 pub mod cli;
 pub mod eval;

@@ -198,6 +198,7 @@ pub struct AnswerTimings {
     pub bm25_ms: f64,
     pub entity_ms: f64,
     pub fuse_ms: f64,
+    pub time_ms: f64,
     pub rerank_ms: f64,
     pub generation_ms: f64,
     pub total_ms: f64,
@@ -213,6 +214,7 @@ impl AnswerTimings {
             bm25_ms: t.bm25_ms,
             entity_ms: t.entity_ms,
             fuse_ms: t.fuse_ms,
+            time_ms: t.time_ms,
             rerank_ms: prepared.rerank_ms,
             generation_ms: 0.0,
             total_ms: 0.0,
@@ -428,6 +430,14 @@ impl Oracle {
             (fusion_order, RerankDecision::Skipped(RerankSkip::Disabled))
         };
         let rerank_ms = rerank_started.elapsed().as_secs_f64() * 1000.0;
+        // The sessions the question names are its subject: shown whatever the rerank chose.
+        crate::retrieve::time::keep_named_sessions(
+            &mut chosen,
+            &search.candidates,
+            &search.time.named_sessions,
+            self.settings.k,
+            |candidate: &Candidate| (candidate.fragment_id, candidate.session),
+        );
         // The size of what the rerank read (or would have read), for the cost report.
         let rerank_prompt_tokens = (annotations.len() == search.candidates.len()).then(|| {
             let listed: Vec<(i64, &str)> =
@@ -559,9 +569,20 @@ impl Oracle {
     /// can, the notes' own sentences); its citations are checked against the labels shown.
     pub async fn generate(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
         let generation_started = Instant::now();
+        let english = crate::lexicon::language_of(&prepared.question) == crate::corpus::LabelLanguage::En;
+        let time_notice = prepared.search.time.notice(english);
         let mode = self.answer_mode();
         let asked = async {
             match mode {
+                // Only sessions that are not there were asked about: say so, naming the last one.
+                _ if prepared.search.time.answers_alone() => MadeAnswer {
+                    text: time_notice.clone().unwrap_or_default(),
+                    mode: AnswerMode::Extractive,
+                    fallback: None,
+                    attempts: 0,
+                    prompt_tokens: None,
+                    completion_tokens: None,
+                },
                 AnswerMode::Extractive => self.extract(prepared, None),
                 AnswerMode::Free => self.generate_free(prepared, on_token).await,
                 AnswerMode::Structured => self.generate_structured(prepared, on_token).await,
@@ -570,13 +591,16 @@ impl Oracle {
         // Dropping the generation at the deadline cancels it (a server request is closed,
         // llama.cpp stops at its next token).
         let deadline = self.settings.deadline;
-        let made = match tokio::time::timeout(deadline, asked).await {
+        let mut made = match tokio::time::timeout(deadline, asked).await {
             Ok(made) => made,
             Err(_) => self.extract(
                 prepared,
                 Some(format!("the model had not finished after {} s (chat.answer_deadline_secs)", deadline.as_secs())),
             ),
         };
+        if let Some(notice) = time_notice.filter(|_| !prepared.search.time.answers_alone()) {
+            made.text = format!("{notice}\n\n{}", made.text);
+        }
         let generation_ms = generation_started.elapsed().as_secs_f64() * 1000.0;
         if let Some(reason) = &made.fallback {
             tracing::warn!(%reason, "the model could not answer; the answer is extractive");

@@ -6,6 +6,10 @@
 //!   slots and push out a whole session that adds something new;
 //! - the summaries are a separate, titled block, never mixed with the full material, so the
 //!   model can tell "I have this in full, cite it with confidence" from "this is a headline".
+//!
+//! Both blocks are in story order (issue 15): sessions by number, then character sheets and
+//! world documents in the rerank's order; the titles say so, so that a before/after answer
+//! reads the events in the order they happened instead of guessing it from the rerank's.
 
 use std::collections::HashSet;
 
@@ -59,9 +63,9 @@ pub struct ContextBudget<'a> {
 /// The material the answer prompt carries, and what it is made of.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Context {
-    /// Fragments shown whole, in the order they appear in `text`.
+    /// Fragments shown whole, in the order they appear in `text` (story order).
     pub full: Vec<ShownFragment>,
-    /// One-line summaries, in the order they appear in `text`.
+    /// One-line summaries, in the order they appear in `text` (story order).
     pub summaries: Vec<ShownSummary>,
     /// The rendered material: the full block, then the summaries block.
     pub text: String,
@@ -161,6 +165,8 @@ pub fn build_context(chosen: &[ContextFragment], leftovers: &[ContextFragment], 
         });
     }
 
+    // Chosen by priority, shown in story order.
+    summaries.sort_by_key(|summary| story_key(summary.session));
     let mut blocks: Vec<String> = Vec::new();
     if !full.is_empty() {
         let entries: Vec<String> = full.iter().map(|&fragment| full_entry(fragment, kept)).collect();
@@ -215,14 +221,23 @@ fn slot_key(fragment: &ContextFragment) -> SlotKey<'_> {
 }
 
 fn full_block_title() -> String {
-    format!("== {FULL_BLOCK_NAME}: notas enteras, cítalas con confianza ==")
+    format!(
+        "== {FULL_BLOCK_NAME}: notas enteras, cítalas con confianza; en orden de campaña \
+         (sesiones por número, fichas y mundo al final) =="
+    )
 }
 
 fn summaries_block_title() -> String {
     format!(
         "== {SUMMARIES_BLOCK_NAME}: titulares de una línea de notas que no cupieron enteras; \
-         no son pasajes para citar en detalle =="
+         no son pasajes para citar en detalle; en orden de campaña =="
     )
+}
+
+/// Where a fragment goes in story order: sessions by number, then everything without one
+/// (a stable sort keeps those in the order they were chosen).
+fn story_key(session: Option<SessionNumber>) -> (bool, Option<SessionNumber>) {
+    (session.is_none(), session)
 }
 
 /// One whole fragment under its label, as the model must cite it. The part marker sits
@@ -242,15 +257,20 @@ fn summary_entry(label: &str, summary: &str) -> String {
     format!("- [{label}] {summary}")
 }
 
-/// The fragments in reading order: by first appearance of their label (rerank order), the
-/// parts of one label together and in part order.
+/// The fragments in story order: sessions by number, then sheets and world documents by first
+/// appearance of their label (rerank order); the parts of one label together and in part order.
 fn group_parts(fragments: &[ContextFragment]) -> Vec<&ContextFragment> {
     let mut labels: Vec<&str> = Vec::new();
+    let mut sessions: Vec<Option<SessionNumber>> = Vec::new();
     for fragment in fragments {
         if !labels.contains(&fragment.label.as_str()) {
             labels.push(&fragment.label);
+            sessions.push(fragment.session);
         }
     }
+    let mut order: Vec<usize> = (0..labels.len()).collect();
+    order.sort_by_key(|&idx| story_key(sessions[idx]));
+    let labels: Vec<&str> = order.into_iter().map(|idx| labels[idx]).collect();
     let mut grouped: Vec<&ContextFragment> = Vec::with_capacity(fragments.len());
     for label in labels {
         let mut parts: Vec<&ContextFragment> = fragments.iter().filter(|fragment| fragment.label == label).collect();
@@ -400,20 +420,49 @@ dropped 0",
 
     #[test]
     fn parts_of_one_label_are_grouped_and_marked() {
+        // Story order (issue 15): Sesión 3 before Sesión 7 whatever the rerank's order.
         let context = check(
             &["S7#1 segunda_mitad", "S3 tercera", "S7#0 primera_mitad"],
             &[],
             ROOMY,
             "
+full Sesión 3#0
 full Sesión 7#0
 full Sesión 7#1
-full Sesión 3#0
 dropped 0",
         );
         assert!(context.text.contains("### [Sesión 7] (parte 1)\nprimera_mitad"), "{}", context.text);
         assert!(context.text.contains("### [Sesión 7] (parte 2)\nsegunda_mitad"), "{}", context.text);
         assert!(context.text.contains("### [Sesión 3]\ntercera"), "{}", context.text);
-        assert_eq!(context.shown_labels, ["Sesión 7", "Sesión 3"]);
+        assert_eq!(context.shown_labels, ["Sesión 3", "Sesión 7"]);
+    }
+
+    #[test]
+    fn issue_15_fragments_and_summaries_are_in_story_order() {
+        let context = check(
+            &["Ficha:_Baika ficha", "S12 doce", "Mundo:_Dioses dioses", "S3 tres", "S40 cuarenta"],
+            &["S9 | nueve", "Ficha:_Odo | odo", "S2 | dos", "S31 | treinta y una"],
+            ROOMY,
+            "
+full Sesión 3#0
+full Sesión 12#0
+full Sesión 40#0
+full Ficha: Baika#0
+full Mundo: Dioses#0
+summary Sesión 2
+summary Sesión 9
+summary Sesión 31
+summary Ficha: Odo
+dropped 0",
+        );
+        assert_eq!(
+            context.shown_labels,
+            ["Sesión 3", "Sesión 12", "Sesión 40", "Ficha: Baika", "Mundo: Dioses", "Sesión 2", "Sesión 9", "Sesión 31", "Ficha: Odo"]
+        );
+        let at = |text: &str| context.text.find(text).expect("shown");
+        assert!(at("### [Sesión 3]") < at("### [Sesión 12]") && at("### [Sesión 12]") < at("### [Sesión 40]"));
+        assert!(at("### [Sesión 40]") < at("### [Ficha: Baika]") && at("### [Ficha: Baika]") < at("### [Mundo: Dioses]"));
+        assert!(context.text.contains("en orden de campaña"), "{}", context.text);
     }
 
     #[test]

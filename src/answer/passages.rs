@@ -284,10 +284,29 @@ pub fn render_extractive(excerpts: &[Excerpt], language: LabelLanguage, model_fa
     format!("{intro}\n{}", lines.join("\n"))
 }
 
+/// A session's extractive recap (issue 15): [`MAX_EXCERPTS`] sentences spread evenly from
+/// its first to its last, in order, each with its label, so the excerpts tell the session
+/// from beginning to end rather than what matches a question's words.
+pub fn recap_excerpts(fragments: &[(&str, &str)]) -> Vec<Excerpt> {
+    let all: Vec<(&str, String)> =
+        fragments.iter().flat_map(|(label, text)| sentences(text).into_iter().map(move |s| (*label, s))).collect();
+    if all.is_empty() {
+        return Vec::new();
+    }
+    let n_picked = all.len().min(MAX_EXCERPTS);
+    let mut picked: Vec<usize> =
+        (0..n_picked).map(|i| if n_picked == 1 { 0 } else { i * (all.len() - 1) / (n_picked - 1) }).collect();
+    picked.dedup();
+    picked
+        .into_iter()
+        .map(|idx| Excerpt { label: all[idx].0.to_string(), text: shorten(&all[idx].1, EXCERPT_MAX_CHARS) })
+        .collect()
+}
+
 /// The sentences of a Markdown fragment, on one line each, without heading marks, list
 /// bullets, quote marks or wiki-link brackets (which the citation check would read as
 /// labels). Headings are not sentences.
-fn sentences(text: &str) -> Vec<String> {
+pub(crate) fn sentences(text: &str) -> Vec<String> {
     let mut found = Vec::new();
     for paragraph in paragraphs(text) {
         let plain: Vec<String> = paragraph
@@ -359,6 +378,17 @@ pub fn shorten(text: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_15_a_recap_spreads_from_the_first_sentence_to_the_last() {
+        let text = "# La noche\nUno empieza. Dos sigue. Tres pasa.\n\nCuatro llega. Cinco cae. Seis huye.\n\nSiete acaba. Ocho cierra. Nueve termina.";
+        let excerpts = recap_excerpts(&[("Sesión 9", text)]);
+        let texts: Vec<&str> = excerpts.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(texts, ["Uno empieza.", "Tres pasa.", "Cinco cae.", "Siete acaba.", "Nueve termina."]);
+        assert!(excerpts.iter().all(|e| e.label == "Sesión 9"));
+        assert_eq!(recap_excerpts(&[("Sesión 1", "Solo una frase.")]).len(), 1);
+        assert!(recap_excerpts(&[("Sesión 1", "# Solo un título")]).is_empty());
+    }
 
     /// One token per word: what the tests count with.
     fn words(text: &str) -> usize {

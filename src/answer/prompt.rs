@@ -17,20 +17,20 @@ use serde_json::json;
 
 use super::context::Context;
 
-pub const ANSWER_PROMPT_VERSION: &str = "answer.v1";
-pub const STRUCTURED_ANSWER_PROMPT_VERSION: &str = "answer-structured.v1";
+pub const ANSWER_PROMPT_VERSION: &str = "answer.v2";
+pub const STRUCTURED_ANSWER_PROMPT_VERSION: &str = "answer-structured.v2";
 pub const ANNOTATE_PROMPT_VERSION: &str = "annotate.v1";
 pub const RERANK_PROMPT_VERSION: &str = "rerank.v1";
 /// Entity extraction for the compendium; cached with the annotations under this version.
 pub const ENTITIES_PROMPT_VERSION: &str = "entities.v1";
 
-/// `prompts/answer.v1.md`: the answer's system prompt and the user message carrying the
+/// `prompts/answer.v2.md`: the answer's system prompt and the user message carrying the
 /// material and the question.
-pub const ANSWER_PROMPT: &str = include_str!("../../prompts/answer.v1.md");
-/// `prompts/answer-structured.v1.md`: the answer as JSON sentences, each with its labels
+pub const ANSWER_PROMPT: &str = include_str!("../../prompts/answer.v2.md");
+/// `prompts/answer-structured.v2.md`: the answer as JSON sentences, each with its labels
 /// (`answer::structured`). The system prompt comes first and never changes between
 /// questions, so llama.cpp reuses its cached keys and values.
-pub const STRUCTURED_ANSWER_PROMPT: &str = include_str!("../../prompts/answer-structured.v1.md");
+pub const STRUCTURED_ANSWER_PROMPT: &str = include_str!("../../prompts/answer-structured.v2.md");
 /// `prompts/annotate.v1.md`: the one-or-two-sentence description of a fragment.
 pub const ANNOTATE_PROMPT: &str = include_str!("../../prompts/annotate.v1.md");
 /// `prompts/rerank.v1.md`: the best ids among the candidates' annotations, as JSON.

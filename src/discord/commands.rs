@@ -6,6 +6,10 @@
 //! - `/reingest`: the campaign's DM only (a poise `check`); runs the incremental ingest in the
 //!   background and reports ephemerally. Questions meanwhile read the previous index.
 //! - `/fuente etiqueta:<label>`: a cited source in full, only to the asker.
+//! - `/cronologia nombre:<entity>`: every session where an entity appears, in order, each
+//!   with one cited line; first and last appearance marked; paged (issue 15).
+//! - `/resumen [sesion]`: a cited recap of a session (default: the last one), queued like a
+//!   question (issue 15).
 //!
 //! Access: GM-only notes are retrieved only in configured GM channels (and their threads) and
 //! in direct messages from the DM; everywhere else the audience is `Player`.
@@ -33,7 +37,7 @@ use crate::retrieve::{Audience, Turn, TurnRole};
 
 /// Every command, in the order `/` lists them.
 pub fn commands() -> Vec<poise::Command<Data, Error>> {
-    vec![oraculo(), fuente(), reingest()]
+    vec![oraculo(), fuente(), reingest(), cronologia(), resumen()]
 }
 
 /// Who is the campaign's DM, where GM-only notes may be read, and where the bot answers.
@@ -935,6 +939,185 @@ pub async fn run_reingest(oracle: &Oracle, setup: &ReingestSetup) -> Result<Inge
     Ok(summary)
 }
 
+// --- /cronologia and /resumen (issue 15) --------------------------------------------------
+
+/// What a timeline or a recap failure tells the asker.
+fn time_error_text(error: &crate::timeline::TimeError, lang: Lang) -> String {
+    use crate::timeline::TimeError;
+    match error {
+        TimeError::Ask(err) => ask_error_text(err, lang),
+        TimeError::Index(_) => lang.search_failed(),
+        TimeError::UnknownEntity { name, suggestions } => lang.unknown_entity(name, suggestions),
+        TimeError::NoSessions => lang.no_sessions(),
+        TimeError::MissingSession { asked, highest } => lang.missing_session(*asked, highest.0),
+    }
+}
+
+/// Las sesiones en las que aparece alguien o algo, en orden, cada una con su línea citada.
+#[poise::command(
+    slash_command,
+    name_localized("es-ES", "cronologia"),
+    name_localized("es-419", "cronologia"),
+    name_localized("en-US", "timeline"),
+    name_localized("en-GB", "timeline"),
+    description_localized("en-US", "Every session where someone or something appears, in order, each with a cited line."),
+    description_localized("en-GB", "Every session where someone or something appears, in order, each with a cited line."),
+    description_localized("es-ES", "Las sesiones en las que aparece alguien o algo, en orden, cada una con su línea citada."),
+    description_localized("es-419", "Las sesiones en las que aparece alguien o algo, en orden, cada una con su línea citada.")
+)]
+pub async fn cronologia(
+    ctx: Context<'_>,
+    #[description = "Un personaje, lugar, facción u objeto del compendio"]
+    #[name_localized("en-US", "name")]
+    #[name_localized("en-GB", "name")]
+    #[description_localized("en-US", "A character, place, faction or item of the compendium")]
+    #[description_localized("en-GB", "A character, place, faction or item of the compendium")]
+    #[autocomplete = "autocomplete_entity"]
+    #[max_length = 100]
+    nombre: String,
+) -> Result<(), Error> {
+    let data = ctx.data();
+    let lang = lang_of(ctx);
+    defer(ctx, false).await?;
+    let audience = data.access.audience(ctx.author().id.get(), command_place(ctx).location);
+    let oracle = Arc::clone(&data.oracle);
+    let name = nombre.trim().to_string();
+    let made = data
+        .worker
+        .run("answers", move || async move { crate::timeline::timeline(&oracle, &name, audience).await })
+        .instrument(tracing::info_span!("discord.timeline", ?audience))
+        .await;
+    let messages = match made {
+        Ok(Ok(timeline)) => embeds::timeline_messages(&timeline, lang),
+        Ok(Err(err)) => {
+            tracing::info!(error = %err, "timeline refused");
+            vec![Message::notice(&time_error_text(&err, lang))]
+        }
+        Err(gone) => {
+            tracing::error!(error = %gone, "no worker for a timeline");
+            vec![Message::notice(&lang.unexpected())]
+        }
+    };
+    for message in messages {
+        ctx.send(message.to_reply(false)).await?;
+    }
+    Ok(())
+}
+
+/// Compendium names and aliases containing what was typed (accents and case ignored). The
+/// compendium holds no entity from secret notes, so every name may be offered.
+async fn autocomplete_entity(ctx: Context<'_>, partial: &str) -> Vec<String> {
+    let oracle = Arc::clone(&ctx.data().oracle);
+    let typed = partial.to_string();
+    let listed = ctx
+        .data()
+        .worker
+        .run("answers", move || async move {
+            let index = oracle.open_index().await.ok()?;
+            let compendium = crate::retrieve::CompendiumIndex::load(&index.store).ok()?;
+            Some(crate::timeline::entity_names_matching(&compendium, &typed, 25))
+        })
+        .await;
+    match listed {
+        Ok(Some(names)) => names.into_iter().filter(|name| embeds::discord_len(name) <= 100).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Resume una sesión (por defecto, la última) para empezar la partida, citando las notas.
+#[poise::command(
+    slash_command,
+    name_localized("es-ES", "resumen"),
+    name_localized("es-419", "resumen"),
+    name_localized("en-US", "recap"),
+    name_localized("en-GB", "recap"),
+    description_localized("en-US", "Recap a session (by default the last one) to open the night, citing the notes."),
+    description_localized("en-GB", "Recap a session (by default the last one) to open the night, citing the notes."),
+    description_localized("es-ES", "Resume una sesión (por defecto, la última) para empezar la partida, citando las notas."),
+    description_localized("es-419", "Resume una sesión (por defecto, la última) para empezar la partida, citando las notas.")
+)]
+pub async fn resumen(
+    ctx: Context<'_>,
+    #[description = "El número de la sesión (por defecto, la última)"]
+    #[name_localized("en-US", "session")]
+    #[name_localized("en-GB", "session")]
+    #[description_localized("en-US", "The session's number (by default, the last one)")]
+    #[description_localized("en-GB", "The session's number (by default, the last one)")]
+    #[min = 1]
+    #[max = 9999]
+    sesion: Option<u32>,
+) -> Result<(), Error> {
+    let data = ctx.data();
+    let lang = lang_of(ctx);
+    if let Some(refusal) = refuse_question(data, ctx.author().id.get(), "/resumen", lang) {
+        tell(ctx, &refusal).await;
+        return Ok(());
+    }
+    defer(ctx, false).await?;
+    let audience = data.access.audience(ctx.author().id.get(), command_place(ctx).location);
+    let Some(_job) = data.lifecycle.begin() else {
+        ctx.send(Message::notice(&lang.shutting_down()).to_reply(false)).await?;
+        return Ok(());
+    };
+    // One model at a time: a recap waits its turn like a question.
+    let _slot = match data.queue.enter() {
+        super::queue::Admission::Now(slot) => slot,
+        super::queue::Admission::Queued(waiting) => {
+            tokio::select! {
+                slot = waiting.start() => match slot {
+                    Ok(slot) => slot,
+                    Err(_) => {
+                        ctx.send(Message::notice(&lang.interrupted()).to_reply(false)).await?;
+                        return Ok(());
+                    }
+                },
+                () = data.lifecycle.interrupted() => {
+                    ctx.send(Message::notice(&lang.interrupted()).to_reply(false)).await?;
+                    return Ok(());
+                }
+            }
+        }
+    };
+    let oracle = Arc::clone(&data.oracle);
+    let language = match lang {
+        Lang::Es => crate::corpus::LabelLanguage::Es,
+        Lang::En => crate::corpus::LabelLanguage::En,
+    };
+    let made = data
+        .worker
+        .run("answers", move || async move { crate::timeline::recap(&oracle, sesion, audience, language, None).await })
+        .instrument(tracing::info_span!("discord.recap", ?audience, session = sesion));
+    let made = tokio::select! {
+        made = made => made,
+        () = data.lifecycle.interrupted() => {
+            ctx.send(Message::notice(&lang.interrupted()).to_reply(false)).await?;
+            return Ok(());
+        }
+    };
+    let messages = match made {
+        Ok(Ok(recap)) => {
+            let text = format!(
+                "**{}**\n\n{}",
+                lang.recap_heading(recap.session.0, recap.is_last),
+                recap.answer.text.trim()
+            );
+            embeds::answer_messages(&text, &recap.answer.citations, recap.answer.invented_citations.len(), lang)
+        }
+        Ok(Err(err)) => {
+            tracing::info!(error = %err, "recap refused");
+            vec![Message::notice(&time_error_text(&err, lang))]
+        }
+        Err(gone) => {
+            tracing::error!(error = %gone, "no worker for a recap");
+            vec![Message::notice(&lang.unexpected())]
+        }
+    };
+    for message in messages {
+        ctx.send(message.to_reply(false)).await?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1067,6 +1250,6 @@ mod tests {
             }
         }
         let names: Vec<String> = commands().into_iter().map(|c| c.name).collect();
-        assert_eq!(names, ["oraculo", "fuente", "reingest"]);
+        assert_eq!(names, ["oraculo", "fuente", "reingest", "cronologia", "resumen"]);
     }
 }

@@ -203,6 +203,53 @@ pub fn source_messages(label: &str, parts: &[String], lang: Lang) -> Vec<Message
     pack(embeds)
 }
 
+/// Sessions per page of a `/cronologia` timeline: one embed each, so a long campaign's
+/// timeline reads page by page (up to ten pages a message, the rest in the next ones).
+pub const TIMELINE_PAGE_ENTRIES: usize = 10;
+
+/// An entity's timeline as pages: one line per session, in order, each citing its label,
+/// first and last appearance marked; every line and page within Discord's limits.
+pub fn timeline_messages(timeline: &crate::timeline::Timeline, lang: Lang) -> Vec<Message> {
+    let lines: Vec<String> = timeline
+        .entries
+        .iter()
+        .map(|entry| {
+            let mark = match (entry.first, entry.last) {
+                (true, true) => format!(" · *{}*", lang.only_appearance()),
+                (true, false) => format!(" · *{}*", lang.first_appearance()),
+                (false, true) => format!(" · *{}*", lang.last_appearance()),
+                _ => String::new(),
+            };
+            let line = clip(&entry.line, FIELD_VALUE_LIMIT);
+            format!("**{}** — {line} [{}]{mark}", entry.session, entry.label)
+        })
+        .collect();
+    if lines.is_empty() {
+        return vec![Message::notice(&lang.entity_in_no_session(&timeline.entity, &timeline.other_labels))];
+    }
+    let pages: Vec<&[String]> = lines.chunks(TIMELINE_PAGE_ENTRIES).collect();
+    let n_pages = pages.len();
+    let mut embeds: Vec<Embed> = Vec::new();
+    for (page_idx, page) in pages.into_iter().enumerate() {
+        let title = clip(&lang.timeline_title(&timeline.entity, page_idx + 1, n_pages), TITLE_LIMIT);
+        // A page over the description limit (very long lines) goes on in another embed.
+        for (piece_idx, piece) in split_text(&page.join("\n"), DESCRIPTION_LIMIT).into_iter().enumerate() {
+            embeds.push(Embed {
+                title: (piece_idx == 0).then(|| title.clone()),
+                description: Some(piece),
+                colour: ANSWER_COLOUR,
+                ..Embed::default()
+            });
+        }
+    }
+    if !timeline.other_labels.is_empty()
+        && let Some(last) = embeds.last_mut()
+    {
+        last.footer = Some(clip(&lang.also_in(&timeline.other_labels), FOOTER_LIMIT));
+    }
+    pack(embeds)
+}
+
 /// A thread's name from the question: one line, within 100 characters.
 pub fn thread_name(question: &str, lang: Lang) -> String {
     let one_line = question.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -557,6 +604,46 @@ mod tests {
         let mut whole = answer_messages("Todo bien [Sesión 1].", &citations, 0, Lang::En);
         mark_partial_search(&mut whole, &[], Lang::En);
         assert_eq!(whole[0].embeds[0].footer, None, "nothing to say when every path answered");
+    }
+
+    #[test]
+    fn issue_15_a_long_timeline_is_paged_within_the_limits() {
+        use crate::corpus::SessionNumber;
+        use crate::timeline::{LineSource, Timeline, TimelineEntry};
+        let entries: Vec<TimelineEntry> = (1..=23)
+            .map(|n| TimelineEntry {
+                session: SessionNumber(n),
+                label: format!("Sesión {n}"),
+                fragment_id: n as i64,
+                line: "Baika teje una red. ".repeat(if n == 7 { 200 } else { 3 }),
+                source: LineSource::Sentence,
+                first: n == 1,
+                last: n == 23,
+            })
+            .collect();
+        let timeline = Timeline {
+            entity: "Baika".into(),
+            kind: "npc".into(),
+            aliases: vec![],
+            entries,
+            other_labels: vec!["Ficha: Baika".into()],
+            highest_session: Some(SessionNumber(40)),
+        };
+        let messages = timeline_messages(&timeline, Lang::Es);
+        check_limits(&messages);
+        let embeds: Vec<&Embed> = messages.iter().flat_map(|m| m.embeds.iter()).collect();
+        let titles: Vec<&str> = embeds.iter().filter_map(|e| e.title.as_deref()).collect();
+        assert_eq!(titles, ["Cronología: Baika (1/3)", "Cronología: Baika (2/3)", "Cronología: Baika (3/3)"]);
+        let text: String = embeds.iter().filter_map(|e| e.description.clone()).collect::<Vec<_>>().join("\n");
+        let first = text.find("**1** —").unwrap();
+        let last = text.find("**23** —").unwrap();
+        assert!(first < text.find("**2** —").unwrap() && text.find("**22** —").unwrap() < last);
+        assert!(text.contains("[Sesión 1] · *primera aparición*"), "{text}");
+        assert!(text.contains("[Sesión 23] · *última aparición*"), "{text}");
+        assert_eq!(embeds.last().unwrap().footer.as_deref(), Some("También en: Ficha: Baika"));
+        let nothing = Timeline { entries: vec![], ..timeline };
+        let said = timeline_messages(&nothing, Lang::En);
+        assert!(said[0].content.contains("appears in no session"), "{:?}", said);
     }
 
     /// Asserts every Discord limit on `messages`.

@@ -318,4 +318,86 @@ impl Lang {
     pub fn thread_fallback_name(self) -> String {
         self.pick("Oráculo", "Oracle")
     }
+
+    // --- campaign time (issue 15): /cronologia, /resumen
+
+    pub fn timeline_title(self, entity: &str, page: usize, n_pages: usize) -> String {
+        let pages = if n_pages > 1 { format!(" ({page}/{n_pages})") } else { String::new() };
+        match self {
+            Lang::Es => format!("Cronología: {entity}{pages}"),
+            Lang::En => format!("Timeline: {entity}{pages}"),
+        }
+    }
+
+    pub fn first_appearance(self) -> String {
+        self.pick("primera aparición", "first appearance")
+    }
+
+    pub fn last_appearance(self) -> String {
+        self.pick("última aparición", "last appearance")
+    }
+
+    pub fn only_appearance(self) -> String {
+        self.pick("primera y última aparición", "first and last appearance")
+    }
+
+    pub fn also_in(self, labels: &[String]) -> String {
+        match self {
+            Lang::Es => format!("También en: {}", labels.join("; ")),
+            Lang::En => format!("Also in: {}", labels.join("; ")),
+        }
+    }
+
+    pub fn entity_in_no_session(self, entity: &str, other_labels: &[String]) -> String {
+        let elsewhere = if other_labels.is_empty() {
+            String::new()
+        } else {
+            match self {
+                Lang::Es => format!(" (sale en: {})", other_labels.join("; ")),
+                Lang::En => format!(" (it is in: {})", other_labels.join("; ")),
+            }
+        };
+        match self {
+            Lang::Es => format!("{entity} no aparece en ninguna sesión que se pueda mostrar aquí{elsewhere}."),
+            Lang::En => format!("{entity} appears in no session that can be shown here{elsewhere}."),
+        }
+    }
+
+    pub fn unknown_entity(self, name: &str, suggestions: &[String]) -> String {
+        let hint = if suggestions.is_empty() {
+            String::new()
+        } else {
+            match self {
+                Lang::Es => format!(" ¿Quizá: {}?", suggestions.join(", ")),
+                Lang::En => format!(" Did you mean: {}?", suggestions.join(", ")),
+            }
+        };
+        match self {
+            Lang::Es => format!("No hay nadie ni nada llamado «{name}» en el compendio.{hint}"),
+            Lang::En => format!("Nothing called “{name}” is in the compendium.{hint}"),
+        }
+    }
+
+    pub fn no_sessions(self) -> String {
+        self.pick(
+            "Esta campaña no tiene sesiones numeradas (solo fichas y documentos del mundo): no hay cronología ni resumen que hacer.",
+            "This campaign has no numbered sessions (only character sheets and world documents): there is no timeline or recap to make.",
+        )
+    }
+
+    pub fn missing_session(self, asked: u32, highest: u32) -> String {
+        match self {
+            Lang::Es => format!("La sesión {asked} no está en las notas: la última que hay es la {highest}."),
+            Lang::En => format!("Session {asked} is not in the notes: the last session there is {highest}."),
+        }
+    }
+
+    pub fn recap_heading(self, session: u32, is_last: bool) -> String {
+        match (self, is_last) {
+            (Lang::Es, true) => format!("Resumen de la sesión {session} (la última)"),
+            (Lang::Es, false) => format!("Resumen de la sesión {session}"),
+            (Lang::En, true) => format!("Recap of session {session} (the last one)"),
+            (Lang::En, false) => format!("Recap of session {session}"),
+        }
+    }
 }

@@ -31,10 +31,14 @@ pub enum QuestionKind {
     Crosslingual,
     /// Before or after: needs the sessions of both events.
     Chronology,
+    /// Places itself in the campaign's time: «la sesión 27», «la última sesión», «justo
+    /// después de X»; or carries a number that is not a session («12 monedas»), which the time
+    /// path must leave alone (issue 15).
+    Time,
 }
 
 impl QuestionKind {
-    pub const ALL: [QuestionKind; 8] = [
+    pub const ALL: [QuestionKind; 9] = [
         QuestionKind::Fact,
         QuestionKind::Arc,
         QuestionKind::Paraphrase,
@@ -43,6 +47,7 @@ impl QuestionKind {
         QuestionKind::Unanswerable,
         QuestionKind::Crosslingual,
         QuestionKind::Chronology,
+        QuestionKind::Time,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +60,7 @@ impl QuestionKind {
             QuestionKind::Unanswerable => "unanswerable",
             QuestionKind::Crosslingual => "crosslingual",
             QuestionKind::Chronology => "chronology",
+            QuestionKind::Time => "time",
         }
     }
 }

@@ -25,7 +25,7 @@ use crate::retrieve::{Audience, CompendiumIndex, PathSet, RetrievalPath};
 
 pub use bank::{EvalQuestion, QuestionKind, load_bank};
 pub use baseline::{BASELINE_WINDOW_WORDS, Baseline};
-pub use score::{EvalReport, FULL_PIPELINE, FUSION_ONLY, Found, NAIVE_BASELINE, QuestionRow, RunInfo};
+pub use score::{EvalReport, FULL_PIPELINE, FUSION_ONLY, Found, NAIVE_BASELINE, QuestionRow, RunInfo, WITHOUT_TIME};
 
 /// Which questions get an answer generated and scored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +113,7 @@ pub async fn run_eval(
         None
     };
 
-    let mut variant_order = vec![FULL_PIPELINE.to_string(), FUSION_ONLY.to_string()];
+    let mut variant_order = vec![FULL_PIPELINE.to_string(), FUSION_ONLY.to_string(), WITHOUT_TIME.to_string()];
     if options.ablations {
         variant_order.extend(path_variants().into_iter().map(PathSet::name));
         variant_order.push(NAIVE_BASELINE.to_string());
@@ -174,6 +174,11 @@ async fn eval_question(
         let valid = answer.citations.iter().filter(|citation| citation.valid).map(|c| c.label.clone()).collect();
         let mut score = score::AnswerScore::new(question, &answer.text, valid, answer.invented_citations.clone());
         (score.mode, score.fallback) = (Some(answer.mode), answer.fallback.clone());
+        if question.kind == bank::QuestionKind::Chronology {
+            let cited: Vec<_> =
+                answer.citations.iter().filter(|c| c.valid).map(|c| (c.label.clone(), c.session)).collect();
+            score.story_order = score::cited_in_story_order(&answer.text, &cited);
+        }
         Some(score)
     } else {
         None
@@ -183,6 +188,10 @@ async fn eval_question(
     // The same pool with the rerank off: no second search.
     let fusion = oracle.prepare_from_search(index, &request, full.search.clone(), false).await?;
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
+    // The time variant (issue 15): the full pipeline with the time path off.
+    let without_time = Pipeline { paths: PathSet::ALL.without_time(), rerank: true };
+    let untimed = oracle.prepare(index, compendium, &request, without_time).await?;
+    variants.insert(WITHOUT_TIME.to_string(), found_in(&expected, &untimed));
     if ablations {
         for paths in path_variants() {
             let prepared = oracle.prepare(index, compendium, &request, Pipeline { paths, rerank: false }).await?;

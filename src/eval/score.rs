@@ -21,6 +21,8 @@ use crate::oracle::AnswerTimings;
 pub const FULL_PIPELINE: &str = "dense+bm25+entity+rerank";
 /// The three paths fused, rerank off.
 pub const FUSION_ONLY: &str = "dense+bm25+entity";
+/// The full pipeline without the time path (issue 15): what the time path adds.
+pub const WITHOUT_TIME: &str = "dense+bm25+entity+rerank, no time path";
 /// What a three-step RAG tutorial builds: fixed 300-word windows, dense only, top 8.
 pub const NAIVE_BASELINE: &str = "baseline: 300-word windows, dense, top 8";
 
@@ -77,6 +79,31 @@ pub struct AnswerScore {
     /// Why an answer the model was asked for is extractive.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
+    /// For a chronology question citing two sessions or more: whether the sessions are cited
+    /// in story order (each first cited no earlier in the text than a lower one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub story_order: Option<bool>,
+}
+
+/// Whether the session labels among `cited` (label, session) first appear in `text` in
+/// story order; `None` with fewer than two sessions cited. A label is found whole («Sesión 1»
+/// is not the start of «Sesión 12»).
+pub fn cited_in_story_order(text: &str, cited: &[(String, Option<crate::corpus::SessionNumber>)]) -> Option<bool> {
+    let mut first_seen: Vec<(usize, crate::corpus::SessionNumber)> = cited
+        .iter()
+        .filter_map(|(label, session)| {
+            let session = (*session)?;
+            let position = text.match_indices(label.as_str()).map(|(at, _)| at).find(|&at| {
+                !text[at + label.len()..].starts_with(|c: char| c.is_ascii_digit())
+            })?;
+            Some((position, session))
+        })
+        .collect();
+    if first_seen.len() < 2 {
+        return None;
+    }
+    first_seen.sort();
+    Some(first_seen.windows(2).all(|pair| pair[0].1 <= pair[1].1))
 }
 
 impl AnswerScore {
@@ -101,6 +128,7 @@ impl AnswerScore {
             leaked: question.forbidden.iter().filter(|word| contains_fact(text, word)).cloned().collect(),
             mode: None,
             fallback: None,
+            story_order: None,
         }
     }
 }
@@ -243,6 +271,9 @@ pub struct AnswerSummary {
     pub leaks: usize,
     /// Answers the model was asked for that fell back to the extractive answer.
     pub fallbacks: usize,
+    /// Chronology answers citing two sessions or more, and those citing them in story order.
+    pub chronology_cited: usize,
+    pub chronology_in_story_order: usize,
 }
 
 impl AnswerSummary {
@@ -277,6 +308,8 @@ impl AnswerSummary {
             with_key_facts: with_facts.len(),
             leaks: answered.iter().filter(|(_, answer)| !answer.leaked.is_empty()).count(),
             fallbacks: answered.iter().filter(|(_, answer)| answer.fallback.is_some()).count(),
+            chronology_cited: answered.iter().filter(|(_, answer)| answer.story_order.is_some()).count(),
+            chronology_in_story_order: answered.iter().filter(|(_, answer)| answer.story_order == Some(true)).count(),
         })
     }
 }
@@ -364,11 +397,12 @@ impl EvalReport {
         let timed: Vec<(&AnswerTimings, bool)> =
             rows.iter().filter_map(|row| row.timings.as_ref().map(|t| (t, row.answer.is_some()))).collect();
         type Stage = fn(&AnswerTimings) -> f64;
-        let stages: [(&str, Stage); 8] = [
+        let stages: [(&str, Stage); 9] = [
             ("embed_query", |t| t.embed_query_ms),
             ("dense", |t| t.dense_ms),
             ("bm25", |t| t.bm25_ms),
             ("entity", |t| t.entity_ms),
+            ("time", |t| t.time_ms),
             ("fuse", |t| t.fuse_ms),
             ("rerank", |t| t.rerank_ms),
             ("generation", |t| t.generation_ms),
@@ -514,6 +548,33 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
         }
         line(out, "all", &full.overall, &fusion.overall);
         let _ = writeln!(out);
+        self.render_time(out);
+    }
+
+    /// The time variant (issue 15): hits in the final k with and without the time path.
+    fn render_time(&self, out: &mut String) {
+        let (Some(full), Some(untimed)) = (self.variant(FULL_PIPELINE), self.variant(WITHOUT_TIME)) else { return };
+        let _ = writeln!(out, "Time path (hits in the final k and recall, with / without the time path)");
+        let _ = writeln!(out, "{:12} {:>3}  {:>8} {:>8}  {:>6} {:>6}", "kind", "n", "with", "without", "with", "without");
+        let line = |out: &mut String, name: &str, with: &VariantScore, without: &VariantScore| {
+            let _ = writeln!(
+                out,
+                "{:12} {:>3}  {:>8} {:>8}  {:>6.2} {:>6.2}",
+                name,
+                with.questions,
+                format!("{}/{}", with.top_hits, with.questions),
+                format!("{}/{}", without.top_hits, without.questions),
+                with.recall.top,
+                without.recall.top,
+            );
+        };
+        for (kind, score) in &full.by_kind {
+            if let Some(without) = untimed.by_kind.get(kind) {
+                line(out, kind.as_str(), score, without);
+            }
+        }
+        line(out, "all", &full.overall, &untimed.overall);
+        let _ = writeln!(out);
     }
 
     fn render_ablations(&self, out: &mut String) {
@@ -567,6 +628,11 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
         let _ = writeln!(out, "  extractive fallbacks {}/{}", a.fallbacks, a.answered);
         let _ = writeln!(
             out,
+            "  chronology in order  {}/{} chronology answers citing two sessions or more",
+            a.chronology_in_story_order, a.chronology_cited
+        );
+        let _ = writeln!(
+            out,
             "  abstention           {}/{} unanswerable (and {} answerable said part was missing)",
             a.abstained_unanswerable, a.unanswerable, a.abstained_answerable
         );
@@ -605,6 +671,22 @@ fn truncate(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_15_cited_sessions_in_story_order() {
+        use crate::corpus::SessionNumber;
+        let cited = |labels: &[(&str, Option<u32>)]| -> Vec<(String, Option<SessionNumber>)> {
+            labels.iter().map(|(label, n)| (label.to_string(), n.map(SessionNumber))).collect()
+        };
+        let both = cited(&[("Sesión 12", Some(12)), ("Sesión 1", Some(1))]);
+        assert_eq!(cited_in_story_order("Primero [Sesión 1], luego [Sesión 12].", &both), Some(true));
+        assert_eq!(cited_in_story_order("Primero [Sesión 12], luego [Sesión 1].", &both), Some(false));
+        // «Sesión 1» is not found inside «Sesión 12».
+        assert_eq!(cited_in_story_order("Todo [Sesión 12]; y al final [Sesión 1].", &both), Some(false));
+        assert_eq!(cited_in_story_order("Juntas [Sesión 1; Sesión 12].", &both), Some(true));
+        let one = cited(&[("Sesión 3", Some(3)), ("Ficha: Baika", None)]);
+        assert_eq!(cited_in_story_order("[Ficha: Baika] y [Sesión 3]", &one), None);
+    }
 
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()

@@ -92,7 +92,7 @@ mod tests {
     fn agreement_beats_the_top_of_a_single_list() {
         let fused = fuse_candidates(&[(Dense, vec![1, 2]), (Bm25, vec![3, 2]), (Entity, vec![4])], 40);
         assert_eq!(fused[0].fragment_id, 2);
-        assert_eq!(fused[0].ranks, PathRanks { dense: Some(2), bm25: Some(2), entity: None });
+        assert_eq!(fused[0].ranks, PathRanks { dense: Some(2), bm25: Some(2), entity: None, time: None });
     }
 
     #[test]

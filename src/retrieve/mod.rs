@@ -3,7 +3,9 @@
 //! Three independent paths, because no single one is enough (design notes, "tres vías"):
 //! - [`dense`]: embeddings; understands paraphrase, scatters invented names;
 //! - [`bm25`]: FTS5; nails "Norkiel" literally, cannot generalise;
-//! - [`entity`]: the compendium; brings every session where a named entity appears.
+//! - [`entity`]: the compendium; brings every session where a named entity appears;
+//! - [`time`]: the sessions a question places itself in («la sesión 12», «la última», «justo
+//!   después de X»), found from session numbers rather than words.
 //!
 //! Each path is asked for `max(k*2, k+5)` results and [`fuse`] merges them by reciprocal rank
 //! into a pool of at most 40. The pool's order is not the answer set: the rerank chooses the
@@ -18,6 +20,7 @@ pub mod entity;
 pub mod followup;
 pub mod fuse;
 pub mod rerank;
+pub mod time;
 
 use std::time::Instant;
 
@@ -47,6 +50,7 @@ pub enum RetrievalPath {
     Dense,
     Bm25,
     Entity,
+    Time,
 }
 
 /// A candidate's 1-based rank in each path (`None`: that path did not find it).
@@ -55,6 +59,7 @@ pub struct PathRanks {
     pub dense: Option<usize>,
     pub bm25: Option<usize>,
     pub entity: Option<usize>,
+    pub time: Option<usize>,
 }
 
 impl PathRanks {
@@ -63,6 +68,7 @@ impl PathRanks {
             RetrievalPath::Dense => self.dense,
             RetrievalPath::Bm25 => self.bm25,
             RetrievalPath::Entity => self.entity,
+            RetrievalPath::Time => self.time,
         }
     }
 
@@ -71,26 +77,28 @@ impl PathRanks {
             RetrievalPath::Dense => self.dense = Some(rank),
             RetrievalPath::Bm25 => self.bm25 = Some(rank),
             RetrievalPath::Entity => self.entity = Some(rank),
+            RetrievalPath::Time => self.time = Some(rank),
         }
     }
 
     /// The best (lowest) rank over the paths that found it.
     pub fn best(&self) -> usize {
-        [self.dense, self.bm25, self.entity].into_iter().flatten().min().unwrap_or(usize::MAX)
+        [self.dense, self.bm25, self.entity, self.time].into_iter().flatten().min().unwrap_or(usize::MAX)
     }
 }
 
-/// Which paths a search runs. Every search in the product runs all three; the evaluation
+/// Which paths a search runs. Every search in the product runs all four; the evaluation
 /// switches paths off to measure what each one adds (ablations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct PathSet {
     pub dense: bool,
     pub bm25: bool,
     pub entity: bool,
+    pub time: bool,
 }
 
 impl PathSet {
-    pub const ALL: PathSet = PathSet { dense: true, bm25: true, entity: true };
+    pub const ALL: PathSet = PathSet { dense: true, bm25: true, entity: true, time: true };
 
     /// Only the paths listed.
     pub fn only(paths: &[RetrievalPath]) -> PathSet {
@@ -98,7 +106,13 @@ impl PathSet {
             dense: paths.contains(&RetrievalPath::Dense),
             bm25: paths.contains(&RetrievalPath::Bm25),
             entity: paths.contains(&RetrievalPath::Entity),
+            time: paths.contains(&RetrievalPath::Time),
         }
+    }
+
+    /// The same paths with the time path off (the evaluation's `time` variant).
+    pub fn without_time(self) -> PathSet {
+        PathSet { time: false, ..self }
     }
 
     pub fn contains(self, path: RetrievalPath) -> bool {
@@ -106,12 +120,14 @@ impl PathSet {
             RetrievalPath::Dense => self.dense,
             RetrievalPath::Bm25 => self.bm25,
             RetrievalPath::Entity => self.entity,
+            RetrievalPath::Time => self.time,
         }
     }
 
-    /// `dense+bm25+entity`, in that order.
+    /// `dense+bm25+entity+time`, in that order.
     pub fn name(self) -> String {
-        let names: Vec<&str> = [RetrievalPath::Dense, RetrievalPath::Bm25, RetrievalPath::Entity]
+        let names: Vec<&str> =
+            [RetrievalPath::Dense, RetrievalPath::Bm25, RetrievalPath::Entity, RetrievalPath::Time]
             .into_iter()
             .filter(|path| self.contains(*path))
             .map(RetrievalPath::as_str)
@@ -132,6 +148,7 @@ impl RetrievalPath {
             RetrievalPath::Dense => "dense",
             RetrievalPath::Bm25 => "bm25",
             RetrievalPath::Entity => "entity",
+            RetrievalPath::Time => "time",
         }
     }
 }
@@ -189,6 +206,8 @@ pub struct SearchTimings {
     pub bm25_ms: f64,
     pub entity_ms: f64,
     pub fuse_ms: f64,
+    /// Reading the question's time references and listing their sessions.
+    pub time_ms: f64,
 }
 
 /// The fused pool with what explains it. `oraculo search --json` prints this.
@@ -207,6 +226,8 @@ pub struct SearchResult {
     /// Why the pool looks as it does (issue 11): the follow-up decision, the entity path's
     /// evidence (each named entity's session share and weight) and each path's list length.
     pub diagnostics: SearchDiagnostics,
+    /// What the time path read and brought (empty when the question has no time reference).
+    pub time: time::TimeDiagnostics,
 }
 
 /// What explains a pool: `search --json` prints it beside the candidates' per-path ranks.
@@ -330,15 +351,23 @@ pub async fn search(
         }
         tracing::trace!(elapsed_ms = ms(started), "paths done");
 
+        let mut lists: Vec<(RetrievalPath, f64, Vec<i64>)> = vec![
+            (RetrievalPath::Dense, 1.0, dense),
+            (RetrievalPath::Bm25, 1.0, bm25),
+            (RetrievalPath::Entity, entity_weight, by_entity),
+        ];
         let started = Instant::now();
-        let fused = fuse_weighted(
-            &[
-                (RetrievalPath::Dense, 1.0, dense),
-                (RetrievalPath::Bm25, 1.0, bm25),
-                (RetrievalPath::Entity, entity_weight, by_entity),
-            ],
-            MAX_POOL,
-        );
+        let entity_ids: Vec<i64> = named_entities.iter().map(|(id, _)| *id).collect();
+        let (by_time, time) = if request.paths.time {
+            search_time_path(index, request, &search_query, expanded.is_some(), &lists, &entity_ids, depth)?
+        } else {
+            (Vec::new(), time::TimeDiagnostics::default())
+        };
+        lists.push((RetrievalPath::Time, 1.0, by_time));
+        timings.time_ms = ms(started);
+
+        let started = Instant::now();
+        let fused = fuse_weighted(&lists, MAX_POOL);
         let ids: Vec<i64> = fused.iter().map(|f| f.fragment_id).collect();
         let mut heads: std::collections::HashMap<i64, crate::index::FragmentHead> =
             index.store.fragment_heads(&ids)?.into_iter().map(|head| (head.id, head)).collect();
@@ -370,6 +399,7 @@ pub async fn search(
             timings,
             missing_paths,
             diagnostics: SearchDiagnostics { followup, entity_path: entity_evidence, path_lengths },
+            time,
         })
     }
     .instrument(span)
@@ -394,6 +424,34 @@ async fn search_dense_path(
         .await?;
     timings.dense_ms = ms(dense_started);
     Ok(ids)
+}
+
+/// The time path: the question's references (the expanded follow-up's when the question
+/// alone has none), anchored on the other three paths' fusion for «antes/después de X».
+fn search_time_path(
+    index: &Index,
+    request: &SearchRequest<'_>,
+    search_query: &str,
+    expanded: bool,
+    other_paths: &[(RetrievalPath, f64, Vec<i64>)],
+    entity_ids: &[i64],
+    depth: usize,
+) -> Result<(Vec<i64>, time::TimeDiagnostics), IndexError> {
+    let mut references = time::parse_time_references(request.question);
+    if references.is_empty() && expanded {
+        references = time::parse_time_references(search_query);
+    }
+    if references.is_empty() {
+        return Ok((Vec::new(), time::TimeDiagnostics::default()));
+    }
+    let needs_anchor =
+        references.iter().any(|r| matches!(r, time::TimeReference::AfterEvent | time::TimeReference::BeforeEvent));
+    let prior: Vec<i64> = if needs_anchor {
+        fuse_weighted(other_paths, MAX_POOL).into_iter().map(|fused| fused.fragment_id).collect()
+    } else {
+        Vec::new()
+    };
+    time::search_time(&index.store, &references, &prior, entity_ids, request.audience.visibility_filter(), depth)
 }
 
 fn ms(since: Instant) -> f64 {

@@ -18,3 +18,4 @@ mod retrieve;
 mod robustness;
 mod secrets;
 mod structured;
+mod time;
