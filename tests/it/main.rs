@@ -17,4 +17,5 @@ mod ingest;
 mod retrieve;
 mod robustness;
 mod secrets;
+mod servers;
 mod structured;
