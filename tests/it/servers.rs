@@ -43,17 +43,20 @@ fn market_campaign() -> Scratch {
 }
 
 struct Bench {
+    /// The chat server: its faults and window never touch the embedder's.
     fake: FakeOllama,
+    _embed_server: FakeOllama,
     scratch: Scratch,
     embedder: Arc<dyn oraculo::llm::Embedder>,
 }
 
 async fn bench() -> Bench {
     let scratch = market_campaign();
-    let fake = FakeOllama::start(&["bge-m3", MODEL]).await;
-    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(ollama_embedder(&fake, "bge-m3").await);
+    let embed_server = FakeOllama::start(&["bge-m3"]).await;
+    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(ollama_embedder(&embed_server, "bge-m3").await);
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
-    Bench { fake, scratch, embedder }
+    let fake = FakeOllama::start(&[MODEL]).await;
+    Bench { fake, _embed_server: embed_server, scratch, embedder }
 }
 
 impl Bench {
