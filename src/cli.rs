@@ -185,6 +185,25 @@ impl CampaignArgs {
     }
 }
 
+/// An error and its causes on one line, each said once. Several of the crate's errors carry
+/// their cause's text in their own message *and* as their `source` (thiserror's `{0}` beside
+/// `#[from]`), so anyhow's `{:#}` would print it twice: a cause whose text the line already
+/// holds is left out.
+pub fn render_error(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
 /// Runs one subcommand.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
@@ -696,7 +715,7 @@ async fn chat(args: &ChatArgs) -> anyhow::Result<()> {
                 history.push(Turn { role: TurnRole::Assistant, content: answer.text.clone() });
                 last = Some(answer);
             }
-            Err(err) => eprintln!("error: {err:#}"),
+            Err(err) => eprintln!("error: {}", render_error(&err)),
         }
     }
     Ok(())
@@ -862,4 +881,39 @@ impl IngestProgress for ProgressBar {
 async fn bot(args: &crate::discord::BotArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.overrides())?;
     crate::discord::run(config, crate::discord::shutdown_signal()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_error;
+    use crate::llm::LlmError;
+    use crate::oracle::AskError;
+
+    #[test]
+    fn an_error_prints_its_causes_once() {
+        let refused = || LlmError::ServerStatus {
+            backend: "the OpenAI-compatible server".into(),
+            url: "http://127.0.0.1:8080".into(),
+            status: 400,
+            body: "the request exceeds the available context size, try increasing it".into(),
+        };
+        let io = || std::io::Error::other("connection reset");
+        // (error, what the line must be)
+        let cases: Vec<(anyhow::Error, &str)> = vec![
+            (
+                anyhow::Error::from(AskError::Llm(refused())),
+                "the language model failed: the OpenAI-compatible server at http://127.0.0.1:8080 answered 400: the request exceeds the available context size, try increasing it",
+            ),
+            (
+                anyhow::Error::from(AskError::Llm(refused())).context("answering the question"),
+                "answering the question: the language model failed: the OpenAI-compatible server at http://127.0.0.1:8080 answered 400: the request exceeds the available context size, try increasing it",
+            ),
+            (anyhow::Error::from(io()).context("reading notes/a.md"), "reading notes/a.md: connection reset"),
+        ];
+        for (err, expected) in cases {
+            let line = render_error(&err);
+            assert_eq!(line, expected);
+            assert_eq!(line.matches("exceeds").count(), usize::from(expected.contains("exceeds")), "{line}");
+        }
+    }
 }

@@ -50,8 +50,10 @@ pub const MIN_ANSWER_SECONDS: f64 = 10.0;
 /// whole queue. Five minutes covers a structured answer and its retry on a loaded CPU
 /// (measured p95 212 s for the 1.5B on 2 busy cores).
 pub const DEFAULT_ANSWER_DEADLINE_SECS: u64 = 300;
-/// Context window cap for server backends: Qwen2.5's native window. Each request asks for
-/// only what its prompt needs (rounded up to 1024), so the cap costs nothing until used.
+/// Context window for server backends when neither `chat.n_ctx` nor the server says one
+/// (and the cap on an Ollama model's own context length): Qwen2.5's native window. Each
+/// Ollama request asks for only what its prompt needs (rounded up to 1024), so the cap costs
+/// nothing until used.
 pub const DEFAULT_SERVER_N_CTX: usize = 32768;
 /// Context window of the embedded model: 8 session fragments (~2k tokens each) fit, and the
 /// 1.5B model's cache stays near 230 MB.
@@ -514,7 +516,7 @@ fn chat_config(
                 timeout: Duration::from_secs(ollama.timeout_secs.unwrap_or(120)),
                 retries: ollama.retries.unwrap_or(3),
                 keep_alive,
-                context_window: n_ctx,
+                n_ctx: chat.n_ctx,
             })
         }
         "openai" => {
@@ -529,7 +531,7 @@ fn chat_config(
                 api_key: env("ORACULO_OPENAI_API_KEY").map(ApiKey::new),
                 timeout: Duration::from_secs(chat.timeout_secs.unwrap_or(120)),
                 retries: chat.retries.unwrap_or(3),
-                context_window: n_ctx,
+                n_ctx: chat.n_ctx,
             })
         }
         other => bail!("chat.backend = {other:?}: expected \"embedded\", \"ollama\" or \"openai\""),

@@ -10,7 +10,7 @@ async fn main() -> ExitCode {
     match oraculo::cli::run(oraculo::cli::Cli::parse()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", oraculo::cli::render_error(&err));
             ExitCode::FAILURE
         }
     }

@@ -22,7 +22,7 @@ use crate::answer::{
 };
 use crate::corpus::{NoteKind, SessionNumber};
 use crate::index::{Index, IndexError, StoredFragment};
-use crate::llm::chat::{ChatMessage, ChatModel, ChatRequest, ChatRole, TokenSink};
+use crate::llm::chat::{ChatMessage, ChatModel, ChatRequest, ChatRole, ContextWindow, TokenSink, WindowSource};
 use crate::llm::{Embedder, LlmError};
 use crate::retrieve::rerank::{RerankDecision, RerankSkip, rerank_by_annotation};
 use crate::retrieve::{
@@ -50,6 +50,9 @@ const MIN_MATERIAL_TOKENS: usize = 640;
 /// Under a time plan, the shortest a fragment's passages are made: below this a fragment
 /// says nothing useful, and fewer fragments are better than many empty ones.
 const MIN_PASSAGE_TOKENS: usize = 96;
+/// After a refusal for length, the material planned again is at most this share of what was
+/// refused: the refusal proves the estimate was low, so the same material must not go again.
+const REPLAN_SHRINK: f64 = 0.75;
 /// Structured replies tried before the answer becomes extractive: the first, and one retry
 /// told what was wrong.
 const STRUCTURED_ATTEMPTS: usize = 2;
@@ -122,6 +125,14 @@ pub struct ContextPlan {
     pub prompt_tokens_per_s: Option<f64>,
     /// Chosen fragments shown as their passages rather than whole.
     pub fragments_as_passages: usize,
+    /// The context window the prompt was planned for, in tokens, and where that number came
+    /// from (`config`, `server_props`, `server_models`, `ollama_show`, `refusal`, `default`,
+    /// `loaded`).
+    pub window_tokens: usize,
+    pub window_source: WindowSource,
+    /// Times the context was planned again because the server refused the prompt as longer
+    /// than its window (0 or 1).
+    pub window_retries: usize,
 }
 
 /// How a question is retrieved. The product always runs [`Pipeline::default`] (three paths,
@@ -155,6 +166,9 @@ pub struct Prepared {
     history: Vec<PromptMessage>,
     /// What the question is about, for passages and excerpts.
     terms: QueryTerms,
+    /// What the context was built from, kept to build it again smaller after a refusal.
+    chosen_context: Vec<ContextFragment>,
+    leftovers: Vec<ContextFragment>,
 }
 
 /// One question.
@@ -476,7 +490,7 @@ impl Oracle {
             },
             annotation: annotations.get(&candidate.fragment_id).cloned(),
         };
-        let mut chosen_context: Vec<ContextFragment> = chosen.iter().map(|c| to_context(c, true)).collect();
+        let chosen_context: Vec<ContextFragment> = chosen.iter().map(|c| to_context(c, true)).collect();
         let leftovers: Vec<ContextFragment> = search
             .candidates
             .iter()
@@ -491,17 +505,9 @@ impl Oracle {
                 TurnRole::Assistant => PromptMessage::assistant(turn.content.clone()),
             })
             .collect();
-        let count_tokens = |text: &str| self.chat.count_tokens(text);
-        let mut plan = self.plan_context(question, &history).await;
-        if plan.limited_by == "time" {
-            plan.fragments_as_passages =
-                narrow_to_passages(&mut chosen_context, &terms, plan.material_tokens, &count_tokens);
-        }
-        let context = build_context(
-            &chosen_context,
-            &leftovers,
-            ContextBudget { max_tokens: plan.material_tokens, count_tokens: &count_tokens },
-        );
+        let window = self.chat.window().await;
+        let mut plan = self.plan_context(question, &history, window).await;
+        let context = self.build_planned_context(&mut plan, &chosen_context, &leftovers, &terms);
         Ok(Prepared {
             question: question.to_string(),
             started,
@@ -515,28 +521,100 @@ impl Oracle {
             texts,
             history,
             terms,
+            chosen_context,
+            leftovers,
         })
+    }
+
+    /// The context `plan` allows: the chosen fragments (as their passages under a time plan)
+    /// and the leftovers' summaries.
+    fn build_planned_context(
+        &self,
+        plan: &mut ContextPlan,
+        chosen_context: &[ContextFragment],
+        leftovers: &[ContextFragment],
+        terms: &QueryTerms,
+    ) -> Context {
+        let count_tokens = |text: &str| self.chat.count_tokens(text);
+        let mut chosen_context = chosen_context.to_vec();
+        if plan.limited_by == "time" {
+            plan.fragments_as_passages =
+                narrow_to_passages(&mut chosen_context, terms, plan.material_tokens, &count_tokens);
+        }
+        build_context(
+            &chosen_context,
+            leftovers,
+            ContextBudget { max_tokens: plan.material_tokens, count_tokens: &count_tokens },
+        )
+    }
+
+    /// After the backend refused `prepared`'s prompt as too long: the window learnt again
+    /// and a context planned for it, at most [`REPLAN_SHRINK`] of the material refused (less
+    /// when the server counted more prompt tokens than estimated). `None` when nothing
+    /// smaller can be planned.
+    async fn replan(&self, prepared: &Prepared, refusal: &LlmError) -> Option<Prepared> {
+        let window = self.chat.refresh_window(refusal).await;
+        let mut plan = self.plan_context(&prepared.question, &prepared.history, window).await;
+        let material_sent = self.chat.count_tokens(&prepared.context.text);
+        let frame_tokens: usize = self
+            .answer_frame(&prepared.question, &prepared.history)
+            .iter()
+            .map(|message| self.chat.count_tokens(&message.content))
+            .sum();
+        let mut material = plan.material_tokens.min((material_sent as f64 * REPLAN_SHRINK) as usize);
+        // The server's own count of the refused prompt, when it gave one, above the estimate:
+        // its tokeniser makes more tokens of this text than estimated, so plan that much less.
+        if let LlmError::ContextExceeded { prompt_tokens: Some(counted), .. } = refusal {
+            let estimated = frame_tokens + material_sent;
+            if *counted > estimated && estimated > 0 {
+                material = (material as f64 * estimated as f64 / *counted as f64) as usize;
+            }
+        }
+        if material == 0 || prepared.context.text.is_empty() {
+            return None;
+        }
+        plan.material_tokens = material;
+        plan.window_retries = prepared.plan.window_retries + 1;
+        let context =
+            self.build_planned_context(&mut plan, &prepared.chosen_context, &prepared.leftovers, &prepared.terms);
+        tracing::warn!(
+            window_tokens = window.tokens,
+            window_source = ?window.source,
+            material_before = material_sent,
+            material_after = material,
+            "the prompt was refused as too long; context planned again"
+        );
+        Some(Prepared { context, plan, ..prepared.clone() })
+    }
+
+    /// The answer prompt without material: what every plan is made beside.
+    fn answer_frame(&self, question: &str, history: &[PromptMessage]) -> Vec<PromptMessage> {
+        let empty = build_context(&[], &[], ContextBudget { max_tokens: usize::MAX, count_tokens: &|_: &str| 0 });
+        match self.answer_mode() {
+            AnswerMode::Structured => structured_answer_messages(question, history, &empty),
+            _ => answer_messages(question, history, &empty),
+        }
     }
 
     /// How much material the answer prompt may carry: what the window leaves beside the
     /// prompt's frame and the answer budget, and, on a backend that reports its speed (the
     /// embedded one, on a CPU), what it reads in `answer_seconds` after the time the answer
     /// itself is expected to take.
-    async fn plan_context(&self, question: &str, history: &[PromptMessage]) -> ContextPlan {
-        let empty = build_context(&[], &[], ContextBudget { max_tokens: usize::MAX, count_tokens: &|_: &str| 0 });
-        let frame = match self.answer_mode() {
-            AnswerMode::Structured => structured_answer_messages(question, history, &empty),
-            _ => answer_messages(question, history, &empty),
-        };
+    /// `window`: the backend's, as [`ChatModel::window`] learnt it.
+    async fn plan_context(&self, question: &str, history: &[PromptMessage], window: ContextWindow) -> ContextPlan {
+        let frame = self.answer_frame(question, history);
         let frame_tokens: usize = frame.iter().map(|message| self.chat.count_tokens(&message.content)).sum();
         let window_tokens =
-            self.chat.context_window().saturating_sub(frame_tokens + self.settings.max_tokens + TEMPLATE_MARGIN_TOKENS);
+            window.tokens.saturating_sub(frame_tokens + self.settings.max_tokens + TEMPLATE_MARGIN_TOKENS);
         let window_plan = ContextPlan {
             limited_by: "window",
             material_tokens: window_tokens,
             answer_seconds: None,
             prompt_tokens_per_s: None,
             fragments_as_passages: 0,
+            window_tokens: window.tokens,
+            window_source: window.source,
+            window_retries: 0,
         };
         if self.answer_mode() == AnswerMode::Extractive {
             return window_plan;
@@ -562,42 +640,62 @@ impl Oracle {
             answer_seconds: Some(self.settings.answer_seconds),
             prompt_tokens_per_s: Some(speed.prompt_tokens_per_s),
             fragments_as_passages: 0,
+            window_tokens: window.tokens,
+            window_source: window.source,
+            window_retries: 0,
         }
     }
 
     /// The model writes the answer to what was prepared (structured, free, or, when no model
     /// can, the notes' own sentences); its citations are checked against the labels shown.
+    /// A prompt the backend refuses as longer than its window is planned again once, for the
+    /// window it reports, and tried again; a second refusal leaves the extractive answer.
     pub async fn generate(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
         let generation_started = Instant::now();
         let english = crate::lexicon::language_of(&prepared.question) == crate::corpus::LabelLanguage::En;
         let time_notice = prepared.search.time.notice(english);
-        let mode = self.answer_mode();
-        let asked = async {
-            match mode {
-                // Only sessions that are not there were asked about: say so, naming the last one.
-                _ if prepared.search.time.answers_alone() => MadeAnswer {
+        let generation = async {
+            // Only sessions that are not there were asked about: say so, naming the last one.
+            if prepared.search.time.answers_alone() {
+                let notice = MadeAnswer {
                     text: time_notice.clone().unwrap_or_default(),
                     mode: AnswerMode::Extractive,
                     fallback: None,
                     attempts: 0,
                     prompt_tokens: None,
                     completion_tokens: None,
-                },
-                AnswerMode::Extractive => self.extract(prepared, None),
-                AnswerMode::Free => self.generate_free(prepared, on_token).await,
-                AnswerMode::Structured => self.generate_structured(prepared, on_token).await,
+                    refusal: None,
+                };
+                return (notice, None);
             }
+            let mut made = self.make_answer(prepared, on_token).await;
+            let replanned = match made.refusal.take() {
+                Some(refusal) => self.replan(prepared, &refusal).await,
+                None => None,
+            };
+            if let Some(replanned) = &replanned {
+                made = self.make_answer(replanned, on_token).await;
+                made.attempts += 1;
+            }
+            (made, replanned)
         };
-        // Dropping the generation at the deadline cancels it (a server request is closed,
-        // llama.cpp stops at its next token).
+        // Every attempt, a re-planned one included, within one deadline; dropping the
+        // generation cancels it (a server request is closed, llama.cpp stops at its next token).
         let deadline = self.settings.deadline;
-        let mut made = match tokio::time::timeout(deadline, asked).await {
-            Ok(made) => made,
-            Err(_) => self.extract(
-                prepared,
-                Some(format!("the model had not finished after {} s (chat.answer_deadline_secs)", deadline.as_secs())),
+        let (mut made, replanned) = match tokio::time::timeout(deadline, generation).await {
+            Ok(done) => done,
+            Err(_) => (
+                self.extract(
+                    prepared,
+                    Some(format!(
+                        "the model had not finished after {} s (chat.answer_deadline_secs)",
+                        deadline.as_secs()
+                    )),
+                ),
+                None,
             ),
         };
+        let prepared = replanned.as_ref().unwrap_or(prepared);
         if let Some(notice) = time_notice.filter(|_| !prepared.search.time.answers_alone()) {
             made.text = format!("{notice}\n\n{}", made.text);
         }
@@ -658,6 +756,15 @@ impl Oracle {
         })
     }
 
+    /// One answer in the configured mode.
+    async fn make_answer(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> MadeAnswer {
+        match self.answer_mode() {
+            AnswerMode::Extractive => self.extract(prepared, None),
+            AnswerMode::Free => self.generate_free(prepared, on_token).await,
+            AnswerMode::Structured => self.generate_structured(prepared, on_token).await,
+        }
+    }
+
     /// Free text, citing by the prompt's rule; extractive when the model fails.
     async fn generate_free(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> MadeAnswer {
         let request = ChatRequest {
@@ -678,8 +785,9 @@ impl Oracle {
                 attempts: 1,
                 prompt_tokens: response.prompt_tokens,
                 completion_tokens: response.completion_tokens,
+                refusal: None,
             },
-            Err(err) => self.extract(prepared, Some(format!("{err}"))).after_attempts(1),
+            Err(err) => self.extract(prepared, Some(format!("{err}"))).after_attempts(1).refused_by(err),
         }
     }
 
@@ -726,7 +834,8 @@ impl Oracle {
             let response = match self.chat.chat(&request, Some(&sentences_sink)).instrument(span).await {
                 Ok(response) => response,
                 Err(err) => {
-                    let mut made = self.extract(prepared, Some(format!("{err}"))).after_attempts(attempt);
+                    let mut made =
+                        self.extract(prepared, Some(format!("{err}"))).after_attempts(attempt).refused_by(err);
                     (made.prompt_tokens, made.completion_tokens) = (prompt_tokens, completion_tokens);
                     return made;
                 }
@@ -742,6 +851,7 @@ impl Oracle {
                         attempts: attempt,
                         prompt_tokens,
                         completion_tokens,
+                        refusal: None,
                     };
                 }
                 Err(err) => {
@@ -780,6 +890,7 @@ impl Oracle {
             attempts: 0,
             prompt_tokens: None,
             completion_tokens: None,
+            refusal: None,
         }
     }
 
@@ -805,11 +916,21 @@ struct MadeAnswer {
     attempts: usize,
     prompt_tokens: Option<usize>,
     completion_tokens: Option<usize>,
+    /// The backend refused the prompt as longer than its window: a smaller one may pass.
+    refusal: Option<LlmError>,
 }
 
 impl MadeAnswer {
     fn after_attempts(mut self, attempts: usize) -> MadeAnswer {
         self.attempts = attempts;
+        self
+    }
+
+    /// Keeps `err` when it is a refusal for length, for [`Oracle::generate`] to plan again.
+    fn refused_by(mut self, err: LlmError) -> MadeAnswer {
+        if err.is_context_exceeded() {
+            self.refusal = Some(err);
+        }
         self
     }
 }

@@ -457,11 +457,23 @@ dropped 0",
         );
         assert_eq!(
             context.shown_labels,
-            ["Sesión 3", "Sesión 12", "Sesión 40", "Ficha: Baika", "Mundo: Dioses", "Sesión 2", "Sesión 9", "Sesión 31", "Ficha: Odo"]
+            [
+                "Sesión 3",
+                "Sesión 12",
+                "Sesión 40",
+                "Ficha: Baika",
+                "Mundo: Dioses",
+                "Sesión 2",
+                "Sesión 9",
+                "Sesión 31",
+                "Ficha: Odo"
+            ]
         );
         let at = |text: &str| context.text.find(text).expect("shown");
         assert!(at("### [Sesión 3]") < at("### [Sesión 12]") && at("### [Sesión 12]") < at("### [Sesión 40]"));
-        assert!(at("### [Sesión 40]") < at("### [Ficha: Baika]") && at("### [Ficha: Baika]") < at("### [Mundo: Dioses]"));
+        assert!(
+            at("### [Sesión 40]") < at("### [Ficha: Baika]") && at("### [Ficha: Baika]") < at("### [Mundo: Dioses]")
+        );
         assert!(context.text.contains("en orden de campaña"), "{}", context.text);
     }
 

@@ -960,10 +960,22 @@ fn time_error_text(error: &crate::timeline::TimeError, lang: Lang) -> String {
     name_localized("es-419", "cronologia"),
     name_localized("en-US", "timeline"),
     name_localized("en-GB", "timeline"),
-    description_localized("en-US", "Every session where someone or something appears, in order, each with a cited line."),
-    description_localized("en-GB", "Every session where someone or something appears, in order, each with a cited line."),
-    description_localized("es-ES", "Las sesiones en las que aparece alguien o algo, en orden, cada una con su línea citada."),
-    description_localized("es-419", "Las sesiones en las que aparece alguien o algo, en orden, cada una con su línea citada.")
+    description_localized(
+        "en-US",
+        "Every session where someone or something appears, in order, each with a cited line."
+    ),
+    description_localized(
+        "en-GB",
+        "Every session where someone or something appears, in order, each with a cited line."
+    ),
+    description_localized(
+        "es-ES",
+        "Las sesiones en las que aparece alguien o algo, en orden, cada una con su línea citada."
+    ),
+    description_localized(
+        "es-419",
+        "Las sesiones en las que aparece alguien o algo, en orden, cada una con su línea citada."
+    )
 )]
 pub async fn cronologia(
     ctx: Context<'_>,
@@ -1033,8 +1045,14 @@ async fn autocomplete_entity(ctx: Context<'_>, partial: &str) -> Vec<String> {
     name_localized("en-GB", "recap"),
     description_localized("en-US", "Recap a session (by default the last one) to open the night, citing the notes."),
     description_localized("en-GB", "Recap a session (by default the last one) to open the night, citing the notes."),
-    description_localized("es-ES", "Resume una sesión (por defecto, la última) para empezar la partida, citando las notas."),
-    description_localized("es-419", "Resume una sesión (por defecto, la última) para empezar la partida, citando las notas.")
+    description_localized(
+        "es-ES",
+        "Resume una sesión (por defecto, la última) para empezar la partida, citando las notas."
+    ),
+    description_localized(
+        "es-419",
+        "Resume una sesión (por defecto, la última) para empezar la partida, citando las notas."
+    )
 )]
 pub async fn resumen(
     ctx: Context<'_>,
@@ -1096,11 +1114,8 @@ pub async fn resumen(
     };
     let messages = match made {
         Ok(Ok(recap)) => {
-            let text = format!(
-                "**{}**\n\n{}",
-                lang.recap_heading(recap.session.0, recap.is_last),
-                recap.answer.text.trim()
-            );
+            let text =
+                format!("**{}**\n\n{}", lang.recap_heading(recap.session.0, recap.is_last), recap.answer.text.trim());
             embeds::answer_messages(&text, &recap.answer.citations, recap.answer.invented_citations.len(), lang)
         }
         Ok(Err(err)) => {

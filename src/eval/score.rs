@@ -93,9 +93,10 @@ pub fn cited_in_story_order(text: &str, cited: &[(String, Option<crate::corpus::
         .iter()
         .filter_map(|(label, session)| {
             let session = (*session)?;
-            let position = text.match_indices(label.as_str()).map(|(at, _)| at).find(|&at| {
-                !text[at + label.len()..].starts_with(|c: char| c.is_ascii_digit())
-            })?;
+            let position = text
+                .match_indices(label.as_str())
+                .map(|(at, _)| at)
+                .find(|&at| !text[at + label.len()..].starts_with(|c: char| c.is_ascii_digit()))?;
             Some((position, session))
         })
         .collect();
@@ -555,7 +556,8 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
     fn render_time(&self, out: &mut String) {
         let (Some(full), Some(untimed)) = (self.variant(FULL_PIPELINE), self.variant(WITHOUT_TIME)) else { return };
         let _ = writeln!(out, "Time path (hits in the final k and recall, with / without the time path)");
-        let _ = writeln!(out, "{:12} {:>3}  {:>8} {:>8}  {:>6} {:>6}", "kind", "n", "with", "without", "with", "without");
+        let _ =
+            writeln!(out, "{:12} {:>3}  {:>8} {:>8}  {:>6} {:>6}", "kind", "n", "with", "without", "with", "without");
         let line = |out: &mut String, name: &str, with: &VariantScore, without: &VariantScore| {
             let _ = writeln!(
                 out,

@@ -81,6 +81,34 @@ impl ModelSpeed {
     }
 }
 
+/// Where a backend's context window came from: what the answer object reports beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSource {
+    /// `chat.n_ctx`: set by hand, it wins over what the server says.
+    Config,
+    /// llama-server's `GET /props` (`default_generation_settings.n_ctx`, per slot).
+    ServerProps,
+    /// `GET /v1/models` metadata (vLLM's `max_model_len`, llama-server's `meta.n_ctx`).
+    ServerModels,
+    /// Ollama's `POST /api/show` (the model's `<arch>.context_length`), capped at the
+    /// default `num_ctx` ceiling.
+    OllamaShow,
+    /// What the server reported when it refused a prompt as too long.
+    Refusal,
+    /// The server said nothing: the built-in default for servers.
+    Default,
+    /// The model runs in this process: the context it was loaded with.
+    Loaded,
+}
+
+/// A context window in tokens and where the number came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextWindow {
+    pub tokens: usize,
+    pub source: WindowSource,
+}
+
 /// Receives the answer as it is generated (a terminal, a Discord message being edited).
 pub type TokenSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
@@ -89,8 +117,19 @@ pub type TokenSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 pub trait ChatModel: Send + Sync {
     /// Stable id: part of every cache key for what this model produced (`ollama:qwen2.5:14b`).
     fn id(&self) -> &str;
-    /// The context window the backend is run with, in tokens.
+    /// The context window the backend is run with, in tokens: what is known now, without
+    /// asking a server (see [`ChatModel::window`]).
     fn context_window(&self) -> usize;
+    /// The window a prompt is planned for, and where it came from. A server is asked what
+    /// it serves the first time (then cached for the process); `chat.n_ctx` wins when set.
+    async fn window(&self) -> ContextWindow {
+        ContextWindow { tokens: self.context_window(), source: WindowSource::Loaded }
+    }
+    /// After a refusal for length: forgets the cached window and learns it again (from the
+    /// refusal itself when it said, else from the server).
+    async fn refresh_window(&self, _refusal: &LlmError) -> ContextWindow {
+        self.window().await
+    }
     /// Tokens `text` takes in the prompt (exact where the backend can tokenise, else an
     /// estimate that errs high).
     fn count_tokens(&self, text: &str) -> usize;

@@ -74,6 +74,24 @@ pub enum LlmError {
         "the prompt takes {prompt_tokens} tokens, beyond the {context_window}-token context window of {backend}: send less context or raise chat.n_ctx"
     )]
     PromptTooLong { backend: String, prompt_tokens: usize, context_window: usize },
+    #[error("{backend} refused the prompt as longer than its context window: {message}")]
+    ContextExceeded {
+        backend: String,
+        /// The server's own words (llama-server, vLLM and OpenAI each word it differently).
+        message: String,
+        /// The window the server said it has, when it said.
+        n_ctx: Option<usize>,
+        /// The prompt's size as the server counted it, when it said.
+        prompt_tokens: Option<usize>,
+    },
+}
+
+impl LlmError {
+    /// A prompt the backend would not take because it does not fit the window: the caller
+    /// can plan a smaller one and try again.
+    pub fn is_context_exceeded(&self) -> bool {
+        matches!(self, LlmError::ContextExceeded { .. } | LlmError::PromptTooLong { .. })
+    }
 }
 
 /// Which side of an asymmetric embedder a text is on (e5's `query: ` / `passage: `).

@@ -2,17 +2,26 @@
 //!
 //! Every request sets `options.num_ctx` from the prompt's size plus the answer budget:
 //! Ollama's default window is small and silently drops the start of a longer prompt.
-//! `keep_alive` keeps the model resident between questions. The wire types mirror Ollama's
+//! `keep_alive` keeps the model resident between questions.
+//!
+//! The window is the model's own context length, asked once per process from `/api/show`
+//! and capped at [`crate::config::DEFAULT_SERVER_N_CTX`] (`chat.n_ctx`, when set, wins).
+//! Requests say `truncate: false`: a prompt longer than `num_ctx` is then refused (400,
+//! llama.cpp's "exceeds the available context size") instead of losing its start, and comes
+//! back as [`LlmError::ContextExceeded`]. (Ollama versions before that flag still drop the
+//! start silently: the planned prompt is sized from an estimate that errs high.) The wire types mirror Ollama's
 //! JSON, so the test stand-in exercises this very code.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tracing::{Instrument, debug, info_span, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 
 use super::LlmError;
-use super::chat::{ChatMessage, ChatModel, ChatRequest, ChatResponse, TokenSink, estimate_tokens};
+use super::chat::{
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowSource, estimate_tokens,
+};
 use super::http::{LineReader, ReadError, context_for};
 use super::ollama::{describe, is_transient};
 
@@ -21,6 +30,8 @@ use super::ollama::{describe, is_transient};
 pub const NUM_CTX_GRANULARITY: usize = 1024;
 /// First wait before retrying a failed call; doubled on each retry.
 const RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
+/// The longest `/api/show` may take to say the model's context length.
+const WINDOW_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How to reach an Ollama server for chat. Built from `[ollama]` and `[chat]` in config.
 #[derive(Debug, Clone)]
@@ -36,8 +47,10 @@ pub struct OllamaChatConfig {
     pub retries: u32,
     /// How long Ollama keeps the model loaded after a request (`"30m"`, `"-1"` for ever).
     pub keep_alive: String,
-    /// The largest `num_ctx` ever requested, in tokens.
-    pub context_window: usize,
+    /// `chat.n_ctx`: the largest `num_ctx` ever requested, in tokens, when set by hand.
+    /// `None`: the model's context length (`/api/show`), at most
+    /// [`crate::config::DEFAULT_SERVER_N_CTX`].
+    pub n_ctx: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -49,6 +62,8 @@ struct ChatBody<'a> {
     format: Option<&'a serde_json::Value>,
     options: ChatOptions,
     keep_alive: &'a str,
+    /// Refuse a prompt longer than `num_ctx` rather than drop its start.
+    truncate: bool,
 }
 
 #[derive(Serialize)]
@@ -91,6 +106,8 @@ pub struct OllamaChat {
     config: OllamaChatConfig,
     client: reqwest::Client,
     id: String,
+    /// The window learnt from `/api/show`, once per process.
+    window: std::sync::Mutex<Option<ContextWindow>>,
 }
 
 impl std::fmt::Debug for OllamaChat {
@@ -107,7 +124,56 @@ impl OllamaChat {
             .connect_timeout(config.timeout)
             .build()
             .map_err(|err| LlmError::Unreachable { url: config.url.clone(), detail: describe(&err) })?;
-        Ok(OllamaChat { id: format!("ollama:{}", config.model), config, client })
+        Ok(OllamaChat { id: format!("ollama:{}", config.model), config, client, window: std::sync::Mutex::new(None) })
+    }
+
+    fn cached_window(&self) -> Option<ContextWindow> {
+        self.window.lock().map(|cached| *cached).unwrap_or(None)
+    }
+
+    /// The model's context length from `POST /api/show` (`model_info["<arch>.context_length"]`);
+    /// `None` (logged) when Ollama does not say.
+    async fn context_length_from_show(&self) -> Option<usize> {
+        let url = format!("{}/api/show", self.config.url.trim_end_matches('/'));
+        let fetch = async {
+            let response = self
+                .client
+                .post(&url)
+                .json(&serde_json::json!({ "model": self.config.model }))
+                .send()
+                .await
+                .map_err(|err| describe(&err))?;
+            if !response.status().is_success() {
+                return Err(format!("status {}", response.status().as_u16()));
+            }
+            response.json::<serde_json::Value>().await.map_err(|err| describe(&err))
+        };
+        let show = match tokio::time::timeout(WINDOW_QUERY_TIMEOUT.min(self.config.timeout), fetch).await {
+            Ok(Ok(show)) => show,
+            Ok(Err(detail)) => {
+                debug!(%url, %detail, "no context length from /api/show");
+                return None;
+            }
+            Err(_) => {
+                debug!(%url, "no context length from /api/show: timed out");
+                return None;
+            }
+        };
+        show_context_length(&show)
+    }
+
+    async fn discover_window(&self) -> ContextWindow {
+        if let Some(tokens) = self.config.n_ctx {
+            return ContextWindow { tokens, source: WindowSource::Config };
+        }
+        match self.context_length_from_show().await {
+            Some(length) => {
+                let tokens = length.min(crate::config::DEFAULT_SERVER_N_CTX);
+                info!(backend = %self.id, context_length = length, tokens, "context window learnt from /api/show");
+                ContextWindow { tokens, source: WindowSource::OllamaShow }
+            }
+            None => ContextWindow { tokens: crate::config::DEFAULT_SERVER_N_CTX, source: WindowSource::Default },
+        }
     }
 
     fn endpoint(&self) -> String {
@@ -123,18 +189,11 @@ impl OllamaChat {
         }
     }
 
-    /// The `num_ctx` for `request`: its estimated prompt plus the answer budget.
+    /// The `num_ctx` for `request`: its estimated prompt plus the answer budget, within the
+    /// window known now.
     pub fn num_ctx_for(&self, request: &ChatRequest) -> usize {
         let prompt_tokens = self.count_message_tokens(&request.messages);
-        if prompt_tokens + request.max_tokens > self.config.context_window {
-            warn!(
-                prompt_tokens,
-                max_tokens = request.max_tokens,
-                context_window = self.config.context_window,
-                "the prompt may not fit the context window; Ollama will drop its start"
-            );
-        }
-        context_for(prompt_tokens, request.max_tokens, NUM_CTX_GRANULARITY, self.config.context_window)
+        context_for(prompt_tokens, request.max_tokens, NUM_CTX_GRANULARITY, self.context_window())
     }
 
     async fn chat_once(
@@ -158,6 +217,17 @@ impl OllamaChat {
                 _ => String::new(),
             };
             let message = serde_json::from_str::<ErrorResponse>(&body).map(|e| e.error).unwrap_or(body);
+            // The refusal arrives as llama.cpp's error JSON inside Ollama's `error` string.
+            if status.is_client_error()
+                && let Some(refusal) = super::openai::context_refusal(&message)
+            {
+                return Err(LlmError::ContextExceeded {
+                    backend: self.id.clone(),
+                    message: super::openai::refusal_message(&message),
+                    n_ctx: refusal.n_ctx,
+                    prompt_tokens: refusal.prompt_tokens,
+                });
+            }
             if status.as_u16() == 404 && message.contains("not found") {
                 return Err(LlmError::ModelNotPulled {
                     url: self.config.url.clone(),
@@ -214,6 +284,17 @@ impl OllamaChat {
     }
 }
 
+/// `/api/show`'s `model_info["<arch>.context_length"]` (the architecture varies: `qwen2.`,
+/// `llama.`, `gemma3.`…).
+fn show_context_length(show: &serde_json::Value) -> Option<usize> {
+    let info = show["model_info"].as_object()?;
+    info.iter()
+        .find(|(key, _)| key.ends_with(".context_length"))
+        .and_then(|(_, value)| value.as_u64())
+        .map(|n| n as usize)
+        .filter(|n| *n > 0)
+}
+
 /// A line short enough for an error message.
 pub(super) fn clip(line: &str) -> String {
     const MAX_CHARS: usize = 200;
@@ -232,7 +313,28 @@ impl ChatModel for OllamaChat {
     }
 
     fn context_window(&self) -> usize {
-        self.config.context_window
+        match self.cached_window() {
+            Some(window) => window.tokens,
+            None => self.config.n_ctx.unwrap_or(crate::config::DEFAULT_SERVER_N_CTX),
+        }
+    }
+
+    async fn window(&self) -> ContextWindow {
+        if let Some(window) = self.cached_window() {
+            return window;
+        }
+        let window = self.discover_window().await;
+        if let Ok(mut cached) = self.window.lock() {
+            *cached = Some(window);
+        }
+        window
+    }
+
+    /// Ollama's refusal names the `num_ctx` this request asked for, not the model's window:
+    /// the window stays what `/api/show` said, and the refused prompt's own count is what
+    /// the next plan shrinks by.
+    async fn refresh_window(&self, _refusal: &LlmError) -> ContextWindow {
+        self.window().await
     }
 
     /// Ollama does not expose the model's tokeniser: an estimate that errs high.
@@ -241,6 +343,7 @@ impl ChatModel for OllamaChat {
     }
 
     async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
+        self.window().await;
         let num_ctx = self.num_ctx_for(request);
         let span = info_span!(
             "llm.chat",
@@ -258,6 +361,7 @@ impl ChatModel for OllamaChat {
                 format: request.json_schema.as_ref(),
                 options: ChatOptions { num_ctx, num_predict: request.max_tokens, temperature: request.temperature },
                 keep_alive: &self.config.keep_alive,
+                truncate: false,
             };
             let mut attempt = 0;
             loop {

@@ -4,15 +4,23 @@
 //!
 //! Structured output goes in `response_format` as a strict JSON schema. The API key, when
 //! there is one, is sent as a bearer token and never printed (see [`ApiKey`]).
+//!
+//! The context window is the server's: asked once per process (llama-server's `/props`, else
+//! `/v1/models` metadata), unless `chat.n_ctx` sets it. A prompt the server refuses as too
+//! long (llama-server's `exceed_context_size_error`, vLLM's and OpenAI's "maximum context
+//! length") comes back as [`LlmError::ContextExceeded`] with the window the server reported,
+//! which [`ChatModel::refresh_window`] then remembers.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tracing::{Instrument, debug, info_span, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 
 use super::LlmError;
-use super::chat::{ChatMessage, ChatModel, ChatRequest, ChatResponse, TokenSink, estimate_tokens};
+use super::chat::{
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowSource, estimate_tokens,
+};
 use super::http::{LineReader, ReadError};
 use super::ollama::describe;
 use super::ollama_chat::clip;
@@ -21,6 +29,9 @@ use super::ollama_chat::clip;
 const RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
 /// The name the schema is given in `response_format` (servers require one).
 const SCHEMA_NAME: &str = "answer";
+/// The longest a question about the window (`/props`, `/v1/models`) may take: a server that
+/// is slower than this to say its window is planned for with the default instead.
+const WINDOW_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A bearer token. Its `Debug` prints nothing of it, so configs and clients can be logged.
 #[derive(Clone, PartialEq, Eq)]
@@ -55,8 +66,10 @@ pub struct OpenAiChatConfig {
     pub timeout: Duration,
     /// Extra attempts on connection errors, timeouts and 5xx, before anything streamed.
     pub retries: u32,
-    /// The context window the server runs the model with, in tokens.
-    pub context_window: usize,
+    /// `chat.n_ctx`: the context window, in tokens, when set by hand (it wins over what
+    /// the server says). `None`: the server is asked, else
+    /// [`crate::config::DEFAULT_SERVER_N_CTX`].
+    pub n_ctx: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -114,6 +127,8 @@ pub struct OpenAiChat {
     config: OpenAiChatConfig,
     client: reqwest::Client,
     id: String,
+    /// The window learnt from the server (or its refusal), once per process.
+    window: std::sync::Mutex<Option<ContextWindow>>,
 }
 
 impl std::fmt::Debug for OpenAiChat {
@@ -133,13 +148,86 @@ impl OpenAiChat {
             .connect_timeout(config.timeout)
             .build()
             .map_err(|err| LlmError::ServerUnreachable { url: config.url.clone(), detail: describe(&err) })?;
-        Ok(OpenAiChat { id: format!("openai:{}", config.model), config, client })
+        Ok(OpenAiChat { id: format!("openai:{}", config.model), config, client, window: std::sync::Mutex::new(None) })
+    }
+
+    /// The server's root, without a trailing `/v1`.
+    fn base(&self) -> &str {
+        let base = self.config.url.trim_end_matches('/');
+        base.strip_suffix("/v1").unwrap_or(base)
     }
 
     fn endpoint(&self) -> String {
-        let base = self.config.url.trim_end_matches('/');
-        let base = base.strip_suffix("/v1").unwrap_or(base);
-        format!("{base}/v1/chat/completions")
+        format!("{}/v1/chat/completions", self.base())
+    }
+
+    fn cached_window(&self) -> Option<ContextWindow> {
+        self.window.lock().map(|cached| *cached).unwrap_or(None)
+    }
+
+    fn remember_window(&self, window: ContextWindow) {
+        if let Ok(mut cached) = self.window.lock() {
+            *cached = Some(window);
+        }
+    }
+
+    /// `GET {base}{path}` as JSON; `None` (logged) when the server has no such route or
+    /// does not answer in time: a window nobody says is not an error.
+    async fn get_json(&self, path: &str) -> Option<serde_json::Value> {
+        let url = format!("{}{path}", self.base());
+        let mut builder = self.client.get(&url);
+        if let Some(key) = &self.config.api_key {
+            builder = builder.bearer_auth(key.expose());
+        }
+        let fetch = async {
+            let response = builder.send().await.map_err(|err| describe(&err))?;
+            if !response.status().is_success() {
+                return Err(format!("status {}", response.status().as_u16()));
+            }
+            response.json::<serde_json::Value>().await.map_err(|err| describe(&err))
+        };
+        match tokio::time::timeout(WINDOW_QUERY_TIMEOUT.min(self.config.timeout), fetch).await {
+            Ok(Ok(value)) => Some(value),
+            Ok(Err(detail)) => {
+                debug!(%url, %detail, "no window from this route");
+                None
+            }
+            Err(_) => {
+                debug!(%url, "no window from this route: timed out");
+                None
+            }
+        }
+    }
+
+    /// What the server says its window is: llama-server's `/props`, else `/v1/models`.
+    async fn window_from_server(&self) -> Option<ContextWindow> {
+        if let Some(tokens) = self.get_json("/props").await.as_ref().and_then(props_window) {
+            return Some(ContextWindow { tokens, source: WindowSource::ServerProps });
+        }
+        let models = self.get_json("/v1/models").await?;
+        let tokens = models_window(&models, &self.config.model)?;
+        Some(ContextWindow { tokens, source: WindowSource::ServerModels })
+    }
+
+    /// The window as the configuration or the server says, else the default.
+    async fn discover_window(&self) -> ContextWindow {
+        if let Some(tokens) = self.config.n_ctx {
+            return ContextWindow { tokens, source: WindowSource::Config };
+        }
+        match self.window_from_server().await {
+            Some(window) => {
+                info!(backend = %self.id, tokens = window.tokens, source = ?window.source, "context window learnt from the server");
+                window
+            }
+            None => {
+                warn!(
+                    backend = %self.id,
+                    tokens = crate::config::DEFAULT_SERVER_N_CTX,
+                    "the server does not say its context window; planning for the default (set chat.n_ctx)"
+                );
+                ContextWindow { tokens: crate::config::DEFAULT_SERVER_N_CTX, source: WindowSource::Default }
+            }
+        }
     }
 
     fn timeout_error(&self) -> LlmError {
@@ -181,6 +269,16 @@ impl OpenAiChat {
                 _ => String::new(),
             };
             let message = error_message(&body);
+            if (400..500).contains(&status)
+                && let Some(refusal) = context_refusal(&body)
+            {
+                return Err(LlmError::ContextExceeded {
+                    backend: self.id.clone(),
+                    message,
+                    n_ctx: refusal.n_ctx,
+                    prompt_tokens: refusal.prompt_tokens,
+                });
+            }
             return Err(match status {
                 401 | 403 => LlmError::Unauthorized { url: self.config.url.clone(), status },
                 404 if message.to_lowercase().contains("model") => LlmError::ModelNotServed {
@@ -227,6 +325,15 @@ impl OpenAiChat {
                 detail: format!("/v1/chat/completions streamed an event that does not parse ({err}): {}", clip(data)),
             })?;
             if let Some(error) = chunk.error {
+                let body = serde_json::json!({ "error": error }).to_string();
+                if let Some(refusal) = context_refusal(&body) {
+                    return Err(LlmError::ContextExceeded {
+                        backend: self.id.clone(),
+                        message: error_message(&body),
+                        n_ctx: refusal.n_ctx,
+                        prompt_tokens: refusal.prompt_tokens,
+                    });
+                }
                 return Err(LlmError::Generation {
                     backend: self.id.clone(),
                     message: error_message(&error.to_string()),
@@ -272,6 +379,93 @@ fn error_message(body: &str) -> String {
     }
 }
 
+/// What a "context exceeded" refusal said about the window and the prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    pub n_ctx: Option<usize>,
+    pub prompt_tokens: Option<usize>,
+}
+
+/// A refusal for length in an error body, in any of the wordings servers use, with the
+/// numbers it carries:
+/// - llama-server: `{"error": {"type": "exceed_context_size_error", "message": "request (N
+///   tokens) exceeds the available context size (W tokens), try increasing it", "n_ctx": W,
+///   "n_prompt_tokens": N}}`;
+/// - OpenAI: `code: "context_length_exceeded"`, "This model's maximum context length is W
+///   tokens. However, your messages resulted in N tokens…";
+/// - vLLM: "This model's maximum context length is W tokens. However, you requested N tokens…"
+///   (newer: "…and your request has N input tokens").
+pub fn context_refusal(body: &str) -> Option<Refusal> {
+    let value: serde_json::Value = serde_json::from_str(body).unwrap_or(serde_json::Value::Null);
+    let error = value.get("error").unwrap_or(&value);
+    let message = match error {
+        serde_json::Value::String(message) => message.clone(),
+        _ => error.get("message").and_then(|m| m.as_str()).map(str::to_string).unwrap_or_else(|| body.to_string()),
+    };
+    let lower = message.to_lowercase();
+    let typed = error.get("type").and_then(|t| t.as_str()) == Some("exceed_context_size_error")
+        || error.get("code").and_then(|c| c.as_str()) == Some("context_length_exceeded");
+    let worded = [
+        "exceeds the available context size",
+        "larger than the max context size",
+        "maximum context length",
+        "context size has been exceeded",
+        "context length exceeded",
+        "exceeds the context length",
+        "input length exceeds",
+    ]
+    .iter()
+    .any(|wording| lower.contains(wording));
+    if !typed && !worded {
+        return None;
+    }
+    let field = |name: &str| error.get(name).and_then(|n| n.as_u64()).map(|n| n as usize).filter(|n| *n > 0);
+    let n_ctx = field("n_ctx").or_else(|| {
+        ["available context size (", "max context size (", "maximum context length is "]
+            .iter()
+            .find_map(|marker| number_after(&lower, marker))
+    });
+    let prompt_tokens = field("n_prompt_tokens").or_else(|| {
+        ["request (", "input (", "you requested ", "resulted in ", "your request has "]
+            .iter()
+            .find_map(|marker| number_after(&lower, marker))
+    });
+    Some(Refusal { n_ctx, prompt_tokens })
+}
+
+/// The human part of a refusal body (`error.message`), or the body itself.
+pub fn refusal_message(body: &str) -> String {
+    error_message(body)
+}
+
+/// The number right after `marker` in `text` (`"size (8192 tokens"`, marker `"size ("` → 8192).
+fn number_after(text: &str, marker: &str) -> Option<usize> {
+    let start = text.find(marker)? + marker.len();
+    let digits: String = text[start..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok().filter(|n| *n > 0)
+}
+
+/// llama-server's `/props`: `default_generation_settings.n_ctx`, the window of one slot
+/// (0 in router mode, where no model is loaded: no answer).
+fn props_window(props: &serde_json::Value) -> Option<usize> {
+    props["default_generation_settings"]["n_ctx"].as_u64().map(|n| n as usize).filter(|n| *n > 0)
+}
+
+/// `/v1/models`: the entry for `model` (or the only one), with vLLM's `max_model_len`,
+/// llama-server's `meta.n_ctx` (per slot), or a `context_length` / `max_context_length`.
+fn models_window(models: &serde_json::Value, model: &str) -> Option<usize> {
+    let entries = models["data"].as_array()?;
+    let entry = entries.iter().find(|entry| entry["id"].as_str() == Some(model)).or(match entries.as_slice() {
+        [only] => Some(only),
+        _ => None,
+    })?;
+    [&entry["max_model_len"], &entry["meta"]["n_ctx"], &entry["context_length"], &entry["max_context_length"]]
+        .into_iter()
+        .find_map(|value| value.as_u64())
+        .map(|n| n as usize)
+        .filter(|n| *n > 0)
+}
+
 #[async_trait]
 impl ChatModel for OpenAiChat {
     fn id(&self) -> &str {
@@ -279,7 +473,37 @@ impl ChatModel for OpenAiChat {
     }
 
     fn context_window(&self) -> usize {
-        self.config.context_window
+        match self.cached_window() {
+            Some(window) => window.tokens,
+            None => self.config.n_ctx.unwrap_or(crate::config::DEFAULT_SERVER_N_CTX),
+        }
+    }
+
+    async fn window(&self) -> ContextWindow {
+        if let Some(window) = self.cached_window() {
+            return window;
+        }
+        let window = self.discover_window().await;
+        self.remember_window(window);
+        window
+    }
+
+    /// The window the refusal reported; else what the server says now, the configured
+    /// `n_ctx` aside (it just proved wrong); else three quarters of the window that failed.
+    async fn refresh_window(&self, refusal: &LlmError) -> ContextWindow {
+        let failed = self.window().await;
+        let window = match refusal {
+            LlmError::ContextExceeded { n_ctx: Some(tokens), .. } => {
+                ContextWindow { tokens: *tokens, source: WindowSource::Refusal }
+            }
+            _ => match self.window_from_server().await {
+                Some(window) if window.tokens < failed.tokens => window,
+                _ => ContextWindow { tokens: failed.tokens * 3 / 4, source: WindowSource::Refusal },
+            },
+        };
+        warn!(backend = %self.id, from = failed.tokens, to = window.tokens, source = ?window.source, "the server refused the prompt as too long; window relearnt");
+        self.remember_window(window);
+        window
     }
 
     /// The server's tokeniser is not reachable from here: an estimate that errs high.
@@ -359,7 +583,7 @@ mod tests {
             api_key: Some(ApiKey::new("sk-very-secret")),
             timeout: Duration::from_secs(1),
             retries: 0,
-            context_window: 4096,
+            n_ctx: Some(4096),
         };
         let chat = OpenAiChat::new(config.clone()).unwrap();
         for text in [format!("{config:?}"), format!("{chat:?}")] {
@@ -376,6 +600,49 @@ mod tests {
     }
 
     #[test]
+    fn refusals_for_length_are_read_in_each_servers_wording() {
+        // (body, n_ctx, prompt_tokens); None: not a refusal for length.
+        let cases: &[(&str, Option<(Option<usize>, Option<usize>)>)] = &[
+            (
+                r#"{"error":{"code":400,"message":"request (10877 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":10877,"n_ctx":8192}}"#,
+                Some((Some(8192), Some(10877))),
+            ),
+            (
+                r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}"#,
+                Some((None, None)),
+            ),
+            (
+                r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 10877 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+                Some((Some(8192), Some(10877))),
+            ),
+            (
+                r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#,
+                Some((Some(4096), Some(5000))),
+            ),
+            (r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#, None),
+            ("404 page not found", None),
+        ];
+        for (body, expected) in cases {
+            let got = context_refusal(body).map(|r| (r.n_ctx, r.prompt_tokens));
+            assert_eq!(got, *expected, "{body}");
+        }
+    }
+
+    #[test]
+    fn the_window_is_read_from_props_and_model_metadata() {
+        let props = serde_json::json!({ "default_generation_settings": { "n_ctx": 8192 }, "total_slots": 1 });
+        assert_eq!(props_window(&props), Some(8192));
+        assert_eq!(props_window(&serde_json::json!({ "default_generation_settings": { "n_ctx": 0 } })), None);
+        let llama = serde_json::json!({ "data": [{ "id": "smollm", "meta": { "n_ctx": 4096, "n_ctx_train": 8192 } }] });
+        assert_eq!(models_window(&llama, "other-name"), Some(4096), "the only model is the served one");
+        let vllm = serde_json::json!({ "data": [
+            { "id": "a", "max_model_len": 32768 }, { "id": "b", "max_model_len": 8192 } ] });
+        assert_eq!(models_window(&vllm, "b"), Some(8192));
+        assert_eq!(models_window(&vllm, "c"), None, "several models, none named: no guess");
+        assert_eq!(models_window(&serde_json::json!({ "data": [{ "id": "m" }] }), "m"), None);
+    }
+
+    #[test]
     fn a_base_url_with_or_without_v1_reaches_the_same_endpoint() {
         for url in ["http://h:1", "http://h:1/", "http://h:1/v1", "http://h:1/v1/"] {
             let chat = OpenAiChat::new(OpenAiChatConfig {
@@ -384,7 +651,7 @@ mod tests {
                 api_key: None,
                 timeout: Duration::from_secs(1),
                 retries: 0,
-                context_window: 4096,
+                n_ctx: Some(4096),
             })
             .unwrap();
             assert_eq!(chat.endpoint(), "http://h:1/v1/chat/completions");

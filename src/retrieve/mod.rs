@@ -126,8 +126,7 @@ impl PathSet {
 
     /// `dense+bm25+entity+time`, in that order.
     pub fn name(self) -> String {
-        let names: Vec<&str> =
-            [RetrievalPath::Dense, RetrievalPath::Bm25, RetrievalPath::Entity, RetrievalPath::Time]
+        let names: Vec<&str> = [RetrievalPath::Dense, RetrievalPath::Bm25, RetrievalPath::Entity, RetrievalPath::Time]
             .into_iter()
             .filter(|path| self.contains(*path))
             .map(RetrievalPath::as_str)

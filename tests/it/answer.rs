@@ -23,7 +23,7 @@ pub(crate) fn chat_config(url: String, timeout: Duration) -> OllamaChatConfig {
         timeout,
         retries: 0,
         keep_alive: "30m".into(),
-        context_window: 8192,
+        n_ctx: Some(8192),
     }
 }
 

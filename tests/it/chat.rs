@@ -25,7 +25,7 @@ fn ollama_config(url: String) -> OllamaChatConfig {
         timeout: Duration::from_secs(10),
         retries: 0,
         keep_alive: "30m".into(),
-        context_window: 32768,
+        n_ctx: Some(32768),
     }
 }
 
@@ -36,7 +36,7 @@ fn openai_config(url: String, api_key: Option<&str>) -> OpenAiChatConfig {
         api_key: api_key.map(ApiKey::new),
         timeout: Duration::from_secs(10),
         retries: 0,
-        context_window: 32768,
+        n_ctx: Some(32768),
     }
 }
 
@@ -197,6 +197,27 @@ async fn ollama_retries_a_failure_before_anything_streamed() {
     assert_eq!(fake.chat_requests("/api/chat").len(), 2);
 }
 
+#[tokio::test]
+async fn ollama_asks_to_be_refused_rather_than_truncated_and_reads_the_refusal() {
+    let fake = FakeOllama::start(&[MODEL]).await;
+    fake.set_window(4096);
+    let chat = OllamaChat::new(OllamaChatConfig { n_ctx: Some(1024), ..ollama_config(fake.url()) }).unwrap();
+    let err = chat.chat(&request(&"palabra ".repeat(2000)), None).await.unwrap_err();
+    let sent = fake.chat_requests("/api/chat");
+    assert_eq!(sent[0].body["truncate"], false);
+    assert_eq!(sent[0].body["options"]["num_ctx"], 1024, "capped at chat.n_ctx");
+    match &err {
+        LlmError::ContextExceeded { n_ctx, prompt_tokens, message, .. } => {
+            assert_eq!(*n_ctx, Some(1024));
+            assert!(prompt_tokens.is_some_and(|n| n > 1024), "{err:?}");
+            assert!(message.contains("exceeds the available context size"), "{message}");
+        }
+        other => panic!("expected a refusal for length, got {other:?}"),
+    }
+    assert!(err.is_context_exceeded());
+    assert_eq!(fake.requests_to("/api/show"), 0, "chat.n_ctx set: the server is not asked");
+}
+
 // --- OpenAI-compatible ----------------------------------------------------------------
 
 #[tokio::test]
@@ -255,6 +276,31 @@ async fn openai_errors_read_as_fixes() {
     fake.enqueue_reply("una respuesta que no termina nunca como debe");
     let err = chat.chat(&request("hola"), None).await.unwrap_err();
     assert!(matches!(err, LlmError::StreamIncomplete { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn openai_reads_llama_servers_refusal_with_its_numbers() {
+    let fake = FakeOllama::start(&[MODEL]).await;
+    fake.set_window(1024);
+    let chat = OpenAiChat::new(OpenAiChatConfig { n_ctx: None, ..openai_config(fake.url(), None) }).unwrap();
+    let window = chat.window().await;
+    assert_eq!((window.tokens, window.source), (1024, oraculo::llm::chat::WindowSource::ServerProps));
+    let err = chat.chat(&request(&"palabra ".repeat(2000)), None).await.unwrap_err();
+    match &err {
+        LlmError::ContextExceeded { n_ctx, prompt_tokens, message, .. } => {
+            assert_eq!(*n_ctx, Some(1024));
+            assert!(prompt_tokens.is_some_and(|n| n >= 1024), "{err:?}");
+            assert!(
+                message.ends_with("exceeds the available context size (1024 tokens), try increasing it"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a refusal for length, got {other:?}"),
+    }
+    assert_eq!(fake.chat_requests("/v1/chat/completions").len(), 1, "a refusal is not retried as transient");
+    let relearnt = chat.refresh_window(&err).await;
+    assert_eq!((relearnt.tokens, relearnt.source), (1024, oraculo::llm::chat::WindowSource::Refusal));
+    assert_eq!(chat.context_window(), 1024);
 }
 
 // --- registration ---------------------------------------------------------------------

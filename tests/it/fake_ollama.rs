@@ -9,6 +9,16 @@
 //! queue empty, a request with a JSON schema gets the schema's smallest valid object.
 //! Canned faults (`enqueue`) and a recorded history (`requests`, headers included) let tests
 //! drive failures and check what was sent.
+//!
+//! What the real servers taught (issue 16): a served window (`set_window`), told where each
+//! server tells it (llama-server's `/props` and `/v1/models` `meta.n_ctx`, Ollama's
+//! `/api/show` `model_info`), and enforced as each enforces it: `/v1/chat/completions`
+//! refuses a prompt of the window's size or more with llama-server's 400
+//! (`exceed_context_size_error`, its exact wording and fields); `/api/chat` refuses a prompt
+//! longer than `num_ctx` when sent `truncate: false` (Ollama's 400, llama.cpp's JSON inside
+//! its `error` string) and otherwise keeps half the window, as Ollama does. Prompt tokens are
+//! counted as characters / 4, the fake's tokeniser. `Fault::CutMidToken` is a server killed
+//! mid-stream.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -35,6 +45,9 @@ pub enum Fault {
     Truncated,
     /// Chat: each streamed piece that long after the last, as a model on a CPU writes.
     Slow(Duration),
+    /// Chat: a few pieces, then half an event cut inside a multi-byte character, and the
+    /// connection closes without ending the chunked body (a server killed mid-stream).
+    CutMidToken,
 }
 
 pub use crate::http::Recorded;
@@ -53,6 +66,10 @@ struct State {
     /// With no reply queued, a free-text chat answers what this makes of the request's
     /// messages (a reply that depends on the question, whatever order questions come in).
     reply_rule: Option<Arc<dyn Fn(&Value) -> String + Send + Sync>>,
+    /// The window the model is served with, in the fake's tokens; `None`: any prompt goes.
+    window: Option<usize>,
+    /// Whether `/props`, `/v1/models` and `/api/show` say the window (a server that does not).
+    tells_window: bool,
 }
 
 #[derive(Clone)]
@@ -112,6 +129,25 @@ impl FakeOllama {
         self.state.lock().unwrap().api_key = Some(key.to_string());
     }
 
+    /// From now on the model is served with a window of `tokens` (characters / 4), which
+    /// the server tells and enforces.
+    pub fn set_window(&self, tokens: usize) {
+        let mut state = self.state.lock().unwrap();
+        state.window = Some(tokens);
+        state.tells_window = true;
+    }
+
+    /// The window is still enforced, but no route says it (`/props` is 404, `/v1/models`
+    /// and `/api/show` carry no size), as some OpenAI-compatible servers do.
+    pub fn hide_window(&self) {
+        self.state.lock().unwrap().tells_window = false;
+    }
+
+    /// Requests received on `path` (any method).
+    pub fn requests_to(&self, path: &str) -> usize {
+        self.requests().iter().filter(|r| r.path == path).count()
+    }
+
     /// The bodies of the chat requests received on `path`, in order.
     pub fn chat_requests(&self, path: &str) -> Vec<Recorded> {
         self.requests().into_iter().filter(|r| r.path == path).collect()
@@ -145,7 +181,10 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<(
                 body: body.clone(),
                 headers: headers.clone(),
             });
-            state.faults.pop_front()
+            // Faults are meant for the work routes: the window questions a client asks
+            // first (`/props`, `/v1/models`, `/api/show`) never take one.
+            let window_route = matches!(path.as_str(), "/props" | "/v1/models" | "/api/show");
+            if window_route { None } else { state.faults.pop_front() }
         };
         if method == "POST" && (path == "/api/chat" || path == "/v1/chat/completions") {
             if !serve_chat(reader.get_mut(), &path, &body, &headers, fault, &state).await? {
@@ -160,7 +199,9 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<(
                 tokio::time::sleep(delay).await;
                 answer(&method, &path, &body, &state)
             }
-            Some(Fault::Truncated | Fault::Slow(_)) | None => answer(&method, &path, &body, &state),
+            Some(Fault::Truncated | Fault::Slow(_) | Fault::CutMidToken) | None => {
+                answer(&method, &path, &body, &state)
+            }
         };
         let reason = if status == 200 { "OK" } else { "Error" };
         let response = format!(
@@ -171,9 +212,60 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<(
     }
 }
 
+/// The fake's tokeniser: characters / 4, plus one.
+pub fn fake_prompt_tokens(body: &Value) -> usize {
+    let prompt_chars: usize = body["messages"]
+        .as_array()
+        .map(|ms| ms.iter().map(|m| m["content"].as_str().unwrap_or("").len()).sum())
+        .unwrap_or(0);
+    prompt_chars / 4 + 1
+}
+
 fn answer(method: &str, path: &str, body: &Value, state: &Arc<Mutex<State>>) -> (u16, String) {
-    let models = state.lock().unwrap().models.clone();
+    let (models, window) = {
+        let state = state.lock().unwrap();
+        (state.models.clone(), state.window.filter(|_| state.tells_window))
+    };
     match (method, path) {
+        // llama-server: the window of one slot.
+        ("GET", "/props") => match window {
+            Some(n_ctx) => (
+                200,
+                json!({ "default_generation_settings": { "n_ctx": n_ctx, "params": {} }, "total_slots": 1,
+                        "model_alias": models.last().cloned().unwrap_or_default() })
+                .to_string(),
+            ),
+            None => (
+                404,
+                json!({ "error": { "code": 404, "message": "File Not Found", "type": "not_found_error" } }).to_string(),
+            ),
+        },
+        ("GET", "/v1/models") => {
+            let data: Vec<Value> = models
+                .iter()
+                .map(|m| match window {
+                    Some(n_ctx) => json!({ "id": m, "object": "model", "owned_by": "llamacpp",
+                                           "meta": { "n_ctx": n_ctx, "n_ctx_train": n_ctx * 4 } }),
+                    None => json!({ "id": m, "object": "model", "owned_by": "llamacpp" }),
+                })
+                .collect();
+            (200, json!({ "object": "list", "data": data }).to_string())
+        }
+        ("POST", "/api/show") => {
+            let model = body["model"].as_str().unwrap_or("");
+            if !models.iter().any(|m| m == model) {
+                return (404, json!({ "error": format!("model '{model}' not found") }).to_string());
+            }
+            let mut info = json!({ "general.architecture": "qwen2", "qwen2.embedding_length": 5120 });
+            if let Some(n_ctx) = window {
+                info["qwen2.context_length"] = json!(n_ctx);
+            }
+            (
+                200,
+                json!({ "modelfile": "", "parameters": "temperature 0.7", "template": "", "model_info": info })
+                    .to_string(),
+            )
+        }
         ("GET", "/api/tags") => {
             let list: Vec<Value> = models
                 .iter()
@@ -250,6 +342,36 @@ async fn serve_chat(
         return Ok(true);
     }
 
+    let prompt_tokens = fake_prompt_tokens(body);
+    let window = state.lock().unwrap().window;
+    let mut truncated_to = None;
+    if let Some(window) = window {
+        if openai && prompt_tokens >= window {
+            // llama-server's refusal, word for word (server-context.cpp, server-task.cpp).
+            let error = json!({ "error": {
+                "code": 400,
+                "message": format!("request ({prompt_tokens} tokens) exceeds the available context size ({window} tokens), try increasing it"),
+                "type": "exceed_context_size_error", "n_prompt_tokens": prompt_tokens, "n_ctx": window } });
+            write_json(stream, 400, &error.to_string()).await?;
+            return Ok(true);
+        }
+        let num_ctx = body["options"]["num_ctx"].as_u64().map(|n| n as usize).unwrap_or(2048);
+        if !openai && prompt_tokens > num_ctx {
+            if body["truncate"] == json!(false) {
+                // Ollama passes its runner's llama.cpp error on as a string.
+                let inner = json!({ "error": {
+                    "code": 400,
+                    "message": format!("request ({prompt_tokens} tokens) exceeds the available context size ({num_ctx} tokens), try increasing it"),
+                    "type": "exceed_context_size_error", "n_prompt_tokens": prompt_tokens, "n_ctx": num_ctx } });
+                write_json(stream, 400, &json!({ "error": inner.to_string() }).to_string()).await?;
+                return Ok(true);
+            }
+            // Ollama keeps half the buffer and drops the rest, silently.
+            truncated_to = Some(num_ctx / 2 + 2);
+        }
+    }
+    let prompt_tokens = truncated_to.unwrap_or(prompt_tokens);
+
     let schema = if openai { body["response_format"]["json_schema"]["schema"].clone() } else { body["format"].clone() };
     let (queued, echo, rule) = {
         let mut state = state.lock().unwrap();
@@ -273,11 +395,6 @@ async fn serve_chat(
         }
     });
     let pieces = split_words(&reply);
-    let prompt_chars: usize = body["messages"]
-        .as_array()
-        .map(|ms| ms.iter().map(|m| m["content"].as_str().unwrap_or("").len()).sum())
-        .unwrap_or(0);
-    let prompt_tokens = prompt_chars / 4 + 1;
 
     if !openai && body["stream"] == json!(false) {
         let answer = json!({
@@ -313,6 +430,27 @@ async fn serve_chat(
         Some(Fault::Slow(pace)) => Some(*pace),
         _ => None,
     };
+    if let Some(Fault::CutMidToken) = fault {
+        let content_type = if openai { "text/event-stream" } else { "application/x-ndjson" };
+        let head = format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n");
+        stream.write_all(head.as_bytes()).await?;
+        for line in lines.iter().take((full_length / 2).max(1)) {
+            stream.write_all(format!("{:x}\r\n{line}\r\n", line.len()).as_bytes()).await?;
+        }
+        // Half an event, ending inside "ó" (0xC3 0xB3): the process died mid-write.
+        let mut cut: Vec<u8> = if openai {
+            b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" sesi".to_vec()
+        } else {
+            b"{\"message\":{\"role\":\"assistant\",\"content\":\" sesi".to_vec()
+        };
+        cut.push(0xC3);
+        stream.write_all(format!("{:x}\r\n", cut.len()).as_bytes()).await?;
+        stream.write_all(&cut).await?;
+        stream.write_all(b"\r\n").await?;
+        stream.flush().await?;
+        // No terminating chunk: the connection just closes.
+        return Ok(false);
+    }
     match fault {
         Some(Fault::BadJson) => {
             lines.truncate(1);

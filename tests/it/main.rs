@@ -17,5 +17,6 @@ mod ingest;
 mod retrieve;
 mod robustness;
 mod secrets;
+mod servers;
 mod structured;
 mod time;

@@ -55,7 +55,7 @@ impl Bench {
                 api_key: None,
                 timeout: Duration::from_secs(10),
                 retries: 0,
-                context_window: 32768,
+                n_ctx: Some(32768),
             })
             .unwrap(),
         )
