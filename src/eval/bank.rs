@@ -322,7 +322,8 @@ mod tests {
     fn the_crd3_bank_is_complete() {
         let bank = parse_and_check(include_str!("../../eval/crd3-questions.jsonl")).unwrap();
         assert!(bank.len() >= 40, "{}", bank.len());
-        for kind in QuestionKind::ALL {
+        // The eight kinds of issue 11; the time kind (issue 15) is measured on the sample bank.
+        for kind in QuestionKind::ALL.into_iter().filter(|kind| *kind != QuestionKind::Time) {
             let n = bank.iter().filter(|question| question.kind == kind).count();
             assert!(n >= 4, "{}: {n}", kind.as_str());
         }

@@ -214,8 +214,12 @@ pub fn rank_by_entities(
 
     // Per fragment: which named entities it mentions, its weighted centrality, its session.
     let mut by_fragment: HashMap<i64, (BTreeSet<i64>, f64, Option<SessionNumber>)> = HashMap::new();
+    // Only the named entities' mentions count: another entity in the same fragment is not
+    // evidence for this question.
     for mention in mentions {
-        let weight = weight_of.get(&mention.entity_id).copied().unwrap_or(ENTITY_MIN_WEIGHT);
+        let Some(weight) = weight_of.get(&mention.entity_id).copied() else {
+            continue;
+        };
         let centrality = mention.n_mentions as f64 / (mention.word_count.max(1) as f64).sqrt();
         let entry = by_fragment.entry(mention.fragment_id).or_insert_with(|| (BTreeSet::new(), 0.0, mention.session));
         entry.0.insert(mention.entity_id);
