@@ -52,6 +52,7 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
         [
             FULL_PIPELINE,
             FUSION_ONLY,
+            "dense+bm25+entity+rerank, no time path",
             "dense",
             "bm25",
             "entity",
@@ -157,7 +158,11 @@ async fn the_binary_saves_its_report_and_wants_a_bank_for_a_real_campaign() {
     let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(printed, saved);
     assert_eq!(saved["questions"], 3);
-    assert_eq!(saved["variants"].as_array().unwrap().len(), 2, "--no-ablations: the full pipeline and the fusion");
+    assert_eq!(
+        saved["variants"].as_array().unwrap().len(),
+        3,
+        "--no-ablations: the full pipeline, the fusion, and the pipeline without the time path"
+    );
     assert!(saved["answers"].is_null(), "--retrieval-only generates nothing");
     assert_eq!(saved["rows"][0]["variants"][FUSION_ONLY]["top"][0], "Sesión 7");
     assert_eq!(saved["run"]["embedder"], "ollama:bge-m3");
