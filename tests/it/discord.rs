@@ -523,6 +523,19 @@ async fn issue_12_no_canary_reaches_a_player_through_discord() {
         gm_answer.body
     );
 
+    // A player's follow-up after the GM channel's question: no GM state carries over.
+    let after_gm = "¿Y qué más pasó allí?";
+    discord.message_create(PLAYER, thread, after_gm);
+    discord
+        .wait_for("the follow-up after the GM question", |r| {
+            r.path.starts_with(&format!("/channels/{thread}/messages"))
+                && r.message_body().is_some()
+                && !is_preview(&r.body)
+                && embed_text(&r.body).contains(after_gm)
+        })
+        .await;
+    typed.push(after_gm.to_string());
+
     let player_bodies: Vec<(String, String)> = discord
         .requests()
         .into_iter()
