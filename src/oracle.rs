@@ -873,9 +873,14 @@ impl Oracle {
     /// `fallback`: why the model's answer is not used, when it was asked.
     fn extract(&self, prepared: &Prepared, fallback: Option<String>) -> MadeAnswer {
         let _span = tracing::info_span!("answer.extract", n_chosen = prepared.chosen.len()).entered();
+        // A question that names sessions («¿qué pasó en la sesión 27?») is answered from those
+        // sessions when they were chosen: their words, not other notes that say «sesión».
+        let named = &prepared.search.time.named_sessions;
+        let names_chosen = prepared.chosen.iter().any(|c| c.session.is_some_and(|session| named.contains(&session)));
         let fragments: Vec<(&str, &str)> = prepared
             .chosen
             .iter()
+            .filter(|candidate| !names_chosen || candidate.session.is_some_and(|session| named.contains(&session)))
             .filter_map(|candidate| {
                 let stored = prepared.texts.get(&candidate.fragment_id)?;
                 Some((candidate.label.as_str(), stored.fragment.text.as_str()))
