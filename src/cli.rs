@@ -711,8 +711,10 @@ async fn chat(args: &ChatArgs) -> anyhow::Result<()> {
         let request = AskRequest { question: line, history: &history, audience };
         match ask_streaming(&oracle, &request).await {
             Ok(answer) => {
-                history.push(Turn { role: TurnRole::User, content: line.to_string() });
-                history.push(Turn { role: TurnRole::Assistant, content: answer.text.clone() });
+                if answer.joins_history() {
+                    history.push(Turn { role: TurnRole::User, content: line.to_string() });
+                    history.push(Turn { role: TurnRole::Assistant, content: answer.text.clone() });
+                }
                 last = Some(answer);
             }
             Err(err) => eprintln!("error: {}", render_error(&err)),

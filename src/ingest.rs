@@ -378,7 +378,7 @@ pub fn embedding_windows(text: &str, window_words: usize) -> Vec<String> {
     if words.len() <= window_words {
         return vec![words.join(" ")];
     }
-    let step = window_words - window_words / WINDOW_OVERLAP_DIVISOR;
+    let step = window_step(window_words);
     let mut windows = Vec::new();
     let mut start = 0;
     loop {
@@ -390,6 +390,19 @@ pub fn embedding_windows(text: &str, window_words: usize) -> Vec<String> {
         start += step;
     }
     windows
+}
+
+/// Words between the starts of two windows: they overlap by a fifth.
+fn window_step(window_words: usize) -> usize {
+    let window_words = window_words.max(2);
+    window_words - window_words / WINDOW_OVERLAP_DIVISOR
+}
+
+/// The words (indexes into the fragment's whitespace-separated words) that window `window`
+/// of [`embedding_windows`] covers: where a dense hit lies in its fragment.
+pub fn window_word_range(window: u32, window_words: usize) -> std::ops::Range<usize> {
+    let start = window as usize * window_step(window_words);
+    start..start + window_words.max(2)
 }
 
 /// Embeds the fragments' windows, committing a batch of whole fragments at a time.
@@ -668,6 +681,11 @@ mod tests {
             })
             .collect();
         assert_eq!(spans, expected);
+        // `window_word_range` names the same words as the windows (clipped at the text's end).
+        for (idx, &(first, end)) in expected.iter().enumerate() {
+            let range = window_word_range(idx as u32, window);
+            assert_eq!((range.start, range.end.min(n_words)), (first, end), "window {idx}");
+        }
     }
 
     #[test]

@@ -12,11 +12,14 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tracing::Instrument;
 
+use crate::answer::grounding::{CitedNotes, NameBook};
 use crate::answer::passages::{GAP_MARK, QueryTerms, extract_excerpts, render_extractive, select_passages, shorten};
 use crate::answer::prompt::{
     ANNOTATE_PROMPT_VERSION, PromptMessage, answer_messages, structured_answer_messages, structured_retry_message,
 };
-use crate::answer::structured::{SentenceStream, answer_schema, parse_structured, render_sentence, render_structured};
+use crate::answer::structured::{
+    SentenceStream, StructuredAnswer, answer_schema, parse_structured, render_sentence, render_structured,
+};
 use crate::answer::{
     AnswerMode, Context, ContextBudget, ContextFragment, ValidatedAnswer, build_context, validate_citations,
 };
@@ -169,6 +172,8 @@ pub struct Prepared {
     /// What the context was built from, kept to build it again smaller after a refusal.
     chosen_context: Vec<ContextFragment>,
     leftovers: Vec<ContextFragment>,
+    /// The campaign's names by entity, for the grounding check.
+    names: NameBook,
 }
 
 /// One question.
@@ -270,6 +275,19 @@ pub struct Answer {
     pub context_plan: ContextPlan,
     /// Retrieval paths that failed for this question (the answer comes from the others).
     pub missing_paths: Vec<crate::retrieve::MissingPath>,
+    /// Sentences of the model's answer dropped because the notes they cite do not back
+    /// them (a number or a name not there), each with why (`answer::grounding`).
+    pub ungrounded: Vec<String>,
+}
+
+impl Answer {
+    /// Whether this exchange becomes a turn of the conversation: not when the model was
+    /// asked and failed (a server killed mid-stream, a timeout, a reply that never fitted):
+    /// the player saw the notes' own sentences, not an answer to follow up on, and the next
+    /// question should not build on a half-written one (issue 16).
+    pub fn joins_history(&self) -> bool {
+        self.fallback.is_none()
+    }
 }
 
 /// What can stop an answer. Each reads as a message a player can act on; details go to logs.
@@ -394,7 +412,7 @@ impl Oracle {
             paths: pipeline.paths,
         };
         let search = crate::retrieve::search(index, compendium, self.embedder.as_ref(), &search_request).await?;
-        self.prepare_from_pool(index, request, search, pipeline.rerank, started).await
+        self.prepare_from_pool(index, compendium, request, search, pipeline.rerank, started).await
     }
 
     /// What [`Oracle::prepare`] does after the search, from a pool already searched: the
@@ -402,11 +420,12 @@ impl Oracle {
     pub async fn prepare_from_search(
         &self,
         index: &Index,
+        compendium: &CompendiumIndex,
         request: &AskRequest<'_>,
         search: SearchResult,
         rerank: bool,
     ) -> Result<Prepared, AskError> {
-        self.prepare_from_pool(index, request, search, rerank, Instant::now()).await
+        self.prepare_from_pool(index, compendium, request, search, rerank, Instant::now()).await
     }
 
     /// Rerank (or the fusion order), then the context. `started`: when the caller's clock for
@@ -414,6 +433,7 @@ impl Oracle {
     async fn prepare_from_pool(
         &self,
         index: &Index,
+        compendium: &CompendiumIndex,
         request: &AskRequest<'_>,
         search: SearchResult,
         rerank: bool,
@@ -489,6 +509,9 @@ impl Oracle {
                 String::new()
             },
             annotation: annotations.get(&candidate.fragment_id).cloned(),
+            dense_match: candidate
+                .dense_window
+                .map(|window| crate::ingest::window_word_range(window, self.embedder.window_words())),
         };
         let chosen_context: Vec<ContextFragment> = chosen.iter().map(|c| to_context(c, true)).collect();
         let leftovers: Vec<ContextFragment> = search
@@ -508,6 +531,9 @@ impl Oracle {
         let window = self.chat.window().await;
         let mut plan = self.plan_context(question, &history, window).await;
         let context = self.build_planned_context(&mut plan, &chosen_context, &leftovers, &terms);
+        let names = NameBook::new(compendium.compendium.entities.iter().map(|entity| {
+            std::iter::once(entity.name.as_str()).chain(entity.aliases.iter().map(String::as_str)).collect()
+        }));
         Ok(Prepared {
             question: question.to_string(),
             started,
@@ -523,6 +549,7 @@ impl Oracle {
             terms,
             chosen_context,
             leftovers,
+            names,
         })
     }
 
@@ -665,6 +692,7 @@ impl Oracle {
                     prompt_tokens: None,
                     completion_tokens: None,
                     refusal: None,
+                    ungrounded: Vec::new(),
                 };
                 return (notice, None);
             }
@@ -753,6 +781,7 @@ impl Oracle {
             attempts: made.attempts,
             context_plan: plan.clone(),
             missing_paths: search.missing_paths.clone(),
+            ungrounded: made.ungrounded,
         })
     }
 
@@ -786,6 +815,7 @@ impl Oracle {
                 prompt_tokens: response.prompt_tokens,
                 completion_tokens: response.completion_tokens,
                 refusal: None,
+                ungrounded: Vec::new(),
             },
             Err(err) => self.extract(prepared, Some(format!("{err}"))).after_attempts(1).refused_by(err),
         }
@@ -810,6 +840,20 @@ impl Oracle {
                 *total = Some(total.unwrap_or(0) + more);
             }
         };
+        // What each sentence may rest on: the chosen fragments whole (the note, not only the
+        // passages shown) and the summaries.
+        let grounds = CitedNotes::new(
+            prepared
+                .texts
+                .values()
+                .map(|stored| (stored.fragment.label.as_str(), stored.fragment.text.as_str()))
+                .chain(prepared.context.full.iter().map(|f| (f.label.as_str(), f.text.as_str())))
+                .chain(prepared.context.summaries.iter().map(|s| (s.label.as_str(), s.summary.as_str()))),
+            shown,
+        );
+        let grounded = |sentence: &crate::answer::structured::Sentence| {
+            grounds.check(&sentence.text, &sentence.sources, &prepared.names)
+        };
         let mut problem = String::new();
         for attempt in 1..=STRUCTURED_ATTEMPTS {
             let request = ChatRequest {
@@ -825,8 +869,9 @@ impl Oracle {
                     Err(_) => Vec::new(),
                 };
                 if let Some(sink) = on_token {
-                    for sentence in complete {
-                        sink(&format!("{} ", render_sentence(&sentence)));
+                    // Only what the notes back is shown, as the final answer will hold it.
+                    for sentence in complete.iter().filter(|sentence| grounded(sentence).is_none()) {
+                        sink(&format!("{} ", render_sentence(sentence)));
                     }
                 }
             };
@@ -844,7 +889,21 @@ impl Oracle {
             add(&mut completion_tokens, response.completion_tokens);
             match parse_structured(&response.text, shown) {
                 Ok(answer) => {
+                    let mut kept = Vec::new();
+                    let mut ungrounded = Vec::new();
+                    for sentence in answer.sentences {
+                        match grounded(&sentence) {
+                            None => kept.push(sentence),
+                            Some(reason) => {
+                                tracing::warn!(sentence = %sentence.text, %reason, "a sentence the notes do not back is dropped");
+                                ungrounded.push(format!("{} ({reason})", render_sentence(&sentence)));
+                            }
+                        }
+                    }
+                    // Nothing left that the notes back: the notes do not hold the answer.
+                    let answer = StructuredAnswer { in_notes: answer.in_notes && !kept.is_empty(), sentences: kept };
                     return MadeAnswer {
+                        ungrounded,
                         text: render_structured(&answer, language),
                         mode: AnswerMode::Structured,
                         fallback: None,
@@ -896,6 +955,7 @@ impl Oracle {
             prompt_tokens: None,
             completion_tokens: None,
             refusal: None,
+            ungrounded: Vec::new(),
         }
     }
 
@@ -923,6 +983,8 @@ struct MadeAnswer {
     completion_tokens: Option<usize>,
     /// The backend refused the prompt as longer than its window: a smaller one may pass.
     refusal: Option<LlmError>,
+    /// Sentences dropped because the notes they cite do not back them, each with why.
+    ungrounded: Vec<String>,
 }
 
 impl MadeAnswer {
@@ -963,7 +1025,8 @@ fn narrow_to_passages(
     for (position, &idx) in order.iter().enumerate() {
         let share = left / (n_shown - position);
         if sizes[idx] > share {
-            chosen[idx].text = select_passages(&chosen[idx].text, terms, share, count_tokens);
+            chosen[idx].text =
+                select_passages(&chosen[idx].text, terms, chosen[idx].dense_match.clone(), share, count_tokens);
             narrowed += 1;
         }
         left = left.saturating_sub(sizes[idx].min(share));

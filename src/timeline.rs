@@ -279,6 +279,7 @@ async fn recap_inner(
             content_hash: head.content_hash,
             ranks: PathRanks { time: Some(1), ..PathRanks::default() },
             rrf_score: 0.0,
+            dense_window: None,
         })
         .collect();
     let question = match language {
@@ -313,7 +314,8 @@ async fn recap_inner(
         },
     };
     let request = AskRequest { question: &question, history: &[], audience };
-    let prepared = oracle.prepare_from_search(&index, &request, search, false).await?;
+    let compendium = CompendiumIndex::load(&index.store)?;
+    let prepared = oracle.prepare_from_search(&index, &compendium, &request, search, false).await?;
     let mut answer = oracle.generate(&prepared, on_token).await?;
     if answer.mode == AnswerMode::Extractive {
         // No model answered: the session told from beginning to end in its own sentences.

@@ -47,6 +47,8 @@ pub struct ContextFragment {
     pub text: String,
     /// The cached one-or-two-sentence description, when there is one.
     pub annotation: Option<String>,
+    /// The words of its window nearest the question (dense path), for its passages.
+    pub dense_match: Option<std::ops::Range<usize>>,
 }
 
 /// How much material the model can take, and how to count it.
@@ -306,7 +308,7 @@ mod tests {
             Some(number) => (format!("Sesión {number}"), Some(SessionNumber(number))),
             None => (label.replace('_', " "), None),
         };
-        ContextFragment { fragment_id, label, session, part, text: text.to_string(), annotation }
+        ContextFragment { fragment_id, label, session, part, text: text.to_string(), annotation, dense_match: None }
     }
 
     fn word_count(text: &str) -> usize {

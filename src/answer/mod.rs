@@ -11,6 +11,8 @@
 //!   no time for the whole), and the extractive answer (when no model can answer).
 //! - `structured`: the JSON schema of a structured answer, its check, its rendering as
 //!   cited text, and the sentences picked out of it while it streams.
+//! - `grounding`: every sentence of a structured answer backed by the notes it cites (its
+//!   numbers and names); the ones that are not are dropped, and none left is an abstention.
 //! - `citations`: [`validate_citations`] checks every bracketed label of an answer against
 //!   the labels shown, maps near misses to the real label and removes invented ones.
 //!
@@ -19,6 +21,7 @@
 
 pub mod citations;
 pub mod context;
+pub mod grounding;
 pub mod passages;
 pub mod prompt;
 pub mod structured;

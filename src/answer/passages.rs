@@ -11,6 +11,7 @@
 //! Pure: text in, text out; the oracle decides when each is used.
 
 use std::collections::HashSet;
+use std::ops::Range;
 
 use crate::corpus::{LabelLanguage, fold};
 use crate::lexicon::is_stopword;
@@ -29,6 +30,9 @@ const EXCERPT_MIN_CHARS: usize = 60;
 /// A term matches a longer or shorter word when they share a prefix of at least this many
 /// characters: "archiduque" finds "archiduques", "traicion" finds "traicionó".
 const STEM_CHARS: usize = 5;
+/// What lying in the fragment's best dense window adds to a paragraph's score: as much as a
+/// question word, less than an entity's name (2), so words and names still lead.
+const DENSE_MATCH_WEIGHT: u32 = 1;
 /// What a gap between two selected paragraphs looks like in the material.
 pub const GAP_MARK: &str = "(…)";
 
@@ -95,43 +99,66 @@ struct Paragraph<'a> {
     /// Heading lines (as written) enclosing it inside the fragment.
     headings: Vec<&'a str>,
     text: String,
+    /// Its words among the fragment's whitespace-separated words (where a dense window lies).
+    words: Range<usize>,
 }
 
 fn paragraphs(text: &str) -> Vec<Paragraph<'_>> {
-    fn flush<'a>(current: &mut Vec<&'a str>, headings: &[(usize, &'a str)], found: &mut Vec<Paragraph<'a>>) {
-        if !current.is_empty() {
+    struct Open<'a> {
+        lines: Vec<&'a str>,
+        first_word: usize,
+    }
+    fn flush<'a>(
+        current: &mut Open<'a>,
+        next_word: usize,
+        headings: &[(usize, &'a str)],
+        found: &mut Vec<Paragraph<'a>>,
+    ) {
+        if !current.lines.is_empty() {
             let headings_now = headings.iter().map(|(_, line)| *line).collect();
-            found.push(Paragraph { headings: headings_now, text: current.join("\n") });
-            current.clear();
+            found.push(Paragraph {
+                headings: headings_now,
+                text: current.lines.join("\n"),
+                words: current.first_word..next_word,
+            });
+            current.lines.clear();
         }
     }
     let mut found: Vec<Paragraph<'_>> = Vec::new();
     let mut headings: Vec<(usize, &str)> = Vec::new();
-    let mut current: Vec<&str> = Vec::new();
+    let mut current = Open { lines: Vec::new(), first_word: 0 };
+    let mut next_word = 0;
     for line in text.lines() {
         let trimmed = line.trim();
         let level = trimmed.chars().take_while(|&c| c == '#').count();
         if (1..=6).contains(&level) && trimmed[level..].starts_with(' ') {
-            flush(&mut current, &headings, &mut found);
+            flush(&mut current, next_word, &headings, &mut found);
             headings.retain(|(outer, _)| *outer < level);
             headings.push((level, trimmed));
         } else if trimmed.is_empty() {
-            flush(&mut current, &headings, &mut found);
+            flush(&mut current, next_word, &headings, &mut found);
         } else {
-            current.push(line);
+            if current.lines.is_empty() {
+                current.first_word = next_word;
+            }
+            current.lines.push(line);
         }
+        next_word += line.split_whitespace().count();
     }
-    flush(&mut current, &headings, &mut found);
+    flush(&mut current, next_word, &headings, &mut found);
     found
 }
 
 /// The paragraphs of `text` that matter for `terms`, within `max_tokens`: the best scoring
 /// first (ties: the earlier), shown in their original order under their headings, a
-/// [`GAP_MARK`] where paragraphs were left out. A text that fits is returned whole; when not
-/// even one paragraph fits, the best one is cut at a word.
+/// [`GAP_MARK`] where paragraphs were left out. A paragraph mostly inside `dense_match` (the
+/// words of the fragment's window nearest the question) scores [`DENSE_MATCH_WEIGHT`] more:
+/// the passage that means the question without sharing its words. A text that fits is
+/// returned whole; when not even one paragraph fits, the best one is cut at a word.
 pub fn select_passages(
     text: &str,
     terms: &QueryTerms,
+    dense_match: Option<Range<usize>>,
     max_tokens: usize,
     count_tokens: &dyn Fn(&str) -> usize,
 ) -> String {
@@ -139,8 +166,20 @@ pub fn select_passages(
         return text.to_string();
     }
     let paragraphs = paragraphs(text);
-    let mut ranked: Vec<(u32, usize)> =
-        paragraphs.iter().enumerate().map(|(idx, paragraph)| (terms.score(&paragraph.text), idx)).collect();
+    let in_dense_match = |paragraph: &Paragraph<'_>| {
+        dense_match.as_ref().is_some_and(|window| {
+            let inside = paragraph.words.end.min(window.end).saturating_sub(paragraph.words.start.max(window.start));
+            !paragraph.words.is_empty() && 2 * inside >= paragraph.words.len()
+        })
+    };
+    let mut ranked: Vec<(u32, usize)> = paragraphs
+        .iter()
+        .enumerate()
+        .map(|(idx, paragraph)| {
+            let dense = if in_dense_match(paragraph) { DENSE_MATCH_WEIGHT } else { 0 };
+            (terms.score(&paragraph.text) + dense, idx)
+        })
+        .collect();
     ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
 
     let mut chosen: Vec<usize> = Vec::new();
@@ -408,7 +447,22 @@ Rook se queda fuera vigilando los carros.";
 
     fn check_passages(question: &str, entities: &[&str], max_tokens: usize, expect: &str) {
         let terms = QueryTerms::new(question, entities);
-        assert_eq!(select_passages(SESSION, &terms, max_tokens, &words), expect.trim());
+        assert_eq!(select_passages(SESSION, &terms, None, max_tokens, &words), expect.trim());
+    }
+
+    #[test]
+    fn issue_10_passages_keep_the_best_dense_match_when_no_word_is_shared() {
+        // «¿Quién montó guardia?» shares no word with the session; the dense path's nearest
+        // window (words 38..46: the last paragraph) is the passage that means it.
+        let terms = QueryTerms::new("¿Quién montó guardia?", &[]);
+        let without = select_passages(SESSION, &terms, None, 16, &words);
+        assert!(without.contains("Compran cuerdas"), "{without}");
+        let with = select_passages(SESSION, &terms, Some(38..46), 16, &words);
+        assert_eq!(with, "(…)\n\n## El puerto\n\n### La audiencia\n\nRook se queda fuera vigilando los carros.");
+        // Words still lead: a paragraph holding the question's terms beats the dense match.
+        let terms = QueryTerms::new("¿Dónde compraron las cuerdas?", &[]);
+        let with = select_passages(SESSION, &terms, Some(38..46), 12, &words);
+        assert!(with.contains("Compran cuerdas") && !with.contains("Rook"), "{with}");
     }
 
     #[test]

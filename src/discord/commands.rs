@@ -655,7 +655,11 @@ pub async fn answer_question(
         tracing::warn!(place = place.key(), "the answer could not be posted; it is not kept in the history");
         return None;
     }
-    data.history.record(place, question, &answer.text).await;
+    if answer.joins_history() {
+        data.history.record(place, question, &answer.text).await;
+    } else {
+        tracing::info!(place = place.key(), "the model failed on this answer; it is not kept in the history");
+    }
     Some(Answered { text: answer.text, first_message })
 }
 

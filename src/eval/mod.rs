@@ -186,7 +186,7 @@ async fn eval_question(
     timings.total_ms = full_started.elapsed().as_secs_f64() * 1000.0;
 
     // The same pool with the rerank off: no second search.
-    let fusion = oracle.prepare_from_search(index, &request, full.search.clone(), false).await?;
+    let fusion = oracle.prepare_from_search(index, compendium, &request, full.search.clone(), false).await?;
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
     // The time variant (issue 15): the full pipeline with the time path off.
     let without_time = Pipeline { paths: PathSet::ALL.without_time(), rerank: true };

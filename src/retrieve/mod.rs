@@ -183,6 +183,8 @@ pub struct Candidate {
     pub content_hash: String,
     pub ranks: PathRanks,
     pub rrf_score: f64,
+    /// The window of the fragment nearest the question, when the dense path found it.
+    pub dense_window: Option<u32>,
 }
 
 /// One search.
@@ -293,7 +295,6 @@ pub async fn search(
             tracing::warn!(path = path.as_str(), error = %error, "a retrieval path failed; answering from the others");
             missing_paths.push(MissingPath { path, error: error.to_string() });
             first_failure.get_or_insert(error);
-            Vec::new()
         };
 
         let started = Instant::now();
@@ -309,14 +310,19 @@ pub async fn search(
             }
             Some(_) => match search_dense_path(index, embedder, &search_query, visibility, depth, &mut timings).await {
                 Ok(ids) => ids,
-                Err(error) => path_failed(RetrievalPath::Dense, error),
+                Err(error) => {
+                    path_failed(RetrievalPath::Dense, error);
+                    Vec::new()
+                }
             },
         };
 
         let started_bm25 = Instant::now();
         let bm25 = if request.paths.bm25 {
-            bm25::search_bm25(&index.store, &search_query, visibility, depth)
-                .unwrap_or_else(|error| path_failed(RetrievalPath::Bm25, error.into()))
+            bm25::search_bm25(&index.store, &search_query, visibility, depth).unwrap_or_else(|error| {
+                path_failed(RetrievalPath::Bm25, error.into());
+                Vec::new()
+            })
         } else {
             Vec::new()
         };
@@ -350,6 +356,9 @@ pub async fn search(
         }
         tracing::trace!(elapsed_ms = ms(started), "paths done");
 
+        let dense_windows: std::collections::HashMap<i64, u32> =
+            dense.iter().map(|hit| (hit.fragment_id, hit.window)).collect();
+        let dense: Vec<i64> = dense.iter().map(|hit| hit.fragment_id).collect();
         let mut lists: Vec<(RetrievalPath, f64, Vec<i64>)> = vec![
             (RetrievalPath::Dense, 1.0, dense),
             (RetrievalPath::Bm25, 1.0, bm25),
@@ -384,6 +393,7 @@ pub async fn search(
                 content_hash: head.content_hash,
                 ranks: entry.ranks,
                 rrf_score: entry.score,
+                dense_window: dense_windows.get(&head.id).copied(),
             })
             .collect();
         timings.fuse_ms = ms(started);
@@ -413,7 +423,7 @@ async fn search_dense_path(
     visibility: Option<Visibility>,
     depth: usize,
     timings: &mut SearchTimings,
-) -> Result<Vec<i64>, RetrieveError> {
+) -> Result<Vec<dense::DenseHit>, RetrieveError> {
     let started = Instant::now();
     let query_vector = embedder.embed(&[search_query.to_string()], EmbedRole::Query).await?.pop().unwrap_or_default();
     timings.embed_query_ms = ms(started);

@@ -175,6 +175,7 @@ mod tests {
                 content_hash: String::new(),
                 ranks: PathRanks::default(),
                 rrf_score: 0.0,
+                dense_window: None,
             })
             .collect()
     }

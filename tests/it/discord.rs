@@ -695,6 +695,24 @@ async fn issue_14_mentions_and_replies_ask_and_continue() {
     assert!(answered_ignored.is_empty(), "a reply to a notice is not a question: {answered_ignored:?}");
     assert_eq!(ollama.chat_requests("/api/chat").len(), 2, "two questions, two answers");
 
+    // 5. The model's stream cut mid-answer (its server killed): the notes' own sentences are
+    //    posted, and the exchange does not join the conversation (issue 16).
+    ollama.enqueue_reply("Una tormenta hundió el barco del archiduque frente al faro [Sesión 2].");
+    ollama.enqueue(Fault::Delay(std::time::Duration::ZERO)); // the question's embedding
+    ollama.enqueue(Fault::CutMidToken);
+    let cut_question = "¿Qué hundió la tormenta?";
+    discord.message_create_with(PLAYER, CHANNEL, &format!("<@{BOT_ID}> {cut_question}"), &[BOT_ID], None);
+    discord.wait_for("the notes' own sentences", final_saying("no ha podido responder")).await;
+    ollama.enqueue_reply("Nada más consta [Sesión 1].");
+    let answered = discord.bot_message(CHANNEL, "El archiduque huyó al norte [Sesión 1].", ANSWER_COLOUR);
+    discord.message_create_with(PLAYER, CHANNEL, "¿Algo más?", &[], Some(answered));
+    discord.wait_for("the next answer", final_saying("Nada más consta")).await;
+    let prompt = ollama.chat_requests("/api/chat").last().unwrap().body["messages"].to_string();
+    assert!(
+        prompt.contains(FIRST_QUESTION) && !prompt.contains(cut_question),
+        "the history holds the answered turns only: {prompt}"
+    );
+
     stop.send(()).unwrap();
     let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
     stopped.unwrap();

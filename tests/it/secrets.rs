@@ -50,7 +50,7 @@ async fn issue_12_a_reingest_between_search_and_answer_shows_no_secret() {
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, embedder.as_ref()).await.unwrap();
 
     let ask = AskRequest { question, history: &[], audience: Audience::Player };
-    let prepared = oracle.prepare_from_search(&index, &ask, searched, false).await.unwrap();
+    let prepared = oracle.prepare_from_search(&index, &compendium, &ask, searched, false).await.unwrap();
     assert!(!prepared.context.text.contains(CANARY), "{}", prepared.context.text);
     for shown in &prepared.context.full {
         assert!(!shown.text.contains(CANARY), "{}", shown.text);

@@ -324,3 +324,34 @@ async fn the_real_smoke_model_answers_structured_or_extractive_never_invented() 
     assert!(!answer.text.contains("in_notes"), "never the raw JSON: {}", answer.text);
     assert!(!streamed.into_inner().unwrap().contains('{'), "the stream carries sentences, not JSON");
 }
+
+#[tokio::test]
+async fn issue_10_sentences_the_cited_notes_do_not_back_are_dropped_and_none_left_abstains() {
+    let bench = bench().await;
+    let oracle = bench.oracle(bench.ollama(), AnswerMode::Structured);
+    // One sentence the session backs; one with a number it does not hold; one with a name
+    // the cited session never mentions (both as the 1.5B invented them on unanswerables).
+    bench.fake.enqueue_reply(&structured(&[
+        ("Tomás cayó defendiendo el puente.", &["Sesión 7"]),
+        ("Antes mató a 63 contrabandistas.", &["Sesión 7"]),
+        ("Lo enterró la abadesa Urquijo.", &["Sesión 8"]),
+    ]));
+    let (answer, streamed) = ask(&oracle).await;
+    assert_eq!((answer.mode, answer.fallback.as_deref()), (AnswerMode::Structured, None));
+    assert_eq!(answer.text, "Tomás cayó defendiendo el puente [Sesión 7].");
+    // The reader never saw what was dropped, not even while it streamed.
+    assert_eq!(streamed.trim(), answer.text);
+    assert_eq!(answer.ungrounded.len(), 2, "{:?}", answer.ungrounded);
+    assert!(answer.ungrounded[0].contains("«63»"), "{:?}", answer.ungrounded);
+    assert!(answer.ungrounded[1].contains("«Urquijo»"), "{:?}", answer.ungrounded);
+    let cited: Vec<&str> = answer.citations.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(cited, ["Sesión 7"]);
+
+    // Nothing the notes back: the answer says the notes do not hold it, and cites nothing.
+    bench.fake.enqueue_reply(&structured(&[("Tomás tuvo 63 hijos.", &["Sesión 7"])]));
+    let (answer, streamed) = ask(&oracle).await;
+    assert_eq!((answer.mode, answer.fallback.as_deref()), (AnswerMode::Structured, None));
+    assert_eq!(answer.text, "Las notas no dicen nada sobre esto.");
+    assert!(answer.citations.is_empty() && streamed.trim().is_empty(), "{answer:?} / {streamed:?}");
+    assert_eq!(answer.ungrounded.len(), 1);
+}
