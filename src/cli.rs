@@ -7,11 +7,9 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{CliOverrides, Config};
-use crate::index::{Index, campaign_index_dir};
-use crate::ingest::{
-    AnnotationReport, IngestProgress, IngestSummary, Quiet, annotate_fragments, ingest_campaign, resolve_campaign_dir,
-};
-use crate::oracle::{AnswerSettings, AskRequest, Oracle};
+use crate::index::Index;
+use crate::ingest::{AnnotationReport, IngestProgress, IngestSummary, Quiet, annotate_fragments, ingest_campaign};
+use crate::oracle::{AskRequest, Oracle};
 use crate::retrieve::{Audience, CompendiumIndex, SearchRequest, Turn, TurnRole};
 
 /// Oráculo: answers a campaign's questions from the game master's notes, citing them.
@@ -353,13 +351,10 @@ fn render_annotations(report: &AnnotationReport) -> String {
     out
 }
 
-/// The configured campaign folder (the sample, written out, when none is configured) and the
+/// The CLI's campaign folder (the sample, written out, when none is configured) and the
 /// folder of its index.
-pub fn campaign_paths(config: &Config) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let campaign_dir = resolve_campaign_dir(config.campaign.dir.as_deref(), &config.data_dir)
-        .context("writing the sample campaign")?;
-    let index_dir = campaign_index_dir(&config.data_dir, &campaign_dir);
-    Ok((campaign_dir, index_dir))
+fn campaign_paths(config: &Config) -> anyhow::Result<(PathBuf, PathBuf)> {
+    crate::app::campaign_paths(config, &config.campaign)
 }
 
 /// Opens the index of the configured campaign, which an ingest must have built.
@@ -475,11 +470,8 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
 }
 
 /// The oracle of the configured campaign: its index, embedder and chat model.
-pub async fn open_oracle(config: &Config) -> anyhow::Result<Oracle> {
-    let (_, index_dir) = campaign_paths(config)?;
-    let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
-    let chat = crate::llm::connect_chat(&config.chat, &config.data_dir).await?;
-    Ok(Oracle::new(&index_dir, embedder, chat, AnswerSettings::from_config(config.chat_max_tokens, &config.answer)))
+async fn open_oracle(config: &Config) -> anyhow::Result<Oracle> {
+    crate::app::open_oracle(config).await
 }
 
 async fn ask(args: &SearchArgs) -> anyhow::Result<()> {

@@ -108,6 +108,8 @@ impl<T> std::fmt::Display for Secret<T> {
 pub struct RawConfig {
     pub data_dir: Option<PathBuf>,
     pub campaign: Option<RawCampaign>,
+    /// `[[campaigns]]`: several campaigns in one bot (issue 14), each with its places.
+    pub campaigns: Option<Vec<RawNamedCampaign>>,
     pub embedder: Option<RawEmbedder>,
     pub ollama: Option<RawOllama>,
     pub chat: Option<RawChat>,
@@ -124,6 +126,27 @@ pub struct RawCampaign {
     pub kind_folders: Option<BTreeMap<String, String>>,
     pub max_note_bytes: Option<u64>,
     pub session_patterns: Option<Vec<RawSessionPattern>>,
+}
+
+/// `[[campaigns]]`: one campaign of several served by one bot: its notes (as `[campaign]`)
+/// and where it answers (as `[discord]`'s ids; a list left out is `[discord]`'s).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNamedCampaign {
+    pub name: String,
+    pub dir: Option<PathBuf>,
+    pub label_language: Option<LabelLanguage>,
+    pub ignore: Option<Vec<String>>,
+    pub secret_paths: Option<Vec<String>>,
+    pub kind_folders: Option<BTreeMap<String, String>>,
+    pub max_note_bytes: Option<u64>,
+    pub session_patterns: Option<Vec<RawSessionPattern>>,
+    pub dm_user_ids: Option<Vec<u64>>,
+    pub dm_role_ids: Option<Vec<u64>>,
+    pub gm_channel_ids: Option<Vec<u64>>,
+    pub guild_ids: Option<Vec<u64>>,
+    /// Only these channels (and their threads) of its guilds; left out: every channel of them.
+    pub channel_ids: Option<Vec<u64>>,
 }
 
 /// `[[campaign.session_patterns]]`: a regex with a `number` group over a session-like note's
@@ -193,7 +216,12 @@ pub struct RawOllama {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub data_dir: PathBuf,
+    /// The campaign the CLI works on: `[campaign]`, or the `[[campaigns]]` entry that
+    /// `--campaign` names (by name or folder), else the first.
     pub campaign: CampaignConfig,
+    /// Every campaign the bot serves, each with its places: `[[campaigns]]`, or the one
+    /// campaign of `[campaign]` with `[discord]`'s ids. Never empty.
+    pub campaigns: Vec<NamedCampaign>,
     pub embedder: EmbedderConfig,
     pub chat: ChatConfig,
     /// The answer budget every generation asks for, in tokens (`chat.max_tokens`).
@@ -206,6 +234,19 @@ pub struct Config {
 }
 
 /// The Discord bot's settings, validated.
+impl DiscordConfig {
+    /// `[discord]`'s ids as one campaign's places (the single-campaign config).
+    pub fn places(&self) -> CampaignPlaces {
+        CampaignPlaces {
+            dm_user_ids: self.dm_user_ids.clone(),
+            dm_role_ids: self.dm_role_ids.clone(),
+            gm_channel_ids: self.gm_channel_ids.clone(),
+            guild_ids: self.guild_ids.clone(),
+            channel_ids: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct DiscordConfig {
     /// From `ORACULO_DISCORD_TOKEN`, `DISCORD_TOKEN`, else `discord.token`; `None`: the bot
@@ -229,6 +270,25 @@ pub struct DiscordConfig {
     /// A Discord REST proxy (`twilight-http-proxy`, or a test's stand-in): REST calls go there,
     /// and it does the rate limiting.
     pub proxy_url: Option<String>,
+}
+
+/// One campaign the bot serves, and where.
+#[derive(Debug, Clone)]
+pub struct NamedCampaign {
+    pub name: String,
+    pub campaign: CampaignConfig,
+    pub places: CampaignPlaces,
+}
+
+/// Who runs a campaign and where it is asked about (Discord ids).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CampaignPlaces {
+    pub dm_user_ids: Vec<u64>,
+    pub dm_role_ids: Vec<u64>,
+    pub gm_channel_ids: Vec<u64>,
+    pub guild_ids: Vec<u64>,
+    /// Empty: every channel of its guilds.
+    pub channel_ids: Vec<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -334,41 +394,23 @@ impl Config {
             .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/share/oraculo")))
             .context("no data dir: set data_dir in the config, ORACULO_DATA, or --data")?;
 
-        let campaign = raw.campaign.unwrap_or_default();
-        let mut kind_folders = default_kind_folders();
-        for (folder, kind) in campaign.kind_folders.unwrap_or_default() {
-            let kind = NoteKind::parse(&kind).with_context(|| {
-                format!("campaign.kind_folders.{folder} = {kind:?}: expected \"session\", \"sheet\" or \"world\"")
-            })?;
-            kind_folders.insert(folder, kind);
+        if raw.campaign.is_some() && raw.campaigns.is_some() {
+            bail!("both [campaign] and [[campaigns]]: write every campaign as a [[campaigns]] entry");
         }
-        // A user's patterns extend the built-in ones (episode codes), tried after them.
-        let mut session_patterns = SessionPattern::defaults();
-        for (pattern_idx, raw_pattern) in campaign.session_patterns.unwrap_or_default().iter().enumerate() {
-            let pattern =
-                SessionPattern::new(&raw_pattern.pattern, raw_pattern.offset.unwrap_or(0)).map_err(|reason| {
-                    anyhow::anyhow!("campaign.session_patterns[{pattern_idx}] = {:?} {reason}", raw_pattern.pattern)
-                })?;
-            session_patterns.push(pattern);
-        }
-        let corpus = CorpusConfig {
-            label_language: campaign.label_language.unwrap_or_default(),
-            kind_folders,
-            secret_paths: campaign
-                .secret_paths
-                .unwrap_or_else(|| DEFAULT_SECRET_PATHS.iter().map(|path| path.to_string()).collect()),
-            session_patterns,
-        };
-        let max_note_bytes = campaign.max_note_bytes.unwrap_or(DEFAULT_MAX_NOTE_BYTES);
-        if max_note_bytes == 0 {
-            bail!("campaign.max_note_bytes must be above 0");
-        }
-        let campaign = CampaignConfig {
-            dir: overrides.campaign_dir.clone().or(campaign.dir),
-            corpus,
-            // A user's list extends the defaults: `.trash` stays unread whatever the config says.
-            ignore: DEFAULT_IGNORED.iter().map(|s| s.to_string()).chain(campaign.ignore.unwrap_or_default()).collect(),
-            max_note_bytes,
+        let discord = discord_config(raw.discord, env)?;
+        let (campaign, campaigns) = match raw.campaigns {
+            None => {
+                let campaign = campaign_config(raw.campaign.unwrap_or_default(), "campaign")?;
+                let campaign = CampaignConfig { dir: overrides.campaign_dir.clone().or(campaign.dir), ..campaign };
+                let name = campaign
+                    .dir
+                    .as_deref()
+                    .and_then(Path::file_name)
+                    .map_or_else(|| "sample".to_string(), |name| name.to_string_lossy().into_owned());
+                let places = discord.as_ref().map(DiscordConfig::places).unwrap_or_default();
+                (campaign.clone(), vec![NamedCampaign { name, campaign, places }])
+            }
+            Some(entries) => named_campaigns(entries, discord.as_ref(), overrides)?,
         };
 
         let embedder_raw = raw.embedder.unwrap_or_default();
@@ -400,9 +442,110 @@ impl Config {
             }
             other => bail!("embedder.backend = {other:?}: expected \"embedded\" or \"ollama\""),
         };
-        let discord = discord_config(raw.discord, env)?;
-        Ok(Config { data_dir, campaign, embedder, chat, chat_max_tokens, answer, discord })
+        Ok(Config { data_dir, campaign, campaigns, embedder, chat, chat_max_tokens, answer, discord })
     }
+}
+
+/// Validates one campaign's notes settings (`key`: where they are, for messages).
+fn campaign_config(campaign: RawCampaign, key: &str) -> anyhow::Result<CampaignConfig> {
+    let mut kind_folders = default_kind_folders();
+    for (folder, kind) in campaign.kind_folders.unwrap_or_default() {
+        let kind = NoteKind::parse(&kind).with_context(|| {
+            format!("{key}.kind_folders.{folder} = {kind:?}: expected \"session\", \"sheet\" or \"world\"")
+        })?;
+        kind_folders.insert(folder, kind);
+    }
+    // A user's patterns extend the built-in ones (episode codes), tried after them.
+    let mut session_patterns = SessionPattern::defaults();
+    for (pattern_idx, raw_pattern) in campaign.session_patterns.unwrap_or_default().iter().enumerate() {
+        let pattern = SessionPattern::new(&raw_pattern.pattern, raw_pattern.offset.unwrap_or(0)).map_err(|reason| {
+            anyhow::anyhow!("{key}.session_patterns[{pattern_idx}] = {:?} {reason}", raw_pattern.pattern)
+        })?;
+        session_patterns.push(pattern);
+    }
+    let corpus = CorpusConfig {
+        label_language: campaign.label_language.unwrap_or_default(),
+        kind_folders,
+        secret_paths: campaign
+            .secret_paths
+            .unwrap_or_else(|| DEFAULT_SECRET_PATHS.iter().map(|path| path.to_string()).collect()),
+        session_patterns,
+    };
+    let max_note_bytes = campaign.max_note_bytes.unwrap_or(DEFAULT_MAX_NOTE_BYTES);
+    if max_note_bytes == 0 {
+        bail!("{key}.max_note_bytes must be above 0");
+    }
+    Ok(CampaignConfig {
+        dir: campaign.dir,
+        corpus,
+        // A user's list extends the defaults: `.trash` stays unread whatever the config says.
+        ignore: DEFAULT_IGNORED.iter().map(|s| s.to_string()).chain(campaign.ignore.unwrap_or_default()).collect(),
+        max_note_bytes,
+    })
+}
+
+/// Validates `[[campaigns]]`: names unique and non-empty, every one with a folder of its own;
+/// the CLI's campaign is the one `--campaign` names (its name or folder), else the first.
+fn named_campaigns(
+    entries: Vec<RawNamedCampaign>,
+    discord: Option<&DiscordConfig>,
+    overrides: &CliOverrides,
+) -> anyhow::Result<(CampaignConfig, Vec<NamedCampaign>)> {
+    if entries.is_empty() {
+        bail!("[[campaigns]] is empty: write one entry per campaign, or use [campaign] for one");
+    }
+    let inherited = discord.map(DiscordConfig::places).unwrap_or_default();
+    let mut campaigns: Vec<NamedCampaign> = Vec::new();
+    for (idx, entry) in entries.into_iter().enumerate() {
+        let key = format!("campaigns[{idx}]");
+        let name = entry.name.trim().to_string();
+        if name.is_empty() {
+            bail!("{key}.name is empty: each campaign needs a name (it appears in logs and messages)");
+        }
+        if campaigns.iter().any(|other| other.name == name) {
+            bail!("{key}.name = {name:?} is used twice");
+        }
+        let Some(dir) = entry.dir.clone() else { bail!("{key} ({name}) has no dir: the folder of its notes") };
+        if campaigns.iter().any(|other| other.campaign.dir.as_deref() == Some(dir.as_path())) {
+            bail!("{key}.dir = {} is another campaign's folder too", dir.display());
+        }
+        let ids = |field: &str, ids: Option<Vec<u64>>, default: &[u64]| -> anyhow::Result<Vec<u64>> {
+            let ids = ids.unwrap_or_else(|| default.to_vec());
+            if ids.contains(&0) {
+                bail!("{key}.{field} holds 0, which is no Discord id (copy ids with Developer Mode on)");
+            }
+            Ok(ids)
+        };
+        let places = CampaignPlaces {
+            dm_user_ids: ids("dm_user_ids", entry.dm_user_ids, &inherited.dm_user_ids)?,
+            dm_role_ids: ids("dm_role_ids", entry.dm_role_ids, &inherited.dm_role_ids)?,
+            gm_channel_ids: ids("gm_channel_ids", entry.gm_channel_ids, &inherited.gm_channel_ids)?,
+            guild_ids: ids("guild_ids", entry.guild_ids, &inherited.guild_ids)?,
+            channel_ids: ids("channel_ids", entry.channel_ids, &[])?,
+        };
+        let raw = RawCampaign {
+            dir: entry.dir,
+            label_language: entry.label_language,
+            ignore: entry.ignore,
+            secret_paths: entry.secret_paths,
+            kind_folders: entry.kind_folders,
+            max_note_bytes: entry.max_note_bytes,
+            session_patterns: entry.session_patterns,
+        };
+        campaigns.push(NamedCampaign { name, campaign: campaign_config(raw, &key)?, places });
+    }
+    let chosen = match &overrides.campaign_dir {
+        None => campaigns[0].campaign.clone(),
+        Some(wanted) => match campaigns
+            .iter()
+            .find(|c| c.campaign.dir.as_deref() == Some(wanted.as_path()) || Path::new(&c.name) == wanted.as_path())
+        {
+            Some(named) => named.campaign.clone(),
+            // Another folder: the first entry's settings over it.
+            None => CampaignConfig { dir: Some(wanted.clone()), ..campaigns[0].campaign.clone() },
+        },
+    };
+    Ok((chosen, campaigns))
 }
 
 /// Validates `[discord]`. Present when the section is, or when a token is in the environment.
@@ -559,6 +702,58 @@ mod tests {
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let lookup = move |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
         Config::from_layers(raw, &lookup, &CliOverrides::default())
+    }
+
+    #[test]
+    fn issue_14_several_campaigns_each_with_its_places() {
+        let two = "[discord]\ndm_user_ids = [7]\nguild_ids = [1]\n\n\
+            [[campaigns]]\nname = \"Galerna\"\ndir = \"/n/galerna\"\nchannel_ids = [10]\n\n\
+            [[campaigns]]\nname = \"Vorn\"\ndir = \"/n/vorn\"\ndm_user_ids = [8]\nlabel_language = \"en\"\n";
+        let config = check(two, &[("HOME", "/h")]).unwrap();
+        let names: Vec<&str> = config.campaigns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["Galerna", "Vorn"]);
+        // A list left out is [discord]'s; one written is the campaign's own.
+        assert_eq!(config.campaigns[0].places.dm_user_ids, [7]);
+        assert_eq!(config.campaigns[1].places.dm_user_ids, [8]);
+        assert_eq!(config.campaigns[1].places.guild_ids, [1]);
+        assert_eq!(
+            (config.campaigns[0].places.channel_ids.as_slice(), config.campaigns[1].places.channel_ids.len()),
+            (&[10][..], 0)
+        );
+        assert_eq!(config.campaigns[1].campaign.corpus.label_language, LabelLanguage::En);
+        // The CLI's campaign: the first, or the one --campaign names (by name or folder).
+        assert_eq!(config.campaign.dir.as_deref(), Some(Path::new("/n/galerna")));
+        let by_name = |wanted: &str| {
+            let raw = RawConfig::parse(two, Path::new("config.toml")).unwrap();
+            let overrides = CliOverrides { campaign_dir: Some(PathBuf::from(wanted)), ..CliOverrides::default() };
+            Config::from_layers(raw, &|key| (key == "HOME").then(|| "/h".to_string()), &overrides).unwrap()
+        };
+        assert_eq!(by_name("Vorn").campaign.dir.as_deref(), Some(Path::new("/n/vorn")));
+        assert_eq!(by_name("Vorn").campaign.corpus.label_language, LabelLanguage::En);
+        assert_eq!(by_name("/n/otra").campaign.dir.as_deref(), Some(Path::new("/n/otra")));
+        // One campaign without [[campaigns]]: [discord]'s ids, named after its folder.
+        let one = check("[campaign]\ndir = \"/n/galerna\"\n[discord]\nguild_ids = [1]\n", &[("HOME", "/h")]).unwrap();
+        assert_eq!((one.campaigns.len(), one.campaigns[0].name.as_str()), (1, "galerna"));
+        assert_eq!(one.campaigns[0].places.guild_ids, [1]);
+        // Mistakes, each named.
+        for (text, needle) in [
+            (
+                "[campaign]\ndir = \"/a\"\n[[campaigns]]\nname = \"A\"\ndir = \"/a\"\n",
+                "both [campaign] and [[campaigns]]",
+            ),
+            ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\n[[campaigns]]\nname = \"A\"\ndir = \"/b\"\n", "used twice"),
+            (
+                "[[campaigns]]\nname = \"A\"\ndir = \"/a\"\n[[campaigns]]\nname = \"B\"\ndir = \"/a\"\n",
+                "another campaign's folder",
+            ),
+            ("[[campaigns]]\nname = \"A\"\n", "has no dir"),
+            ("[[campaigns]]\nname = \" \"\ndir = \"/a\"\n", "name is empty"),
+            ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nchannel_ids = [0]\n", "campaigns[0].channel_ids holds 0"),
+            ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nmax_note_bytes = 0\n", "campaigns[0].max_note_bytes"),
+        ] {
+            let err = format!("{:#}", check(text, &[("HOME", "/h")]).unwrap_err());
+            assert!(err.contains(needle), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -17,8 +17,10 @@
 //! - [`llm`]: transport to models: embedders (embedded e5-small, Ollama) and chat models.
 //! - [`discord`]: the bot: `/oraculo` with cited embeds, threads for follow-ups, `/reingest`.
 //!
-//! [`config`], [`logging`] and [`cli`] are the edges; [`sample`] is the built-in campaign.
+//! [`app`] is what the CLI, the bot and the evaluation share above the pipeline (resolving a
+//! campaign, opening its oracle). [`config`], [`logging`] and [`cli`] are the edges; [`sample`] is the built-in campaign.
 
+pub mod app;
 pub mod config;
 pub mod logging;
 

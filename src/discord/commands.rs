@@ -27,8 +27,8 @@ use super::errors::{ask_error_text, lang_of, log_ask_error, log_discord_error, t
 use super::history::Place;
 use super::locale::Lang;
 use super::queue::WorkerGone;
-use super::{Context, Data, Error, Job, ReingestSetup};
-use crate::config::DiscordConfig;
+use super::{Context, Data, Desk, Error, Job, ReingestSetup};
+use crate::config::{CampaignPlaces, DiscordConfig};
 use crate::corpus::fold;
 use crate::index::{Index, IndexError};
 use crate::ingest::{IngestError, IngestSummary, Quiet, annotate_fragments, ingest_campaign};
@@ -46,8 +46,10 @@ pub struct Access {
     dm_user_ids: Vec<u64>,
     dm_role_ids: Vec<u64>,
     gm_channel_ids: Vec<u64>,
-    /// The only servers the bot answers in (`discord.guild_ids`).
+    /// The only servers the bot answers in for this campaign (its `guild_ids`).
     guild_ids: Vec<u64>,
+    /// Only these channels (and their threads) of those servers; empty: all of them.
+    channel_ids: Vec<u64>,
 }
 
 /// Where an interaction or message happened, as Discord's interaction context says.
@@ -88,16 +90,32 @@ pub enum Barred {
     /// A group DM or another user's DM (user-installed app): told to ask in the server.
     #[error("a group or private message")]
     PrivateChannel,
+    /// A channel of a served server that no campaign answers in (several campaigns, each
+    /// with its channels): told so, ephemerally.
+    #[error("a channel that belongs to no campaign")]
+    NoCampaign,
 }
 
 impl Access {
     pub fn from_config(config: &DiscordConfig) -> Access {
+        Access::from_places(&config.places())
+    }
+
+    pub fn from_places(places: &CampaignPlaces) -> Access {
         Access {
-            dm_user_ids: config.dm_user_ids.clone(),
-            dm_role_ids: config.dm_role_ids.clone(),
-            gm_channel_ids: config.gm_channel_ids.clone(),
-            guild_ids: config.guild_ids.clone(),
+            dm_user_ids: places.dm_user_ids.clone(),
+            dm_role_ids: places.dm_role_ids.clone(),
+            gm_channel_ids: places.gm_channel_ids.clone(),
+            guild_ids: places.guild_ids.clone(),
+            channel_ids: places.channel_ids.clone(),
         }
+    }
+
+    /// Whether `location` (a channel, or a thread by its parent) is one this campaign names:
+    /// one of its channels or GM channels.
+    fn names_channel(&self, location: Location) -> bool {
+        let named = |channel: u64| self.channel_ids.contains(&channel) || self.gm_channel_ids.contains(&channel);
+        named(location.channel) || location.parent.is_some_and(named)
     }
 
     /// The DM is a configured user, or a member holding a configured role.
@@ -133,6 +151,38 @@ impl Access {
         };
         if gm { Audience::Gm } else { Audience::Player }
     }
+}
+
+/// Which campaign answers `user` at `location` (an index into `campaigns`), or why none does.
+///
+/// In a server: a campaign that names the channel (or the thread's parent) among its
+/// channels or GM channels, else one that takes every channel of that server; a server no
+/// campaign lists is refused silently, a channel of a listed server that no campaign takes
+/// is [`Barred::NoCampaign`]. In the bot's direct messages: the first campaign whose DM the
+/// user is. Each campaign's own rules ([`Access::admits`]) then apply.
+pub fn route(campaigns: &[&Access], user: u64, location: Location) -> Result<usize, Barred> {
+    if let (Surface::Guild, Some(guild)) = (location.surface, location.guild) {
+        let in_guild: Vec<usize> =
+            (0..campaigns.len()).filter(|&idx| campaigns[idx].guild_ids.contains(&guild)).collect();
+        if in_guild.is_empty() {
+            return Err(Barred::UnknownGuild(guild));
+        }
+        let chosen = in_guild
+            .iter()
+            .copied()
+            .find(|&idx| campaigns[idx].names_channel(location))
+            .or_else(|| in_guild.iter().copied().find(|&idx| campaigns[idx].channel_ids.is_empty()))
+            .ok_or(Barred::NoCampaign)?;
+        campaigns[chosen].admits(user, location)?;
+        return Ok(chosen);
+    }
+    if location.surface == Surface::BotDm {
+        if let Some(idx) = (0..campaigns.len()).find(|&idx| campaigns[idx].admits(user, location).is_ok()) {
+            return Ok(idx);
+        }
+        return Err(Barred::DirectFromStranger);
+    }
+    Err(Barred::PrivateChannel)
 }
 
 /// Where a command was used: its conversation, its audience, whether an answer there may
@@ -211,8 +261,8 @@ fn command_place(ctx: Context<'_>) -> CommandPlace {
 /// bot does not serve.
 pub async fn place_check(ctx: Context<'_>) -> Result<bool, Error> {
     let place = command_place(ctx);
-    match ctx.data().access.admits(ctx.author().id.get(), place.location) {
-        Ok(()) => Ok(true),
+    match ctx.data().desk(ctx.author().id.get(), place.location) {
+        Ok(_) => Ok(true),
         Err(barred) => Err(barred.into()),
     }
 }
@@ -226,6 +276,7 @@ pub fn refuse_barred(barred: Barred, user: u64) {
         Barred::DirectFromStranger | Barred::PrivateChannel => {
             tracing::info!(user, ?barred, "refused outside the campaign's server")
         }
+        Barred::NoCampaign => tracing::info!(user, "refused: a channel that belongs to no campaign"),
     }
 }
 
@@ -292,19 +343,20 @@ pub async fn oraculo(
         tell(ctx, &refusal).await;
         return Ok(());
     }
+    let desk = data.desk(ctx.author().id.get(), where_asked.location)?;
     defer(ctx, false).await?;
-    let audience = data.access.audience(ctx.author().id.get(), where_asked.location);
-    let span =
-        tracing::info_span!("discord.reply", place = ?where_asked.place, ?audience, user = ctx.author().id.get());
+    let audience = desk.access.audience(ctx.author().id.get(), where_asked.location);
+    let span = tracing::info_span!("discord.reply", campaign = %desk.name, place = ?where_asked.place, ?audience, user = ctx.author().id.get());
     async move {
         let outlet = Outlet::Command { ctx, original_used: std::sync::atomic::AtomicBool::new(false) };
-        let Some(answered) = answer_question(data, &outlet, question, where_asked.place, audience, lang).await else {
+        let Some(answered) = answer_question(data, &desk, &outlet, question, where_asked.place, audience, lang).await
+        else {
             return;
         };
         if where_asked.can_open_thread
             && let Some(message_id) = answered.first_message
         {
-            open_thread(ctx, data, message_id, question, &answered.text, lang).await;
+            open_thread(ctx, &desk, message_id, question, &answered.text, lang).await;
         }
     }
     .instrument(span)
@@ -318,7 +370,7 @@ pub async fn oraculo(
 /// before the thread exists: a follow-up typed the moment it appears is already recognised.
 async fn open_thread(
     ctx: Context<'_>,
-    data: &Data,
+    desk: &Desk,
     message_id: serenity::MessageId,
     question: &str,
     answer: &str,
@@ -328,12 +380,12 @@ async fn open_thread(
         Turn { role: TurnRole::User, content: question.to_string() },
         Turn { role: TurnRole::Assistant, content: answer.to_string() },
     ];
-    data.history.append(Place::Thread(message_id.get()), turns.clone()).await;
+    desk.history.append(Place::Thread(message_id.get()), turns.clone()).await;
     let builder = serenity::CreateThread::new(embeds::thread_name(question, lang))
         .auto_archive_duration(serenity::AutoArchiveDuration::OneDay);
     match ctx.channel_id().create_thread_from_message(ctx.http(), message_id, builder).await {
         Ok(thread) if thread.id.get() != message_id.get() => {
-            data.history.append(Place::Thread(thread.id.get()), turns).await;
+            desk.history.append(Place::Thread(thread.id.get()), turns).await;
         }
         Ok(_) => {}
         Err(err) => log_discord_error(&err, "opening a thread on an answer"),
@@ -386,6 +438,31 @@ pub enum Posted<'a> {
 }
 
 impl<'a> Outlet<'a> {
+    /// The message that asked the question, when a message did (not a slash command).
+    fn asking_message(&self) -> Option<u64> {
+        match self {
+            Outlet::Command { .. } => None,
+            Outlet::Thread { reply_to, .. } => Some(reply_to.get()),
+        }
+    }
+
+    /// Deletes a notice the bot posted (the queue position of a withdrawn question).
+    async fn retract(&self, notice: Option<Posted<'a>>) {
+        let deleted = match (self, notice) {
+            (Outlet::Thread { http, .. }, Some(Posted::Channel(channel, message))) => {
+                channel.delete_message(http, message).await
+            }
+            (Outlet::Command { ctx, .. }, Some(Posted::Channel(channel, message))) => {
+                channel.delete_message(ctx.http(), message).await
+            }
+            (Outlet::Command { ctx, .. }, Some(Posted::Interaction(handle))) => handle.delete(*ctx).await,
+            _ => Ok(()),
+        };
+        if let Err(err) = deleted {
+            log_discord_error(&err, "deleting a withdrawn question's notice");
+        }
+    }
+
     fn token_usable(&self) -> bool {
         match self {
             Outlet::Command { ctx, .. } => interaction_token_usable(ctx.id(), SystemTime::now()),
@@ -541,6 +618,7 @@ pub struct Answered {
 /// model writes, the answer's message shows the text so far, edited about once a second.
 pub async fn answer_question(
     data: &Data,
+    desk: &Arc<Desk>,
     outlet: &Outlet<'_>,
     question: &str,
     place: Place,
@@ -552,6 +630,8 @@ pub async fn answer_question(
         return None;
     };
     let mut notice = None;
+    // A question asked by a message leaves the queue if that message is deleted.
+    let mut withdrawal = outlet.asking_message().map(|message| data.withdrawals.watch(message));
     let slot = match data.queue.enter() {
         super::queue::Admission::Now(slot) => slot,
         super::queue::Admission::Queued(waiting) => {
@@ -589,18 +669,31 @@ pub async fn answer_question(
                         outlet.post_or_replace(notice, &Message::notice(&lang.interrupted())).await;
                         return None;
                     }
+                    () = async {
+                        match withdrawal.as_mut() {
+                            Some(withdrawal) => withdrawal.withdrawn().await,
+                            None => std::future::pending::<()>().await,
+                        }
+                    } => {
+                        // `waiting` is dropped on return: the questions behind move up.
+                        tracing::info!("the question's message was deleted: it leaves the queue");
+                        outlet.retract(notice).await;
+                        return None;
+                    }
                 }
             }
         }
     };
-    let history = data.history.recent(place).await;
+    // Started: deleting the question no longer stops it (its answer is on its way).
+    drop(withdrawal.take());
+    let history = desk.history.recent(place).await;
     // The preview owns the message while the model writes; the final layout replaces it.
     let shown = std::sync::Mutex::new(notice);
 
     let (progress, progress_seen) = watch::channel(String::new());
     let asked = tokio::select! {
         (asked, ()) = async {
-            tokio::join!(ask(data, question, history, audience, progress), preview(outlet, &shown, progress_seen, lang))
+            tokio::join!(ask(data, desk, question, history, audience, progress), preview(outlet, &shown, progress_seen, lang))
         } => asked,
         () = data.lifecycle.interrupted() => {
             outlet.post_or_replace(take_posted(&shown), &Message::notice(&lang.interrupted())).await;
@@ -656,7 +749,7 @@ pub async fn answer_question(
         return None;
     }
     if answer.joins_history() {
-        data.history.record(place, question, &answer.text).await;
+        desk.history.record(place, question, &answer.text).await;
     } else {
         tracing::info!(place = place.key(), "the model failed on this answer; it is not kept in the history");
     }
@@ -708,12 +801,13 @@ async fn preview<'a>(
 /// so far goes to `progress` as it streams.
 async fn ask(
     data: &Data,
+    desk: &Desk,
     question: &str,
     history: Vec<Turn>,
     audience: Audience,
     progress: watch::Sender<String>,
 ) -> Result<Result<crate::oracle::Answer, crate::oracle::AskError>, WorkerGone> {
-    let oracle = Arc::clone(&data.oracle);
+    let oracle = Arc::clone(&desk.oracle);
     let question = question.to_string();
     data.worker
         .run("answers", move || async move {
@@ -756,9 +850,10 @@ pub async fn fuente(
         tell(ctx, &lang.sources_rate_limited(wait.as_secs().max(1))).await;
         return Ok(());
     }
+    let desk = data.desk(ctx.author().id.get(), place.location)?;
     defer(ctx, true).await?;
-    let audience = data.access.audience(ctx.author().id.get(), place.location);
-    for message in source_messages_for(data, etiqueta.trim(), audience, lang).await {
+    let audience = desk.access.audience(ctx.author().id.get(), place.location);
+    for message in source_messages_for(data, &desk, etiqueta.trim(), audience, lang).await {
         ctx.send(message.to_reply(true)).await?;
     }
     Ok(())
@@ -766,8 +861,14 @@ pub async fn fuente(
 
 /// A source in full for `audience`, or a message saying why not. A GM-only note and a
 /// missing one read the same to a player.
-pub async fn source_messages_for(data: &Data, label: &str, audience: Audience, lang: Lang) -> Vec<Message> {
-    let oracle = Arc::clone(&data.oracle);
+pub async fn source_messages_for(
+    data: &Data,
+    desk: &Desk,
+    label: &str,
+    audience: Audience,
+    lang: Lang,
+) -> Vec<Message> {
+    let oracle = Arc::clone(&desk.oracle);
     let owned_label = label.to_string();
     let read =
         data.worker.run("answers", move || async move { oracle.read_source(&owned_label, audience).await }).await;
@@ -794,12 +895,15 @@ pub async fn source_messages_for(data: &Data, label: &str, audience: Audience, l
 /// Labels the asker may read that contain what was typed (accents and case ignored).
 async fn autocomplete_label(ctx: Context<'_>, partial: &str) -> Vec<String> {
     let location = command_place(ctx).location;
-    if let Err(barred) = ctx.data().access.admits(ctx.author().id.get(), location) {
-        refuse_barred(barred, ctx.author().id.get());
-        return Vec::new();
-    }
-    let audience = ctx.data().access.audience(ctx.author().id.get(), location);
-    let oracle = Arc::clone(&ctx.data().oracle);
+    let desk = match ctx.data().desk(ctx.author().id.get(), location) {
+        Ok(desk) => desk,
+        Err(barred) => {
+            refuse_barred(barred, ctx.author().id.get());
+            return Vec::new();
+        }
+    };
+    let audience = desk.access.audience(ctx.author().id.get(), location);
+    let oracle = Arc::clone(&desk.oracle);
     let listed = ctx
         .data()
         .worker
@@ -832,7 +936,11 @@ async fn is_campaign_dm(ctx: Context<'_>) -> Result<bool, Error> {
         poise::Context::Prefix(_) => None,
     }
     .unwrap_or_default();
-    Ok(ctx.data().access.is_campaign_dm(ctx.author().id.get(), &roles))
+    // The DM of the campaign of the place it is used in (place_check has routed it already).
+    let Ok(desk) = ctx.data().desk(ctx.author().id.get(), command_place(ctx).location) else {
+        return Ok(false);
+    };
+    Ok(desk.access.is_campaign_dm(ctx.author().id.get(), &roles))
 }
 
 /// Vuelve a leer las notas de la campaña (solo el DM).
@@ -852,6 +960,7 @@ async fn is_campaign_dm(ctx: Context<'_>) -> Result<bool, Error> {
 pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
     let data = ctx.data();
     let lang = lang_of(ctx);
+    let desk = data.desk(ctx.author().id.get(), command_place(ctx).location)?;
     defer(ctx, true).await?;
     let poise::Context::Application(app) = ctx else {
         return Ok(());
@@ -868,19 +977,19 @@ pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
         edit(lang.shutting_down()).await;
         return Ok(());
     };
-    let Ok(running) = Arc::clone(&data.reingest.running).try_lock_owned() else {
+    let Ok(running) = Arc::clone(&desk.reingest.running).try_lock_owned() else {
         edit(lang.reingest_already_running()).await;
         return Ok(());
     };
     edit(lang.reingest_running()).await;
-    tracing::info!(user = ctx.author().id.get(), "reingest started from Discord");
+    tracing::info!(user = ctx.author().id.get(), campaign = %desk.name, "reingest started from Discord");
 
     // The ingest outlives this command: it reports by editing the deferred reply while its
     // token lives (15 minutes), by direct message after.
     let http = Arc::clone(&ctx.serenity_context().http);
     let interaction = app.interaction.clone();
-    let oracle = Arc::clone(&data.oracle);
-    let setup = Arc::clone(&data.reingest);
+    let oracle = Arc::clone(&desk.oracle);
+    let setup = Arc::clone(&desk.reingest);
     let lifecycle = Arc::clone(&data.lifecycle);
     let worker = data.ingest_worker.clone();
     tokio::spawn(
@@ -994,9 +1103,11 @@ pub async fn cronologia(
 ) -> Result<(), Error> {
     let data = ctx.data();
     let lang = lang_of(ctx);
+    let location = command_place(ctx).location;
+    let desk = data.desk(ctx.author().id.get(), location)?;
     defer(ctx, false).await?;
-    let audience = data.access.audience(ctx.author().id.get(), command_place(ctx).location);
-    let oracle = Arc::clone(&data.oracle);
+    let audience = desk.access.audience(ctx.author().id.get(), location);
+    let oracle = Arc::clone(&desk.oracle);
     let name = nombre.trim().to_string();
     let made = data
         .worker
@@ -1023,7 +1134,14 @@ pub async fn cronologia(
 /// Compendium names and aliases containing what was typed (accents and case ignored). The
 /// compendium holds no entity from secret notes, so every name may be offered.
 async fn autocomplete_entity(ctx: Context<'_>, partial: &str) -> Vec<String> {
-    let oracle = Arc::clone(&ctx.data().oracle);
+    let desk = match ctx.data().desk(ctx.author().id.get(), command_place(ctx).location) {
+        Ok(desk) => desk,
+        Err(barred) => {
+            refuse_barred(barred, ctx.author().id.get());
+            return Vec::new();
+        }
+    };
+    let oracle = Arc::clone(&desk.oracle);
     let typed = partial.to_string();
     let listed = ctx
         .data()
@@ -1075,8 +1193,10 @@ pub async fn resumen(
         tell(ctx, &refusal).await;
         return Ok(());
     }
+    let location = command_place(ctx).location;
+    let desk = data.desk(ctx.author().id.get(), location)?;
     defer(ctx, false).await?;
-    let audience = data.access.audience(ctx.author().id.get(), command_place(ctx).location);
+    let audience = desk.access.audience(ctx.author().id.get(), location);
     let Some(_job) = data.lifecycle.begin() else {
         ctx.send(Message::notice(&lang.shutting_down()).to_reply(false)).await?;
         return Ok(());
@@ -1100,7 +1220,7 @@ pub async fn resumen(
             }
         }
     };
-    let oracle = Arc::clone(&data.oracle);
+    let oracle = Arc::clone(&desk.oracle);
     let language = match lang {
         Lang::Es => crate::corpus::LabelLanguage::Es,
         Lang::En => crate::corpus::LabelLanguage::En,
@@ -1144,11 +1264,57 @@ mod tests {
     const GUILD: u64 = 1;
 
     fn access() -> Access {
-        Access { dm_user_ids: vec![10], dm_role_ids: vec![77], gm_channel_ids: vec![500], guild_ids: vec![GUILD] }
+        Access {
+            dm_user_ids: vec![10],
+            dm_role_ids: vec![77],
+            gm_channel_ids: vec![500],
+            guild_ids: vec![GUILD],
+            channel_ids: Vec::new(),
+        }
     }
 
     fn guild(channel: u64, parent: Option<u64>) -> Location {
         Location { surface: Surface::Guild, guild: Some(GUILD), channel, parent }
+    }
+
+    #[test]
+    fn issue_14_each_place_belongs_to_one_campaign() {
+        let places = |guilds: &[u64], channels: &[u64], gm: &[u64], dms: &[u64]| {
+            Access::from_places(&CampaignPlaces {
+                dm_user_ids: dms.to_vec(),
+                dm_role_ids: Vec::new(),
+                gm_channel_ids: gm.to_vec(),
+                guild_ids: guilds.to_vec(),
+                channel_ids: channels.to_vec(),
+            })
+        };
+        let a = places(&[1], &[10], &[], &[5]);
+        let b = places(&[1], &[], &[20], &[6]);
+        let c = places(&[2], &[30], &[], &[6]);
+        let campaigns = [&a, &b, &c];
+        let at = |guild: u64, channel: u64, parent: Option<u64>| Location {
+            surface: Surface::Guild,
+            guild: Some(guild),
+            channel,
+            parent,
+        };
+        let table: &[(Location, Result<usize, Barred>)] = &[
+            (at(1, 10, None), Ok(0)),
+            (at(1, 99, Some(10)), Ok(0)), // a thread of A's channel
+            (at(1, 11, None), Ok(1)),     // B takes the rest of server 1
+            (at(1, 20, None), Ok(1)),     // B's GM channel
+            (at(2, 30, None), Ok(2)),
+            (at(2, 31, None), Err(Barred::NoCampaign)),
+            (at(3, 10, None), Err(Barred::UnknownGuild(3))),
+        ];
+        for (location, expected) in table {
+            assert_eq!(route(&campaigns, 1, *location), *expected, "{location:?}");
+        }
+        let direct = Location { surface: Surface::BotDm, guild: None, channel: 1, parent: None };
+        assert_eq!(route(&campaigns, 6, direct), Ok(1), "the first campaign whose DM writes");
+        assert_eq!(route(&campaigns, 9, direct), Err(Barred::DirectFromStranger));
+        let group = Location { surface: Surface::Private, guild: None, channel: 1, parent: None };
+        assert_eq!(route(&campaigns, 5, group), Err(Barred::PrivateChannel));
     }
 
     #[test]

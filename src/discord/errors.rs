@@ -103,7 +103,7 @@ pub async fn on_error(error: poise::FrameworkError<'_, Data, Error>) {
             if let Some(barred) = error.as_ref().and_then(|error| error.downcast_ref::<Barred>()) {
                 refuse_barred(*barred, ctx.author().id.get());
                 if !matches!(barred, Barred::UnknownGuild(_)) {
-                    tell(ctx, &lang.ask_in_the_server()).await;
+                    tell(ctx, &lang.barred(*barred)).await;
                 }
             } else if let Some(error) = error {
                 tracing::error!(error = %format!("{error:#}"), command = %ctx.command().qualified_name, "command check failed");

@@ -5,6 +5,7 @@
 //! - MESSAGE_CREATE elsewhere in a configured server that mentions the bot, or replies to one
 //!   of its answers: a question in that channel's conversation, answered as a reply.
 //! - A "📖 label" button under an answer: the source in full, only to whoever clicked.
+//! - MESSAGE_DELETE of a message whose question waits in the queue: the question leaves it.
 
 use poise::serenity_prelude as serenity;
 use tracing::Instrument;
@@ -32,6 +33,17 @@ pub async fn handle(
                 mention_or_reply(ctx, data, new_message).await;
             }
         }
+        // A question still waiting in the queue leaves it when its message is deleted.
+        serenity::FullEvent::MessageDelete { deleted_message_id, .. } => {
+            if data.withdrawals.withdraw(deleted_message_id.get()) {
+                tracing::info!(message = deleted_message_id.get(), "a queued question was withdrawn by its author");
+            }
+        }
+        serenity::FullEvent::MessageDeleteBulk { multiple_deleted_messages_ids, .. } => {
+            for message in multiple_deleted_messages_ids {
+                data.withdrawals.withdraw(message.get());
+            }
+        }
         serenity::FullEvent::InteractionCreate { interaction: serenity::Interaction::Component(component) } => {
             source_button(ctx, data, component).await
         }
@@ -48,7 +60,11 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
     }
     let place = Place::Thread(message.channel_id.get());
     // Cheap first: only threads with a history can be the bot's (it seeds each one it opens).
-    if !data.history.knows(place).await {
+    let mut known = false;
+    for desk in &data.desks {
+        known = known || desk.history.knows(place).await;
+    }
+    if !known {
         return false;
     }
     let thread = match message.channel_id.to_channel(ctx).await {
@@ -69,10 +85,13 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
         channel: place_id(place),
         parent: thread.parent_id.map(serenity::ChannelId::get),
     };
-    if let Err(barred) = data.access.admits(user, location) {
-        refuse_barred(barred, user);
-        return true;
-    }
+    let desk = match data.desk(user, location) {
+        Ok(desk) => desk,
+        Err(barred) => {
+            refuse_barred(barred, user);
+            return true;
+        }
+    };
     let question = message.content.trim();
     if question.is_empty() {
         // An image or a sticker; or, for every message, the MESSAGE_CONTENT intent is off.
@@ -92,12 +111,12 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
         }
         return true;
     }
-    let audience = data.access.audience(user, location);
-    let span = tracing::info_span!("discord.reply", place = %place.key(), ?audience, user);
+    let audience = desk.access.audience(user, location);
+    let span = tracing::info_span!("discord.reply", campaign = %desk.name, place = %place.key(), ?audience, user);
     async {
         // Shown while the answer is made; stops when dropped.
         let _typing = message.channel_id.start_typing(&ctx.http);
-        answer_question(data, &outlet, question, place, audience, lang).await;
+        answer_question(data, &desk, &outlet, question, place, audience, lang).await;
     }
     .instrument(span)
     .await;
@@ -137,11 +156,14 @@ async fn mention_or_reply(ctx: &serenity::Context, data: &Data, message: &sereni
         channel: message.channel_id.get(),
         parent: if in_thread { channel.parent_id.map(serenity::ChannelId::get) } else { None },
     };
-    if let Err(barred) = data.access.admits(user, location) {
-        refuse_barred(barred, user);
-        return;
-    }
-    let lang = data.lang;
+    let desk = match data.desk(user, location) {
+        Ok(desk) => desk,
+        Err(barred) => {
+            refuse_barred(barred, user);
+            return;
+        }
+    };
+    let lang = desk.lang;
     let question = embeds::without_mentions(&message.content, me.get());
     let reply = |text: String| async move {
         let reference = embeds::reply_reference(message.channel_id, message.id);
@@ -160,12 +182,12 @@ async fn mention_or_reply(ctx: &serenity::Context, data: &Data, message: &sereni
         return;
     }
     let place = if in_thread { Place::Thread(location.channel) } else { Place::Channel(location.channel) };
-    let audience = data.access.audience(user, location);
+    let audience = desk.access.audience(user, location);
     let outlet = Outlet::Thread { http: &ctx.http, channel: message.channel_id, reply_to: message.id };
-    let span = tracing::info_span!("discord.reply", place = %place.key(), ?audience, user, via = "mention");
+    let span = tracing::info_span!("discord.reply", campaign = %desk.name, place = %place.key(), ?audience, user, via = "mention");
     async {
         let _typing = message.channel_id.start_typing(&ctx.http);
-        answer_question(data, &outlet, &question, place, audience, lang).await;
+        answer_question(data, &desk, &outlet, &question, place, audience, lang).await;
     }
     .instrument(span)
     .await;
@@ -187,16 +209,19 @@ async fn source_button(ctx: &serenity::Context, data: &Data, component: &serenit
         interaction_place(component.context, component.guild_id, component.channel_id, component.channel.as_ref())
             .location;
     let user = component.user.id.get();
-    if let Err(barred) = data.access.admits(user, location) {
-        refuse_barred(barred, user);
-        if !matches!(barred, Barred::UnknownGuild(_)) {
-            let refusal = embeds::message_response(&Message::notice(&lang.ask_in_the_server()), true);
-            if let Err(err) = component.create_response(ctx, refusal).await {
-                log_discord_error(&err, "refusing a source button");
+    let desk = match data.desk(user, location) {
+        Ok(desk) => desk,
+        Err(barred) => {
+            refuse_barred(barred, user);
+            if !matches!(barred, Barred::UnknownGuild(_)) {
+                let refusal = embeds::message_response(&Message::notice(&lang.barred(barred)), true);
+                if let Err(err) = component.create_response(ctx, refusal).await {
+                    log_discord_error(&err, "refusing a source button");
+                }
             }
+            return;
         }
-        return;
-    }
+    };
     if let Err(wait) = data.queue.check_source_rate(user) {
         let refusal =
             embeds::message_response(&Message::notice(&lang.sources_rate_limited(wait.as_secs().max(1))), true);
@@ -205,12 +230,12 @@ async fn source_button(ctx: &serenity::Context, data: &Data, component: &serenit
         }
         return;
     }
-    let audience = data.access.audience(user, location);
+    let audience = desk.access.audience(user, location);
     if let Err(err) = component.create_response(ctx, embeds::deferred_response(true)).await {
         log_discord_error(&err, "deferring a source button");
         return;
     }
-    for message in source_messages_for(data, label, audience, lang).await {
+    for message in source_messages_for(data, &desk, label, audience, lang).await {
         if let Err(err) = component.create_followup(ctx, message.to_followup(true)).await {
             log_discord_error(&err, "showing a source");
             return;

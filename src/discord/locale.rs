@@ -134,6 +134,17 @@ impl Lang {
         )
     }
 
+    /// What a refused user reads (never sent for a server the bot does not serve).
+    pub fn barred(self, barred: super::commands::Barred) -> String {
+        match barred {
+            super::commands::Barred::NoCampaign => self.pick(
+                "Este canal no pertenece a ninguna campaña: pregunta en el canal de tu mesa.",
+                "This channel belongs to no campaign: ask in your table's channel.",
+            ),
+            _ => self.ask_in_the_server(),
+        }
+    }
+
     pub fn shutting_down(self) -> String {
         self.pick(
             "El oráculo se está reiniciando: vuelve a preguntar dentro de un minuto.",

@@ -36,6 +36,7 @@ use poise::serenity_prelude as serenity;
 use tokio::sync::watch;
 
 use crate::config::{CampaignConfig, Config};
+
 use crate::oracle::Oracle;
 use commands::Access;
 use history::History;
@@ -67,18 +68,38 @@ pub fn intents() -> serenity::GatewayIntents {
 
 /// Everything the handlers share. No token here: it stays with the HTTP client.
 pub struct Data {
-    pub oracle: Arc<Oracle>,
+    /// The campaigns served (one, or `[[campaigns]]`): each place belongs to at most one.
+    pub desks: Vec<Arc<Desk>>,
     /// Runs the oracle's work (answers, sources), whose futures are not `Send`.
     pub worker: queue::LocalWorker,
     /// Runs `/reingest`, apart from the answers so that questions keep flowing meanwhile.
     pub ingest_worker: queue::LocalWorker,
-    pub history: History,
+    /// One queue for every campaign: they share one model.
     pub queue: Queue,
+    /// Queued questions asked by a message, withdrawn when it is deleted.
+    pub withdrawals: queue::Withdrawals,
     pub lifecycle: Arc<Lifecycle>,
+    /// The language of messages that carry no locale, before a campaign is known.
+    pub lang: Lang,
+}
+
+/// One campaign the bot serves: its oracle, its conversations, who runs it and where.
+pub struct Desk {
+    pub name: String,
+    pub oracle: Arc<Oracle>,
+    pub history: History,
     pub access: Access,
     pub reingest: Arc<ReingestSetup>,
-    /// The language of messages that carry no locale (thread follow-ups).
+    /// The language of its messages that carry no locale (thread follow-ups, mentions).
     pub lang: Lang,
+}
+
+impl Data {
+    /// The campaign that answers `user` at `location`, or why none does ([`commands::route`]).
+    pub fn desk(&self, user: u64, location: commands::Location) -> Result<Arc<Desk>, commands::Barred> {
+        let accesses: Vec<&Access> = self.desks.iter().map(|desk| &desk.access).collect();
+        commands::route(&accesses, user, location).map(|idx| Arc::clone(&self.desks[idx]))
+    }
 }
 
 /// What `/reingest` needs to run the same ingest as `oraculo ingest`.
@@ -95,10 +116,9 @@ pub struct ReingestSetup {
 impl std::fmt::Debug for Data {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Only what helps a log reader; nothing secret is in Data, and nothing big is printed.
-        f.debug_struct("Data")
-            .field("index_dir", &self.oracle.index_dir())
-            .field("lang", &self.lang)
-            .finish_non_exhaustive()
+        let campaigns: Vec<(&str, &std::path::Path)> =
+            self.desks.iter().map(|desk| (desk.name.as_str(), desk.oracle.index_dir())).collect();
+        f.debug_struct("Data").field("campaigns", &campaigns).field("lang", &self.lang).finish_non_exhaustive()
     }
 }
 
@@ -138,42 +158,63 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send + 'st
         .token
         .clone()
         .context("no Discord token: set DISCORD_TOKEN (or ORACULO_DISCORD_TOKEN), or discord.token in the config")?;
-    anyhow::ensure!(
-        !discord.guild_ids.is_empty(),
-        "discord.guild_ids is empty: list the server(s) the bot answers in (right-click the server → Copy ID). \
-         The bot answers only there, so a server that invites it cannot read the campaign's notes"
-    );
+    for named in &config.campaigns {
+        anyhow::ensure!(
+            !named.places.guild_ids.is_empty(),
+            "discord.guild_ids is empty (campaign {}): list the server(s) the bot answers in (right-click the \
+             server → Copy ID). The bot answers only there, so a server that invites it cannot read the \
+             campaign's notes",
+            named.name
+        );
+    }
 
-    // 2. The oracle: index, embedder and chat model, opened as the CLI opens them.
-    let oracle = Arc::new(crate::cli::open_oracle(&config).await.context("opening the campaign's oracle")?);
-    let (campaign_dir, _) = crate::cli::campaign_paths(&config)?;
+    // 2. The oracles: one per campaign over one embedder and one chat model, opened as the
+    // CLI opens them.
+    let opened = crate::app::open_campaigns(&config).await.context("opening the campaigns' oracles")?;
     let batch_size = config.embedder.batch_size();
 
     // 3. The shared state.
     let lifecycle = Lifecycle::new();
     let worker = queue::LocalWorker::start("answers").context("starting the answer thread")?;
     let ingest_worker = queue::LocalWorker::start("ingest").context("starting the ingest thread")?;
+    let desks: Vec<Arc<Desk>> = opened
+        .into_iter()
+        .map(|open| {
+            let oracle = Arc::new(open.oracle);
+            Arc::new(Desk {
+                name: open.named.name.clone(),
+                history: History::new(oracle.index_dir(), discord.history_turns),
+                oracle,
+                access: Access::from_places(&open.named.places),
+                reingest: Arc::new(ReingestSetup {
+                    campaign_dir: open.campaign_dir,
+                    campaign: open.named.campaign.clone(),
+                    batch_size,
+                    running: Arc::new(tokio::sync::Mutex::new(())),
+                }),
+                lang: Lang::of_labels(open.named.campaign.corpus.label_language),
+            })
+        })
+        .collect();
+    let guild_ids: Vec<u64> = {
+        let mut ids: Vec<u64> = config.campaigns.iter().flat_map(|named| named.places.guild_ids.clone()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    };
     let data = Data {
+        lang: desks.first().map_or(Lang::Es, |desk| desk.lang),
+        desks,
         worker,
         ingest_worker,
-        history: History::new(oracle.index_dir(), discord.history_turns),
-        oracle,
         queue: Queue::new(discord.concurrency, discord.questions_per_minute),
+        withdrawals: queue::Withdrawals::default(),
         lifecycle: Arc::clone(&lifecycle),
-        access: Access::from_config(&discord),
-        reingest: Arc::new(ReingestSetup {
-            campaign_dir,
-            campaign: config.campaign.clone(),
-            batch_size,
-            running: Arc::new(tokio::sync::Mutex::new(())),
-        }),
-        lang: Lang::of_labels(config.campaign.corpus.label_language),
     };
     tracing::info!(?data, concurrency = discord.concurrency, "bot state ready");
 
     // 4. The framework: commands, the error handler, the event handler; commands are
     // registered once connected.
-    let guild_ids = discord.guild_ids.clone();
     let framework = poise::Framework::builder()
         .options(poise::FrameworkOptions {
             commands: commands::commands(),

@@ -57,6 +57,66 @@ impl Slots {
     }
 }
 
+/// Questions asked by a message (a mention, a reply, a message in one of the bot's threads)
+/// while they wait in the queue, by the asking message's id: deleting that message withdraws
+/// the question (issue 14), and the queue moves on without it.
+#[derive(Debug, Default, Clone)]
+pub struct Withdrawals {
+    waiting: Arc<Mutex<HashMap<u64, watch::Sender<bool>>>>,
+}
+
+/// One question that may be withdrawn; dropping it (the question started, or ended) stops
+/// watching.
+#[derive(Debug)]
+pub struct Withdrawal {
+    message: u64,
+    withdrawn: watch::Receiver<bool>,
+    waiting: Arc<Mutex<HashMap<u64, watch::Sender<bool>>>>,
+}
+
+impl Withdrawals {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, watch::Sender<bool>>> {
+        self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Watches the question asked by `message`.
+    pub fn watch(&self, message: u64) -> Withdrawal {
+        let (sender, withdrawn) = watch::channel(false);
+        self.lock().insert(message, sender);
+        Withdrawal { message, withdrawn, waiting: Arc::clone(&self.waiting) }
+    }
+
+    /// `message` was deleted: its question, if it is still waiting, leaves. Whether one did.
+    pub fn withdraw(&self, message: u64) -> bool {
+        match self.lock().remove(&message) {
+            Some(sender) => {
+                sender.send_replace(true);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Withdrawal {
+    /// Resolves when the asking message is deleted; never otherwise.
+    pub async fn withdrawn(&mut self) {
+        if self.withdrawn.wait_for(|withdrawn| *withdrawn).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for Withdrawal {
+    fn drop(&mut self) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Only this question's own entry (a later question by the same message id cannot be).
+        if waiting.get(&self.message).is_some_and(|sender| sender.subscribe().same_channel(&self.withdrawn)) {
+            waiting.remove(&self.message);
+        }
+    }
+}
+
 /// The right to run one piece of LLM work; dropping it hands the slot to the next waiter.
 #[derive(Debug)]
 pub struct Slot {
@@ -417,5 +477,22 @@ mod tests {
         let slot = tokio::time::timeout(Duration::from_secs(5), next.start()).await.unwrap().unwrap();
         drop(slot);
         assert!(matches!(queue.enter(), Admission::Now(_)), "every slot came back");
+    }
+
+    #[tokio::test]
+    async fn issue_14_a_deleted_question_is_withdrawn_once_and_only_while_watched() {
+        let withdrawals = Withdrawals::default();
+        let mut watched = withdrawals.watch(42);
+        assert!(!withdrawals.withdraw(7), "no question was asked by message 7");
+        assert!(withdrawals.withdraw(42));
+        tokio::time::timeout(Duration::from_secs(1), watched.withdrawn()).await.expect("withdrawn");
+        assert!(!withdrawals.withdraw(42), "once");
+        // A question that started (its watch dropped) can no longer be withdrawn.
+        let started = withdrawals.watch(43);
+        drop(started);
+        assert!(!withdrawals.withdraw(43));
+        // Not withdrawn: never resolves.
+        let mut waiting = withdrawals.watch(44);
+        assert!(tokio::time::timeout(Duration::from_millis(50), waiting.withdrawn()).await.is_err());
     }
 }

@@ -821,3 +821,195 @@ async fn issue_14_a_burst_of_twenty_questions_loses_none() {
     let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
     stopped.unwrap();
 }
+
+/// Issue 14, item 5: `[[campaigns]]`, two tables in one server, each in its own channel with
+/// its own notes and DM; a channel of no campaign gets a clear ephemeral message; `/reingest`
+/// reindexes the campaign of the place it is used in, and only that campaign's DM may run it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_one_bot_serves_several_campaigns_each_in_its_channels() {
+    const CHANNEL_B: u64 = 700_000_000_000_000_200;
+    const CHANNEL_NONE: u64 = 700_000_000_000_000_300;
+    const DM_B: u64 = 700_000_000_000_000_009;
+    oraculo::logging::init();
+    let galerna = Scratch::new(&[("Crónica.md", CRONICA)]);
+    let dragon = Scratch::new(&[
+        ("Sesiones/Sesión 1.md", "# Sesión 1\nEl dragón Vorn duerme bajo la montaña de ceniza.\n"),
+        ("Sesiones/Sesión 2.md", "# Sesión 2\nLos enanos sellan la puerta de Vorn con runas.\n"),
+    ]);
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+    // Both indexes in one data dir, as the bot finds them.
+    let data_dir = galerna.data.path();
+    ingest_dir(&galerna.index_dir(), galerna.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+    let dragon_index = oraculo::index::campaign_index_dir(data_dir, dragon.campaign.path());
+    ingest_dir(&dragon_index, dragon.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+
+    let discord = FakeDiscord::start().await;
+    let text = format!(
+        r#"
+data_dir = "{data}"
+[[campaigns]]
+name = "Galerna"
+dir = "{galerna}"
+channel_ids = [{CHANNEL}]
+[[campaigns]]
+name = "Vorn"
+dir = "{dragon}"
+dm_user_ids = [{DM_B}]
+channel_ids = [{CHANNEL_B}]
+[embedder]
+backend = "ollama"
+model = "{EMBED_MODEL}"
+batch_size = 4
+window_words = 250
+[ollama]
+url = "{ollama}"
+timeout_secs = 30
+retries = 0
+[chat]
+backend = "ollama"
+model = "{CHAT_MODEL}"
+[discord]
+token = "{TOKEN}"
+dm_user_ids = [{DM}]
+guild_ids = [{GUILD_ID}]
+proxy_url = "{rest}"
+"#,
+        data = data_dir.display(),
+        galerna = galerna.campaign.path().display(),
+        dragon = dragon.campaign.path().display(),
+        ollama = ollama.url(),
+        rest = discord.rest_url(),
+    );
+    let raw = RawConfig::parse(&text, Path::new("config.toml")).unwrap();
+    let config = Config::from_layers(raw, &|_| None, &CliOverrides::default()).unwrap();
+    assert_eq!(config.campaigns.len(), 2);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let bot = tokio::spawn(oraculo::discord::run(config, async move {
+        let _ = stopped.await;
+    }));
+    discord
+        .wait_for("the guild commands", |r| {
+            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
+        })
+        .await;
+    let ask = |channel: u64, question: &str| {
+        discord.slash_command(
+            PLAYER,
+            &[],
+            text_channel(channel),
+            "oraculo",
+            json!([{ "name": "pregunta", "type": 3, "value": question }]),
+        )
+    };
+
+    // 1. Each channel answers from its own campaign's notes: the source shown is that one's.
+    ollama.enqueue_reply("Huyó al norte [Sesión 1].");
+    let token = ask(CHANNEL, FIRST_QUESTION);
+    let answer = discord.wait_for("Galerna's answer", is_final_answer_for(&token)).await;
+    let text = embed_text(&answer.body);
+    assert!(text.contains("tras la feria de las redes") && !text.contains("Vorn"), "{text}");
+    ollama.enqueue_reply("Duerme bajo la montaña [Sesión 1].");
+    let token = ask(CHANNEL_B, "¿Dónde duerme el dragón?");
+    let answer = discord.wait_for("Vorn's answer", is_final_answer_for(&token)).await;
+    let text = embed_text(&answer.body);
+    assert!(text.contains("montaña de ceniza") && !text.contains("archiduque"), "{text}");
+
+    // 2. A channel that belongs to no campaign: told so, ephemerally; no model is asked.
+    let asked_before = ollama.chat_requests("/api/chat").len();
+    let token = ask(CHANNEL_NONE, FIRST_QUESTION);
+    let refused = discord.wait_for("the no-campaign notice", is_callback_for(&token)).await;
+    assert_eq!(refused.body["data"]["flags"], 64, "ephemeral: {}", refused.body);
+    let notice = refused.body["data"]["content"].as_str().unwrap_or_default();
+    assert!(notice.contains("no pertenece a ninguna campaña"), "{}", refused.body);
+    assert_eq!(ollama.chat_requests("/api/chat").len(), asked_before);
+
+    // 3. /reingest in Vorn's channel: Galerna's DM is not Vorn's DM; Vorn's DM reindexes Vorn
+    // (two files), not Galerna (one).
+    let refused_token = discord.slash_command(DM, &[], text_channel(CHANNEL_B), "reingest", json!([]));
+    let refused = discord.wait_for("the reingest refusal", is_callback_for(&refused_token)).await;
+    assert!(refused.body["data"]["content"].as_str().unwrap_or_default().contains("Solo el DM"), "{}", refused.body);
+    let reingest_token = discord.slash_command(DM_B, &[], text_channel(CHANNEL_B), "reingest", json!([]));
+    let summary = discord
+        .wait_for("Vorn's reingest summary", |r| {
+            is_webhook_for(&reingest_token, "PATCH")(r) && r.body["content"].as_str().is_some_and(|c| c.contains('✅'))
+        })
+        .await;
+    assert!(summary.body["content"].as_str().unwrap().contains("2 archivos"), "{}", summary.body);
+
+    stop.send(()).unwrap();
+    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
+    stopped.unwrap();
+}
+
+/// Issue 14, item 4: a question asked by a message leaves the queue when its author deletes
+/// that message: its queue notice is deleted, the model never sees it, and the questions
+/// behind it move up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_a_deleted_question_leaves_the_queue() {
+    oraculo::logging::init();
+    let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+    let discord = FakeDiscord::start().await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let bot = tokio::spawn(oraculo::discord::run(config(&scratch, &ollama, &discord), async move {
+        let _ = stopped.await;
+    }));
+    discord
+        .wait_for("the guild commands", |r| {
+            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
+        })
+        .await;
+    let final_saying = |words: &'static str| {
+        move |r: &Recorded| {
+            r.path.starts_with(&format!("/channels/{CHANNEL}/messages"))
+                && !is_preview(&r.body)
+                && embed_text(&r.body).contains(words)
+        }
+    };
+    let replies_to = |asked: u64| {
+        move |r: &Recorded| r.method == "POST" && r.body["message_reference"]["message_id"] == asked.to_string()
+    };
+
+    // 1. A slow first question holds the only slot (concurrency 1).
+    ollama.enqueue_reply("El archiduque huyó al norte [Sesión 1].");
+    ollama.enqueue(Fault::Delay(std::time::Duration::ZERO)); // its embedding
+    ollama.enqueue(Fault::Delay(std::time::Duration::from_secs(3))); // its answer
+    discord.message_create_with(PLAYER, CHANNEL, &format!("<@{BOT_ID}> {FIRST_QUESTION}"), &[BOT_ID], None);
+    discord.wait_for("the first question started", |r| r.path == format!("/channels/{CHANNEL}/typing")).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+
+    // 2. A second one waits, told its position; its author deletes it.
+    let second = discord.message_create_with(PLAYER, CHANNEL, &format!("<@{BOT_ID}> ¿Y la tormenta?"), &[BOT_ID], None);
+    let notice = discord.wait_for("the queue notice", replies_to(second)).await;
+    assert!(notice.body.to_string().contains("En cola (posición 1)"), "{}", notice.body);
+    discord.dispatch(
+        "MESSAGE_DELETE",
+        json!({ "id": second.to_string(), "channel_id": CHANNEL.to_string(), "guild_id": GUILD_ID.to_string() }),
+    );
+    discord
+        .wait_for("the notice deleted", |r| {
+            r.method == "DELETE" && r.path.starts_with(&format!("/channels/{CHANNEL}/messages/"))
+        })
+        .await;
+    discord.wait_for("the first answer", final_saying("huyó al norte")).await;
+
+    // 3. The queue moved on: a third question is answered at once, and the withdrawn one
+    // never reached the model.
+    ollama.enqueue_reply("Una tormenta hundió su barco [Sesión 2].");
+    let third =
+        discord.message_create_with(PLAYER, CHANNEL, &format!("<@{BOT_ID}> ¿Qué hundió el barco?"), &[BOT_ID], None);
+    discord.wait_for("the third answer", final_saying("hundió su barco")).await;
+    let prompts: Vec<String> =
+        ollama.chat_requests("/api/chat").iter().map(|r| r.body["messages"].to_string()).collect();
+    assert_eq!(prompts.len(), 2, "two questions answered, the withdrawn one never asked");
+    assert!(prompts.iter().all(|prompt| !prompt.contains("¿Y la tormenta?")), "{prompts:?}");
+    let third_replies: Vec<Recorded> = discord.requests().into_iter().filter(|r| replies_to(third)(r)).collect();
+    assert!(third_replies.iter().all(|r| !r.body.to_string().contains("En cola")), "{third_replies:?}");
+
+    stop.send(()).unwrap();
+    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
+    stopped.unwrap();
+}
