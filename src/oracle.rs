@@ -851,8 +851,12 @@ impl Oracle {
                 .chain(prepared.context.summaries.iter().map(|s| (s.label.as_str(), s.summary.as_str()))),
             shown,
         );
+        // A sentence with the sources that back it (its own, or with the notes shown that hold
+        // what they lack), or why none does.
         let grounded = |sentence: &crate::answer::structured::Sentence| {
-            grounds.check(&sentence.text, &sentence.sources, &prepared.names)
+            grounds
+                .attribute(&sentence.text, &sentence.sources, &prepared.names)
+                .map(|sources| crate::answer::structured::Sentence { text: sentence.text.clone(), sources })
         };
         let mut problem = String::new();
         for attempt in 1..=STRUCTURED_ATTEMPTS {
@@ -870,8 +874,8 @@ impl Oracle {
                 };
                 if let Some(sink) = on_token {
                     // Only what the notes back is shown, as the final answer will hold it.
-                    for sentence in complete.iter().filter(|sentence| grounded(sentence).is_none()) {
-                        sink(&format!("{} ", render_sentence(sentence)));
+                    for sentence in complete.iter().filter_map(|sentence| grounded(sentence).ok()) {
+                        sink(&format!("{} ", render_sentence(&sentence)));
                     }
                 }
             };
@@ -893,8 +897,13 @@ impl Oracle {
                     let mut ungrounded = Vec::new();
                     for sentence in answer.sentences {
                         match grounded(&sentence) {
-                            None => kept.push(sentence),
-                            Some(reason) => {
+                            Ok(attributed) => {
+                                if attributed.sources != sentence.sources {
+                                    tracing::info!(sentence = %sentence.text, from = ?sentence.sources, to = ?attributed.sources, "a sentence is cited to the notes that back it");
+                                }
+                                kept.push(attributed);
+                            }
+                            Err(reason) => {
                                 tracing::warn!(sentence = %sentence.text, %reason, "a sentence the notes do not back is dropped");
                                 ungrounded.push(format!("{} ({reason})", render_sentence(&sentence)));
                             }

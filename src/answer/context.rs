@@ -17,9 +17,11 @@ use serde::Serialize;
 
 use crate::corpus::SessionNumber;
 
-/// Fragments shown in full: the reranker's top 8. Measured in the design, the union of the
-/// retrieval paths held the right source for 30 of 30 questions; the best 8 after the
-/// rerank, for 28 of them (recall 0.93).
+/// Fragments shown in full by default: the reranker's top 8 (`k`, `retrieve::DEFAULT_K`).
+/// Measured in the design, the union of the retrieval paths held the right source for 30 of
+/// 30 questions; the best 8 after the rerank, for 28 of them (recall 0.93). `--k` changes it
+/// end to end: every chosen fragment is shown in full while the budget allows, and summarised
+/// when it does not (issue 13).
 pub const FULL_FRAGMENTS: usize = 8;
 /// One-line summaries behind the full block. A session is ~1200 words and its annotation
 /// ~38, so sixteen cost about half a session more, with no extra LLM call.
@@ -99,8 +101,8 @@ pub struct ShownSummary {
     pub dropped_for_budget: bool,
 }
 
-/// Builds the material from the reranked `chosen` fragments (best first, at most
-/// [`FULL_FRAGMENTS`] are used) and the `leftovers` of the fused pool (pool order).
+/// Builds the material from the reranked `chosen` fragments (best first, `k` of them: all
+/// are used) and the `leftovers` of the fused pool (pool order).
 ///
 /// Chosen fragments are kept whole while they fit; from the first that does not, the rest
 /// become summary candidates ahead of the leftovers. A fragment's text is never cut.
@@ -110,7 +112,6 @@ pub fn build_context(chosen: &[ContextFragment], leftovers: &[ContextFragment], 
     let _span =
         tracing::debug_span!("answer.context", n_chosen = chosen.len(), n_leftovers = leftovers.len()).entered();
     let count = budget.count_tokens;
-    let chosen = &chosen[..chosen.len().min(FULL_FRAGMENTS)];
 
     let full_title = full_block_title();
     let mut used_tokens = 0;
@@ -406,18 +407,32 @@ dropped 0",
     }
 
     #[test]
-    fn at_most_the_limits() {
+    fn at_most_the_limits_and_k_is_one_knob() {
+        // Ten chosen (`--k 10`): all ten in full where the budget allows, none lost (issue 13:
+        // chosen fragments 9 and 10 were neither shown nor summarised); the summaries stop at
+        // their limit.
         let chosen: Vec<String> = (1..=10).map(|session| format!("S{session} | a")).collect();
         let leftovers: Vec<String> = (11..=40).map(|session| format!("S{session} | a")).collect();
         let chosen: Vec<&str> = chosen.iter().map(String::as_str).collect();
         let leftovers: Vec<&str> = leftovers.iter().map(String::as_str).collect();
         let context = check(&chosen, &leftovers, ROOMY, &{
-            let full = (1..=8).map(|session| format!("full Sesión {session}#0"));
+            let full = (1..=10).map(|session| format!("full Sesión {session}#0"));
             let summaries = (11..=26).map(|session| format!("summary Sesión {session}"));
             full.chain(summaries).chain(["dropped 0".to_string()]).collect::<Vec<_>>().join("\n")
         });
-        assert_eq!(context.full.len(), FULL_FRAGMENTS);
+        assert_eq!(context.full.len(), 10);
         assert_eq!(context.summaries.len(), MAX_SUMMARIES);
+        // Without room for them, the chosen that do not fit are summarised first.
+        let words = vec!["palabra"; 40].join(" ");
+        let chosen: Vec<ContextFragment> =
+            (1..=10).map(|session| fragment(session, &format!("S{session} {words} | resumen {session}"))).collect();
+        let leftovers: Vec<ContextFragment> =
+            leftovers.iter().enumerate().map(|(idx, spec)| fragment(100 + idx as i64, spec)).collect();
+        let tight = ContextBudget { max_tokens: 233, count_tokens: &word_count };
+        let context = build_context(&chosen, &leftovers, tight);
+        assert!(context.full.len() < 10, "{}", context.text);
+        let demoted: Vec<&ShownSummary> = context.summaries.iter().filter(|s| s.dropped_for_budget).collect();
+        assert!(!demoted.is_empty() && demoted.len() <= 10 - context.full.len(), "{}", context.text);
     }
 
     #[test]

@@ -24,6 +24,8 @@ use std::collections::{HashMap, HashSet};
 use crate::corpus::{LabelLanguage, fold};
 use crate::lexicon::{is_stopword, language_of};
 
+/// Labels one sentence may cite (the answer schema's `maxItems`).
+pub const MAX_SOURCES: usize = 3;
 /// A capitalised word shorter than this is not taken for a name («Al», «Yo»).
 const MIN_NAME_CHARS: usize = 3;
 /// Spelled numbers below this are not checked: «uno/una», «dos» and "two" are as often
@@ -91,6 +93,8 @@ pub struct CitedNotes {
     language: HashMap<String, LabelLanguage>,
     /// Every label shown, folded the same way: a session's number or a sheet's name.
     labels: String,
+    /// The labels shown, in the order shown (where a misattributed sentence is looked up).
+    order: Vec<String>,
 }
 
 impl CitedNotes {
@@ -105,7 +109,41 @@ impl CitedNotes {
         }
         let language = raw.iter().map(|(label, text)| (label.clone(), language_of(text))).collect();
         let by_label = raw.into_iter().map(|(label, text)| (label, padded_words(&text))).collect();
-        CitedNotes { by_label, language, labels: padded_words(&shown_labels.join(" ")) }
+        CitedNotes { by_label, language, labels: padded_words(&shown_labels.join(" ")), order: shown_labels.to_vec() }
+    }
+
+    /// The sources that back `sentence`: its own when they do; else its own plus the notes
+    /// shown that hold what they lack (a small model often cites the session it read last
+    /// for a fact of another one: «100 coronas por adelantado» is in session 1, not the 9 it
+    /// cited), at most [`MAX_SOURCES`] in all, as the schema allows; `Err` with the first
+    /// reason when no note shown backs it.
+    pub fn attribute(&self, sentence: &str, sources: &[String], names: &NameBook) -> Result<Vec<String>, Ungrounded> {
+        let mut sources = sources.to_vec();
+        loop {
+            let Some(problem) = self.check(sentence, &sources, names) else { return Ok(sources) };
+            if sources.len() >= MAX_SOURCES {
+                return Err(problem);
+            }
+            let with = |label: &String| {
+                let mut more = sources.clone();
+                more.push(label.clone());
+                more
+            };
+            let candidates: Vec<&String> = self
+                .order
+                .iter()
+                .filter(|label| !sources.contains(label) && self.by_label.contains_key(*label))
+                .collect();
+            // A note that backs the whole sentence with the others; else one that at least
+            // backs what is missing now (the next round looks for the rest).
+            let whole = candidates.iter().find(|label| self.check(sentence, &with(label), names).is_none());
+            let progress =
+                || candidates.iter().find(|label| self.check(sentence, &with(label), names) != Some(problem.clone()));
+            match whole.or_else(progress) {
+                Some(label) => sources.push((*label).clone()),
+                None => return Err(problem),
+            }
+        }
     }
 
     /// The first reason `sentence` (its text, the labels it cites) is not backed by the
@@ -523,6 +561,35 @@ mod tests {
         assert_eq!(check("The Salt Crown was never mentioned by the One-Eyed.", &["Sesión 22"]), None);
         // Two sources: either may back it.
         assert_eq!(check("Rook compró flechas y el Tuerto cayó en el Pósito.", &["Sesión 20", "Sesión 22"]), None);
+    }
+
+    #[test]
+    fn a_fact_cited_to_the_wrong_note_is_attributed_to_the_note_shown_that_holds_it() {
+        let sources = |labels: &[&str]| labels.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+        // «1000 coronas» is in session 20, not in the session 22 the model cited.
+        assert_eq!(
+            notes().attribute("El Tuerto pagó 1000 coronas.", &sources(&["Sesión 22"]), &names()),
+            Ok(sources(&["Sesión 22", "Sesión 20"]))
+        );
+        // Backed as cited: unchanged.
+        assert_eq!(
+            notes().attribute("Rook compró flechas.", &sources(&["Sesión 20"]), &names()),
+            Ok(sources(&["Sesión 20"]))
+        );
+        // Two things from two other notes: both added.
+        assert_eq!(
+            notes().attribute(
+                "Rook pagó 1000 coronas y la abadesa guarda treinta años la biblioteca.",
+                &sources(&["Sesión 22"]),
+                &names()
+            ),
+            Ok(sources(&["Sesión 22", "Sesión 20", "Ficha: Celia Urquijo"]))
+        );
+        // In no note shown: not backed.
+        assert_eq!(
+            notes().attribute("La abadesa tiene 63 hijos.", &sources(&["Ficha: Celia Urquijo"]), &names()),
+            Err(Ungrounded::Number("63".into()))
+        );
     }
 
     #[test]

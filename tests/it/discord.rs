@@ -1013,3 +1013,105 @@ async fn issue_14_a_deleted_question_leaves_the_queue() {
     let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
     stopped.unwrap();
 }
+
+/// Issue 14's measurement with the real embedded models, through the stand-in: the sample
+/// campaign embedded by e5-small, answers by the 1.5B in-process, one `/oraculo`. Prints the
+/// time to the first status, to the first answer text and to the final layout, the edits, and
+/// any body over a limit. Not part of the suite (minutes on a CPU):
+/// `cargo test --release --test it -- --ignored measure_first_text --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement with the embedded 1.5B model: minutes on a CPU"]
+async fn measure_first_text_with_the_embedded_model() {
+    let models = crate::support::models_dir();
+    let gguf = models.join(oraculo::llm::llama_cpp::QWEN_1_5B_FILE);
+    if !gguf.exists() {
+        eprintln!("skipped: {} is missing (scripts/fetch-models.sh --chat 1.5b)", gguf.display());
+        return;
+    }
+    let scratch = Scratch::new(&[]);
+    std::os::unix::fs::symlink(&models, scratch.data.path().join("models")).unwrap();
+    let campaign = oraculo::sample::materialize(&scratch.data.path().join("sample")).unwrap();
+    let index_dir = oraculo::index::campaign_index_dir(scratch.data.path(), &campaign);
+    let embedder = crate::embedded::e5();
+    let ingest_started = std::time::Instant::now();
+    ingest_dir(&index_dir, &campaign, &campaign_config(&[]), &embedder).await.unwrap();
+    eprintln!("sample campaign embedded in {:.0} s", ingest_started.elapsed().as_secs_f64());
+
+    let discord = FakeDiscord::start().await;
+    let text = format!(
+        r#"
+data_dir = "{data}"
+[campaign]
+dir = "{campaign}"
+[embedder]
+backend = "embedded"
+[chat]
+backend = "embedded"
+gguf = "{gguf}"
+[discord]
+token = "{TOKEN}"
+dm_user_ids = [{DM}]
+guild_ids = [{GUILD_ID}]
+proxy_url = "{rest}"
+"#,
+        data = scratch.data.path().display(),
+        campaign = campaign.display(),
+        gguf = gguf.display(),
+        rest = discord.rest_url(),
+    );
+    let raw = RawConfig::parse(&text, Path::new("config.toml")).unwrap();
+    let config = Config::from_layers(raw, &|_| None, &CliOverrides::default()).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let bot = tokio::spawn(oraculo::discord::run(config, async move {
+        let _ = stopped.await;
+    }));
+    discord
+        .wait_for("the guild commands", |r| {
+            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
+        })
+        .await;
+    let asked = std::time::Instant::now();
+    let token = discord.slash_command(
+        PLAYER,
+        &[],
+        text_channel(CHANNEL),
+        "oraculo",
+        json!([{ "name": "pregunta", "type": 3, "value": FIRST_QUESTION }]),
+    );
+    let (mut first_status, mut first_text) = (None, None);
+    let final_answer = loop {
+        let requests = discord.requests();
+        let mine: Vec<&Recorded> = requests.iter().filter(|r| is_webhook_for(&token, "PATCH")(r)).collect();
+        if first_status.is_none() && !mine.is_empty() {
+            first_status = Some(asked.elapsed());
+        }
+        let has_text = |r: &&Recorded| {
+            r.body["embeds"][0]["description"]
+                .as_str()
+                .is_some_and(|d| d.contains('[') || d.split_whitespace().count() > 3)
+        };
+        if first_text.is_none() && mine.iter().any(has_text) {
+            first_text = Some(asked.elapsed());
+        }
+        if let Some(done) = requests.iter().find(|r| is_final_answer_for(&token)(r)) {
+            break done.clone();
+        }
+        assert!(asked.elapsed() < std::time::Duration::from_secs(600), "no answer in 10 minutes");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let total = asked.elapsed();
+    let edits = discord.requests().iter().filter(|r| is_webhook_for(&token, "PATCH")(r)).count();
+    eprintln!(
+        "embedded 1.5B through the stand-in: first status after {:.1} s, first answer text after {:.1} s, \
+         final layout after {:.1} s; {edits} edits of the message; over a limit: {:?}\nanswer: {}",
+        first_status.unwrap_or_default().as_secs_f64(),
+        first_text.unwrap_or_default().as_secs_f64(),
+        total.as_secs_f64(),
+        discord.violations(),
+        embed_text(&final_answer.body)
+    );
+    assert!(discord.violations().iter().all(|v| v.contains("429")), "{:?}", discord.violations());
+    stop.send(()).unwrap();
+    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
+    stopped.unwrap();
+}
