@@ -4,18 +4,35 @@
 //! - [`campaign_paths`]: a campaign's notes folder (the embedded sample written out when none
 //!   is configured) and its index folder under the data dir.
 //! - [`open_oracle`]: the CLI's campaign, its models connected.
+//! - [`connect_embedder`], [`connect_chat`]: the models the configuration names (the only
+//!   place that picks a backend; stages receive trait objects).
+//! - [`ingest_and_annotate`]: the one ingest the CLI and `/reingest` run (with the entity
+//!   merge after the annotations).
 //! - [`open_campaigns`]: every campaign the bot serves, one oracle each over one shared
 //!   embedder and one shared chat model (one llama.cpp model in memory, however many tables).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;
 
 use crate::config::{CampaignConfig, Config, NamedCampaign};
-use crate::index::campaign_index_dir;
-use crate::ingest::resolve_campaign_dir;
+use crate::index::{Index, campaign_index_dir};
+use crate::ingest::{
+    AnnotationReport, IngestError, IngestProgress, IngestSummary, Quiet, annotate_fragments, ingest_campaign,
+};
+use crate::llm::chat::ChatModel;
+use crate::llm::{Embedder, LlmError};
 use crate::oracle::{AnswerSettings, Oracle};
+
+/// The campaign folder an ingest reads: the configured one, or the embedded sample written
+/// out under the data dir.
+pub fn resolve_campaign_dir(configured: Option<&Path>, data_dir: &Path) -> std::io::Result<PathBuf> {
+    match configured {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => crate::sample::materialize(&data_dir.join("sample-campaign")),
+    }
+}
 
 /// The notes folder of `campaign` (the sample written out when it has none) and its index.
 pub fn campaign_paths(config: &Config, campaign: &CampaignConfig) -> anyhow::Result<(PathBuf, PathBuf)> {
@@ -28,8 +45,8 @@ pub fn campaign_paths(config: &Config, campaign: &CampaignConfig) -> anyhow::Res
 /// The oracle of the CLI's campaign (`config.campaign`).
 pub async fn open_oracle(config: &Config) -> anyhow::Result<Oracle> {
     let (_, index_dir) = campaign_paths(config, &config.campaign)?;
-    let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
-    let chat = crate::llm::connect_chat(&config.chat, &config.data_dir).await?;
+    let embedder = connect_embedder(&config.embedder, &config.data_dir).await?;
+    let chat = connect_chat(&config.chat, &config.data_dir).await?;
     Ok(Oracle::new(&index_dir, embedder, chat, AnswerSettings::from_config(config.chat_max_tokens, &config.answer)))
 }
 
@@ -42,8 +59,8 @@ pub struct OpenCampaign {
 
 /// Every campaign of `config.campaigns`, each with its oracle; the models are connected once.
 pub async fn open_campaigns(config: &Config) -> anyhow::Result<Vec<OpenCampaign>> {
-    let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
-    let chat = crate::llm::connect_chat(&config.chat, &config.data_dir).await?;
+    let embedder = connect_embedder(&config.embedder, &config.data_dir).await?;
+    let chat = connect_chat(&config.chat, &config.data_dir).await?;
     let settings = AnswerSettings::from_config(config.chat_max_tokens, &config.answer);
     let mut opened = Vec::new();
     for named in &config.campaigns {
@@ -54,3 +71,98 @@ pub async fn open_campaigns(config: &Config) -> anyhow::Result<Vec<OpenCampaign>
     }
     Ok(opened)
 }
+
+/// Builds the embedder the configuration names. The only place that picks a backend:
+/// stages receive a `&dyn Embedder` and never ask which one it is.
+pub async fn connect_embedder(
+    config: &crate::config::EmbedderConfig,
+    data_dir: &std::path::Path,
+) -> Result<Arc<dyn Embedder>, LlmError> {
+    use crate::config::EmbedderConfig;
+    match config {
+        EmbedderConfig::Embedded { model_path, .. } => {
+            let path = model_path.clone().unwrap_or_else(|| crate::llm::embedded::E5Embedder::default_path(data_dir));
+            Ok(Arc::new(crate::llm::embedded::E5Embedder::load(&path)?))
+        }
+        EmbedderConfig::Ollama(ollama_config) => {
+            Ok(Arc::new(crate::llm::ollama::OllamaEmbedder::connect(ollama_config.clone()).await?))
+        }
+    }
+}
+
+/// Builds the chat model the configuration names, loading the embedded model when that is
+/// the one (seconds, on a blocking thread). Stages receive an `Arc<dyn ChatModel>` and never
+/// ask which backend it is.
+pub async fn connect_chat(
+    config: &crate::config::ChatConfig,
+    data_dir: &std::path::Path,
+) -> Result<Arc<dyn ChatModel>, LlmError> {
+    use crate::config::ChatConfig;
+    match config {
+        ChatConfig::Embedded { gguf, threads, n_ctx } => {
+            let gguf = gguf.clone().unwrap_or_else(|| crate::llm::llama_cpp::LlamaCppChat::default_path(data_dir));
+            let config = crate::llm::llama_cpp::LlamaCppConfig { gguf, threads: *threads, n_ctx: *n_ctx };
+            let speed_file = crate::llm::llama_cpp::LlamaCppChat::speed_path(data_dir, &config);
+            let model = tokio::task::spawn_blocking(move || crate::llm::llama_cpp::LlamaCppChat::load(&config))
+                .await
+                .map_err(|err| LlmError::Worker(format!("loading the chat model: {err}")))??;
+            Ok(Arc::new(model.remember_speed_in(speed_file)))
+        }
+        ChatConfig::Ollama(ollama_config) => {
+            Ok(Arc::new(crate::llm::ollama_chat::OllamaChat::new(ollama_config.clone())?))
+        }
+        ChatConfig::OpenAi(openai_config) => Ok(Arc::new(crate::llm::openai::OpenAiChat::new(openai_config.clone())?)),
+    }
+}
+
+/// What annotates the fragments after an ingest.
+pub enum Annotator<'a> {
+    /// No annotation pass (`oraculo ingest --no-annotate`).
+    Skip,
+    Model(&'a dyn ChatModel),
+    /// The configured model could not be reached: the index is complete without annotations
+    /// (the rerank just stays off), and the report says why.
+    Unreachable(String),
+}
+
+/// The one ingest `oraculo ingest`, `oraculo eval` and the bot's `/reingest` run: the campaign
+/// read incrementally and committed at once (questions keep reading the previous index until
+/// then), then the annotation pass, then the entities the model extracted folded into the
+/// compendium (a second pass that embeds nothing: no file changed).
+pub async fn ingest_and_annotate(
+    index_dir: &Path,
+    campaign_dir: &Path,
+    campaign: &CampaignConfig,
+    embedder: &dyn Embedder,
+    annotator: Annotator<'_>,
+    batch_size: usize,
+    progress: &dyn IngestProgress,
+) -> Result<IngestSummary, IngestError> {
+    let mut index = Index::open(index_dir).await?;
+    let mut summary = ingest_campaign(&mut index, campaign_dir, campaign, embedder, batch_size, progress).await?;
+    match annotator {
+        Annotator::Skip => {}
+        Annotator::Model(chat) => {
+            let report = annotate_fragments(&index, chat, progress).await;
+            if report.extractions_made > 0 {
+                let merged = ingest_campaign(&mut index, campaign_dir, campaign, embedder, batch_size, &Quiet).await?;
+                summary.entities = merged.entities;
+            }
+            summary.annotations = Some(report);
+        }
+        Annotator::Unreachable(error) => {
+            tracing::warn!(%error, "no chat model: fragments stay without annotations");
+            let missing = index.store.content_hashes().map(|hashes| hashes.len()).unwrap_or(0);
+            summary.annotations = Some(AnnotationReport {
+                model: None,
+                made: 0,
+                missing,
+                extractions_made: 0,
+                error: Some(error),
+                seconds: 0.0,
+            });
+        }
+    }
+    Ok(summary)
+}
+

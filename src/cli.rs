@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
+use crate::app::Annotator;
 use crate::config::{CliOverrides, Config};
 use crate::index::Index;
-use crate::ingest::{AnnotationReport, IngestProgress, IngestSummary, Quiet, annotate_fragments, ingest_campaign};
+use crate::ingest::{AnnotationReport, IngestProgress, IngestSummary, Quiet, annotate_fragments};
 use crate::oracle::{AskRequest, Oracle};
 use crate::retrieve::{Audience, CompendiumIndex, SearchRequest, Turn, TurnRole};
 
@@ -236,31 +237,29 @@ async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
 /// run first.
 async fn run_ingest(config: &Config, annotate: bool, show_progress: bool) -> anyhow::Result<IngestSummary> {
     let (campaign_dir, index_dir) = campaign_paths(config)?;
-    let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
-    let batch_size = config.embedder.batch_size();
-    let mut index = Index::open(&index_dir).await?;
+    let embedder = crate::app::connect_embedder(&config.embedder, &config.data_dir).await?;
+    let chat = if annotate { Some(crate::app::connect_chat(&config.chat, &config.data_dir).await) } else { None };
+    let annotator = match &chat {
+        None => Annotator::Skip,
+        Some(Ok(chat)) => Annotator::Model(chat.as_ref()),
+        Some(Err(err)) => Annotator::Unreachable(err.to_string()),
+    };
     let bar = if show_progress && std::io::stderr().is_terminal() { Some(ProgressBar::default()) } else { None };
     let progress: &dyn IngestProgress = match &bar {
         Some(bar) => bar,
         None => &Quiet,
     };
-    let mut summary =
-        ingest_campaign(&mut index, &campaign_dir, &config.campaign, embedder.as_ref(), batch_size, progress)
-            .await
-            .with_context(|| format!("ingesting {}", campaign_dir.display()))?;
-    if annotate {
-        let report = annotate_with_config(config, &index, progress).await;
-        if report.extractions_made > 0 {
-            // New extracted entities: fold them into the compendium (no file changed, so this
-            // second pass embeds nothing and only rewrites the compendium).
-            let merged =
-                ingest_campaign(&mut index, &campaign_dir, &config.campaign, embedder.as_ref(), batch_size, &Quiet)
-                    .await
-                    .context("merging extracted entities into the compendium")?;
-            summary.entities = merged.entities;
-        }
-        summary.annotations = Some(report);
-    }
+    let summary = crate::app::ingest_and_annotate(
+        &index_dir,
+        &campaign_dir,
+        &config.campaign,
+        embedder.as_ref(),
+        annotator,
+        config.embedder.batch_size(),
+        progress,
+    )
+    .await
+    .with_context(|| format!("ingesting {}", campaign_dir.display()))?;
     if let Some(bar) = bar {
         bar.bar.finish_and_clear();
     }
@@ -299,7 +298,7 @@ async fn sources(args: &CampaignArgs) -> anyhow::Result<()> {
 /// Runs the annotation pass with the configured chat model; an unreachable model is a
 /// report, not an error (the index is complete without annotations, the rerank just stays off).
 async fn annotate_with_config(config: &Config, index: &Index, progress: &dyn IngestProgress) -> AnnotationReport {
-    match crate::llm::connect_chat(&config.chat, &config.data_dir).await {
+    match crate::app::connect_chat(&config.chat, &config.data_dir).await {
         Ok(chat) => annotate_fragments(index, chat.as_ref(), progress).await,
         Err(err) => {
             tracing::warn!(error = %err, "no chat model: fragments stay without annotations");
@@ -394,7 +393,7 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
     let config = args.campaign.load_config()?;
     let history = read_history(args.history.as_deref())?;
     let (_, index) = open_campaign_index(&config).await?;
-    let embedder = crate::llm::connect_embedder(&config.embedder, &config.data_dir).await?;
+    let embedder = crate::app::connect_embedder(&config.embedder, &config.data_dir).await?;
     let compendium = CompendiumIndex::load(&index.store)?;
     let request = SearchRequest {
         question: &args.question,
@@ -721,7 +720,7 @@ async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     let (bank, questions_file) = match &args.questions {
         Some(path) => (crate::eval::load_bank(path)?, path.display().to_string()),
         None if config.campaign.dir.is_none() => {
-            (crate::sample::sample_bank().context("the built-in sample bank")?, "(built-in sample bank)".to_string())
+            (crate::eval::sample_bank().context("the built-in sample bank")?, "(built-in sample bank)".to_string())
         }
         None => anyhow::bail!("--questions FILE is required for a campaign other than the built-in sample"),
     };

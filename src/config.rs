@@ -51,10 +51,8 @@ pub const MIN_ANSWER_SECONDS: f64 = 10.0;
 /// (measured p95 212 s for the 1.5B on 2 busy cores).
 pub const DEFAULT_ANSWER_DEADLINE_SECS: u64 = 300;
 /// Context window for server backends when neither `chat.n_ctx` nor the server says one
-/// (and the cap on an Ollama model's own context length): Qwen2.5's native window. Each
-/// Ollama request asks for only what its prompt needs (rounded up to 1024), so the cap costs
-/// nothing until used.
-pub const DEFAULT_SERVER_N_CTX: usize = 32768;
+/// (defined with the chat trait, which plans by it).
+pub use crate::llm::chat::DEFAULT_SERVER_N_CTX;
 /// Context window of the embedded model: 8 session fragments (~2k tokens each) fit, and the
 /// 1.5B model's cache stays near 230 MB.
 pub const DEFAULT_EMBEDDED_N_CTX: usize = 8192;

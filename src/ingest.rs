@@ -11,7 +11,7 @@
 //! index or the embedder failing stops an ingest, and then the previous index stays as it was.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -28,15 +28,13 @@ use crate::index::{
     CompendiumRecords, FileRecord, Index, IndexError, IngestChanges, MentionRecord, VectorRow, vector_table_name,
 };
 use crate::llm::chat::{ChatModel, ChatRequest};
+use crate::corpus::text::embedding_windows;
 use crate::llm::{EmbedRole, Embedder, LlmError};
 
 /// Bump when the compendium's rules change, so the next ingest rebuilds it even if no note did.
 pub const COMPENDIUM_VERSION: &str = "1";
 /// Bytes read to decide whether a file is binary: a NUL in the first 8 KiB means it is.
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
-/// Overlap between an embedding window and the next, as a fraction of the window: a sentence
-/// cut by one window boundary is whole in the neighbouring window.
-const WINDOW_OVERLAP_DIVISOR: usize = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -50,6 +48,13 @@ pub enum IngestError {
     Index(#[from] IndexError),
     #[error("embedding failed, the previous index is unchanged: {0}")]
     Embed(#[from] LlmError),
+}
+
+impl IngestError {
+    /// Another ingest holds the index (this process's or another's): try again later.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, IngestError::Index(IndexError::Busy { .. }))
+    }
 }
 
 /// What an ingest did. `oraculo ingest --json` prints exactly this.
@@ -371,40 +376,6 @@ fn clean_annotation(text: &str) -> String {
     }
 }
 
-/// Splits `text` into windows of at most `window_words` words, overlapping by a fifth.
-pub fn embedding_windows(text: &str, window_words: usize) -> Vec<String> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let window_words = window_words.max(2);
-    if words.len() <= window_words {
-        return vec![words.join(" ")];
-    }
-    let step = window_step(window_words);
-    let mut windows = Vec::new();
-    let mut start = 0;
-    loop {
-        let end = (start + window_words).min(words.len());
-        windows.push(words[start..end].join(" "));
-        if end == words.len() {
-            break;
-        }
-        start += step;
-    }
-    windows
-}
-
-/// Words between the starts of two windows: they overlap by a fifth.
-fn window_step(window_words: usize) -> usize {
-    let window_words = window_words.max(2);
-    window_words - window_words / WINDOW_OVERLAP_DIVISOR
-}
-
-/// The words (indexes into the fragment's whitespace-separated words) that window `window`
-/// of [`embedding_windows`] covers: where a dense hit lies in its fragment.
-pub fn window_word_range(window: u32, window_words: usize) -> std::ops::Range<usize> {
-    let start = window as usize * window_step(window_words);
-    start..start + window_words.max(2)
-}
-
 /// Embeds the fragments' windows, committing a batch of whole fragments at a time.
 async fn embed_fragments<'a>(
     index: &Index,
@@ -657,17 +628,11 @@ fn read_note_file(
     Some(NoteFile { path, bytes_hash, n_bytes: size, text })
 }
 
-/// The campaign folder an ingest reads: the configured one, or the embedded sample.
-pub fn resolve_campaign_dir(configured: Option<&Path>, data_dir: &Path) -> std::io::Result<PathBuf> {
-    match configured {
-        Some(dir) => Ok(dir.to_path_buf()),
-        None => crate::sample::materialize(&data_dir.join("sample-campaign")),
-    }
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::corpus::text::window_word_range;
 
     fn check_windows(n_words: usize, window: usize, expected: &[(usize, usize)]) {
         let text: Vec<String> = (0..n_words).map(|i| format!("w{i}")).collect();

@@ -511,7 +511,7 @@ impl Oracle {
             annotation: annotations.get(&candidate.fragment_id).cloned(),
             dense_match: candidate
                 .dense_window
-                .map(|window| crate::ingest::window_word_range(window, self.embedder.window_words())),
+                .map(|window| crate::corpus::text::window_word_range(window, self.embedder.window_words())),
         };
         let chosen_context: Vec<ContextFragment> = chosen.iter().map(|c| to_context(c, true)).collect();
         let leftovers: Vec<ContextFragment> = search

@@ -60,11 +60,6 @@ fn remove_stale(dir: &Path, shipped: &std::collections::HashSet<PathBuf>) -> std
 /// runs on a fresh machine with no arguments.
 pub const SAMPLE_BANK: &str = include_str!("../eval/questions.jsonl");
 
-/// The built-in bank, read and checked like any other.
-pub fn sample_bank() -> anyhow::Result<Vec<crate::eval::EvalQuestion>> {
-    crate::eval::bank::parse_and_check(SAMPLE_BANK)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 
 use super::session::detect_session_header;
 use super::text::fold;
@@ -113,7 +113,7 @@ pub(crate) fn read_front_matter(path: &str, lines: &[&str], diagnostics: &mut Ve
         return front;
     };
     let yaml = lines[1..closing].join("\n");
-    match serde_yaml::from_str::<Value>(&yaml) {
+    match serde_yaml_ng::from_str::<Value>(&yaml) {
         Ok(Value::Null) => front.body_start = closing + 1,
         Ok(Value::Mapping(mapping)) => {
             front.body_start = closing + 1;

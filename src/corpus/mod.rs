@@ -23,7 +23,7 @@ mod markdown;
 mod note;
 mod session;
 mod split;
-mod text;
+pub mod text;
 
 pub use note::parse_note;
 pub use session::{

@@ -60,6 +60,45 @@ pub(crate) fn file_stem(path: &str) -> &str {
     }
 }
 
+/// Overlap between an embedding window and the next, as a fraction of the window: a sentence
+/// cut by one window boundary is whole in the neighbouring window.
+const WINDOW_OVERLAP_DIVISOR: usize = 5;
+
+/// Splits `text` into windows of at most `window_words` words, overlapping by a fifth.
+pub fn embedding_windows(text: &str, window_words: usize) -> Vec<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let window_words = window_words.max(2);
+    if words.len() <= window_words {
+        return vec![words.join(" ")];
+    }
+    let step = window_step(window_words);
+    let mut windows = Vec::new();
+    let mut start = 0;
+    loop {
+        let end = (start + window_words).min(words.len());
+        windows.push(words[start..end].join(" "));
+        if end == words.len() {
+            break;
+        }
+        start += step;
+    }
+    windows
+}
+
+/// Words between the starts of two windows: they overlap by a fifth.
+fn window_step(window_words: usize) -> usize {
+    let window_words = window_words.max(2);
+    window_words - window_words / WINDOW_OVERLAP_DIVISOR
+}
+
+/// The words (indexes into the fragment's whitespace-separated words) that window `window`
+/// of [`embedding_windows`] covers: where a dense hit lies in its fragment.
+pub fn window_word_range(window: u32, window_words: usize) -> std::ops::Range<usize> {
+    let start = window as usize * window_step(window_words);
+    start..start + window_words.max(2)
+}
+
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,8 +30,7 @@ use super::queue::WorkerGone;
 use super::{Context, Data, Desk, Error, Job, ReingestSetup};
 use crate::config::{CampaignPlaces, DiscordConfig};
 use crate::corpus::fold;
-use crate::index::{Index, IndexError};
-use crate::ingest::{IngestError, IngestSummary, Quiet, annotate_fragments, ingest_campaign};
+use crate::ingest::{IngestError, IngestSummary, Quiet};
 use crate::oracle::{AskRequest, MAX_QUESTION_CHARS, Oracle};
 use crate::retrieve::{Audience, Turn, TurnRole};
 
@@ -1003,7 +1002,7 @@ pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
             };
             let text = match outcome {
                 Some(Ok(Ok(summary))) => lang.reingest_summary(&summary),
-                Some(Ok(Err(IngestError::Index(IndexError::Busy { .. })))) => lang.reingest_already_running(),
+                Some(Ok(Err(err))) if err.is_busy() => lang.reingest_already_running(),
                 Some(Ok(Err(err))) => {
                     tracing::error!(error = %err, "reingest failed; the previous index stays in use");
                     lang.reingest_failed()
@@ -1038,18 +1037,16 @@ pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
 /// The ingest `oraculo ingest` runs: incremental, committed at once at the end (questions keep
 /// reading the previous index until then), then the annotation pass.
 pub async fn run_reingest(oracle: &Oracle, setup: &ReingestSetup) -> Result<IngestSummary, IngestError> {
-    let mut index = Index::open(oracle.index_dir()).await?;
-    let mut summary = ingest_campaign(
-        &mut index,
+    crate::app::ingest_and_annotate(
+        oracle.index_dir(),
         &setup.campaign_dir,
         &setup.campaign,
         oracle.embedder().as_ref(),
+        crate::app::Annotator::Model(oracle.chat().as_ref()),
         setup.batch_size,
         &Quiet,
     )
-    .await?;
-    summary.annotations = Some(annotate_fragments(&index, oracle.chat().as_ref(), &Quiet).await);
-    Ok(summary)
+    .await
 }
 
 // --- /cronologia and /resumen (issue 15) --------------------------------------------------

@@ -8,7 +8,7 @@
 use rusqlite::params;
 
 use super::{IndexError, Store};
-use crate::retrieve::{Turn, TurnRole};
+use crate::llm::chat::{Turn, TurnRole};
 
 impl Store {
     /// The last `limit` turns of `conversation`, oldest first.

@@ -6,6 +6,27 @@ use serde::{Deserialize, Serialize};
 
 use super::LlmError;
 
+/// Context window for server backends when neither `chat.n_ctx` nor the server says one
+/// (and the cap on an Ollama model's own context length): Qwen2.5's native window. Each
+/// Ollama request asks for only what its prompt needs (rounded up to 1024), so the cap costs
+/// nothing until used.
+pub const DEFAULT_SERVER_N_CTX: usize = 32768;
+
+/// Who said a turn of a conversation the table had with the oracle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnRole {
+    User,
+    Assistant,
+}
+
+/// One turn of a conversation (a Discord channel or thread, a CLI chat).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    pub role: TurnRole,
+    pub content: String,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChatRole {

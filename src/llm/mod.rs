@@ -2,7 +2,7 @@
 //!
 //! Embedders: e5-small in-process ([`embedded`]), Ollama ([`ollama`]).
 //! Chat models: llama.cpp in-process ([`llama_cpp`]), Ollama ([`ollama_chat`]), any
-//! OpenAI-compatible server ([`openai`]). [`connect_embedder`] and [`connect_chat`] are the
+//! OpenAI-compatible server ([`openai`]). `app::connect_embedder` and `app::connect_chat` are the
 //! only places that pick a backend.
 //!
 //! Architecture invariant: nothing here knows what a fragment, a label or a citation is.
@@ -126,45 +126,3 @@ pub fn normalize(vector: &mut [f32]) {
     }
 }
 
-/// Builds the embedder the configuration names. The only place that picks a backend:
-/// stages receive a `&dyn Embedder` and never ask which one it is.
-pub async fn connect_embedder(
-    config: &crate::config::EmbedderConfig,
-    data_dir: &std::path::Path,
-) -> Result<std::sync::Arc<dyn Embedder>, LlmError> {
-    use crate::config::EmbedderConfig;
-    match config {
-        EmbedderConfig::Embedded { model_path, .. } => {
-            let path = model_path.clone().unwrap_or_else(|| embedded::E5Embedder::default_path(data_dir));
-            Ok(std::sync::Arc::new(embedded::E5Embedder::load(&path)?))
-        }
-        EmbedderConfig::Ollama(ollama_config) => {
-            Ok(std::sync::Arc::new(ollama::OllamaEmbedder::connect(ollama_config.clone()).await?))
-        }
-    }
-}
-
-/// Builds the chat model the configuration names, loading the embedded model when that is
-/// the one (seconds, on a blocking thread). Stages receive an `Arc<dyn ChatModel>` and never
-/// ask which backend it is.
-pub async fn connect_chat(
-    config: &crate::config::ChatConfig,
-    data_dir: &std::path::Path,
-) -> Result<std::sync::Arc<dyn chat::ChatModel>, LlmError> {
-    use crate::config::ChatConfig;
-    match config {
-        ChatConfig::Embedded { gguf, threads, n_ctx } => {
-            let gguf = gguf.clone().unwrap_or_else(|| llama_cpp::LlamaCppChat::default_path(data_dir));
-            let config = llama_cpp::LlamaCppConfig { gguf, threads: *threads, n_ctx: *n_ctx };
-            let speed_file = llama_cpp::LlamaCppChat::speed_path(data_dir, &config);
-            let model = tokio::task::spawn_blocking(move || llama_cpp::LlamaCppChat::load(&config))
-                .await
-                .map_err(|err| LlmError::Worker(format!("loading the chat model: {err}")))??;
-            Ok(std::sync::Arc::new(model.remember_speed_in(speed_file)))
-        }
-        ChatConfig::Ollama(ollama_config) => {
-            Ok(std::sync::Arc::new(ollama_chat::OllamaChat::new(ollama_config.clone())?))
-        }
-        ChatConfig::OpenAi(openai_config) => Ok(std::sync::Arc::new(openai::OpenAiChat::new(openai_config.clone())?)),
-    }
-}

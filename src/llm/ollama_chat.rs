@@ -5,7 +5,7 @@
 //! `keep_alive` keeps the model resident between questions.
 //!
 //! The window is the model's own context length, asked once per process from `/api/show`
-//! and capped at [`crate::config::DEFAULT_SERVER_N_CTX`] (`chat.n_ctx`, when set, wins).
+//! and capped at [`crate::llm::chat::DEFAULT_SERVER_N_CTX`] (`chat.n_ctx`, when set, wins).
 //! Requests say `truncate: false`: a prompt longer than `num_ctx` is then refused (400,
 //! llama.cpp's "exceeds the available context size") instead of losing its start, and comes
 //! back as [`LlmError::ContextExceeded`]. (Ollama versions before that flag still drop the
@@ -49,7 +49,7 @@ pub struct OllamaChatConfig {
     pub keep_alive: String,
     /// `chat.n_ctx`: the largest `num_ctx` ever requested, in tokens, when set by hand.
     /// `None`: the model's context length (`/api/show`), at most
-    /// [`crate::config::DEFAULT_SERVER_N_CTX`].
+    /// [`crate::llm::chat::DEFAULT_SERVER_N_CTX`].
     pub n_ctx: Option<usize>,
 }
 
@@ -168,11 +168,11 @@ impl OllamaChat {
         }
         match self.context_length_from_show().await {
             Some(length) => {
-                let tokens = length.min(crate::config::DEFAULT_SERVER_N_CTX);
+                let tokens = length.min(crate::llm::chat::DEFAULT_SERVER_N_CTX);
                 info!(backend = %self.id, context_length = length, tokens, "context window learnt from /api/show");
                 ContextWindow { tokens, source: WindowSource::OllamaShow }
             }
-            None => ContextWindow { tokens: crate::config::DEFAULT_SERVER_N_CTX, source: WindowSource::Default },
+            None => ContextWindow { tokens: crate::llm::chat::DEFAULT_SERVER_N_CTX, source: WindowSource::Default },
         }
     }
 
@@ -315,7 +315,7 @@ impl ChatModel for OllamaChat {
     fn context_window(&self) -> usize {
         match self.cached_window() {
             Some(window) => window.tokens,
-            None => self.config.n_ctx.unwrap_or(crate::config::DEFAULT_SERVER_N_CTX),
+            None => self.config.n_ctx.unwrap_or(crate::llm::chat::DEFAULT_SERVER_N_CTX),
         }
     }
 

@@ -68,7 +68,7 @@ pub struct OpenAiChatConfig {
     pub retries: u32,
     /// `chat.n_ctx`: the context window, in tokens, when set by hand (it wins over what
     /// the server says). `None`: the server is asked, else
-    /// [`crate::config::DEFAULT_SERVER_N_CTX`].
+    /// [`crate::llm::chat::DEFAULT_SERVER_N_CTX`].
     pub n_ctx: Option<usize>,
 }
 
@@ -222,10 +222,10 @@ impl OpenAiChat {
             None => {
                 warn!(
                     backend = %self.id,
-                    tokens = crate::config::DEFAULT_SERVER_N_CTX,
+                    tokens = crate::llm::chat::DEFAULT_SERVER_N_CTX,
                     "the server does not say its context window; planning for the default (set chat.n_ctx)"
                 );
-                ContextWindow { tokens: crate::config::DEFAULT_SERVER_N_CTX, source: WindowSource::Default }
+                ContextWindow { tokens: crate::llm::chat::DEFAULT_SERVER_N_CTX, source: WindowSource::Default }
             }
         }
     }
@@ -475,7 +475,7 @@ impl ChatModel for OpenAiChat {
     fn context_window(&self) -> usize {
         match self.cached_window() {
             Some(window) => window.tokens,
-            None => self.config.n_ctx.unwrap_or(crate::config::DEFAULT_SERVER_N_CTX),
+            None => self.config.n_ctx.unwrap_or(crate::llm::chat::DEFAULT_SERVER_N_CTX),
         }
     }
 

@@ -7,9 +7,10 @@
 //! search only; the question answered stays the original. Conservative on purpose: a proper name always wins, so
 //! "¿y qué hizo Baika?" is searched as it is.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::corpus::fold;
+use crate::llm::chat::{Turn, TurnRole};
 
 /// Words that open a question leaning on the previous one.
 const CONNECTORS: &[&str] = &[
@@ -28,19 +29,6 @@ const ANAPHORA: &[&str] = &[
 /// "What about …?", "¿Y qué hay de …?": the rest of the question lives in the previous one.
 const OPENING_PHRASES: &[&str] = &["what about", "how about", "y que hay de", "que hay de", "y que tal"];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TurnRole {
-    User,
-    Assistant,
-}
-
-/// One turn of a conversation (a Discord channel or thread, a CLI chat).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Turn {
-    pub role: TurnRole,
-    pub content: String,
-}
 
 /// Why a question was or was not searched with the previous user turn: `search --json`
 /// shows it, so a lost follow-up can be explained without a debugger.

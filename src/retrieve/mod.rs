@@ -32,7 +32,8 @@ use crate::index::{Index, IndexError};
 use crate::llm::{EmbedRole, Embedder, LlmError};
 
 pub use entity::{CompendiumIndex, DetectedEntity, ENTITY_MIN_WEIGHT, EntityEvidence, EntityShare};
-pub use followup::{FollowupDecision, Turn, TurnRole, decide_followup, expand_followup};
+pub use crate::llm::chat::{Turn, TurnRole};
+pub use followup::{FollowupDecision, decide_followup, expand_followup};
 pub use fuse::{MAX_POOL, RRF_K, fuse_candidates, fuse_weighted};
 
 /// Fragments the model finally sees in full (the rerank's output size).

@@ -11,7 +11,8 @@ use oraculo::llm::chat::{ChatMessage, ChatModel, ChatRequest, ChatResponse};
 use oraculo::llm::llama_cpp::{LlamaCppChat, LlamaCppConfig, QWEN_0_5B_FILE, QWEN_1_5B_FILE, SMOLLM2_135M_FILE};
 use oraculo::llm::ollama_chat::{OllamaChat, OllamaChatConfig};
 use oraculo::llm::openai::{ApiKey, OpenAiChat, OpenAiChatConfig};
-use oraculo::llm::{LlmError, connect_chat};
+use oraculo::app::connect_chat;
+use oraculo::llm::LlmError;
 use serde_json::{Value, json};
 
 use crate::fake_ollama::{FakeOllama, Fault};

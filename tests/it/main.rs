@@ -8,6 +8,7 @@ mod http;
 mod support;
 
 mod answer;
+mod architecture;
 mod canary;
 mod chat;
 mod discord;
