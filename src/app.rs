@@ -165,4 +165,3 @@ pub async fn ingest_and_annotate(
     }
     Ok(summary)
 }
-

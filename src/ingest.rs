@@ -20,6 +20,7 @@ use tracing::{Instrument, info, info_span, warn};
 
 use crate::compendium::{Compendium, EntityMatcher, ExtractedEntity};
 use crate::config::CampaignConfig;
+use crate::corpus::text::embedding_windows;
 use crate::corpus::{self, CorpusConfig, Diagnostic, Fragment, Note, NoteKind, Visibility};
 use crate::index::store::{
     META_COMPENDIUM_EXTRACTIONS, META_COMPENDIUM_VERSION, META_DIMENSION, META_EMBEDDER, META_VECTOR_TABLE,
@@ -28,7 +29,6 @@ use crate::index::{
     CompendiumRecords, FileRecord, Index, IndexError, IngestChanges, MentionRecord, VectorRow, vector_table_name,
 };
 use crate::llm::chat::{ChatModel, ChatRequest};
-use crate::corpus::text::embedding_windows;
 use crate::llm::{EmbedRole, Embedder, LlmError};
 
 /// Bump when the compendium's rules change, so the next ingest rebuilds it even if no note did.
@@ -627,7 +627,6 @@ fn read_note_file(
     };
     Some(NoteFile { path, bytes_hash, n_bytes: size, text })
 }
-
 
 #[cfg(test)]
 mod tests {

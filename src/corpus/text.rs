@@ -98,7 +98,6 @@ pub fn window_word_range(window: u32, window_words: usize) -> std::ops::Range<us
     start..start + window_words.max(2)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

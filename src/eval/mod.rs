@@ -215,10 +215,9 @@ async fn eval_question(
         timings: Some(timings),
         ..QuestionRow::unscored(question)
     })
-}/// The sample campaign's built-in bank (`crate::sample::SAMPLE_BANK`), read and checked like
+}
+/// The sample campaign's built-in bank (`crate::sample::SAMPLE_BANK`), read and checked like
 /// any other.
 pub fn sample_bank() -> anyhow::Result<Vec<EvalQuestion>> {
     bank::parse_and_check(crate::sample::SAMPLE_BANK)
 }
-
-

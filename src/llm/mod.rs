@@ -125,4 +125,3 @@ pub fn normalize(vector: &mut [f32]) {
         }
     }
 }
-

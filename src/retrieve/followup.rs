@@ -29,7 +29,6 @@ const ANAPHORA: &[&str] = &[
 /// "What about …?", "¿Y qué hay de …?": the rest of the question lives in the previous one.
 const OPENING_PHRASES: &[&str] = &["what about", "how about", "y que hay de", "que hay de", "y que tal"];
 
-
 /// Why a question was or was not searched with the previous user turn: `search --json`
 /// shows it, so a lost follow-up can be explained without a debugger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

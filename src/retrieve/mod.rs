@@ -31,8 +31,8 @@ use crate::corpus::{NoteKind, SessionNumber, Visibility};
 use crate::index::{Index, IndexError};
 use crate::llm::{EmbedRole, Embedder, LlmError};
 
-pub use entity::{CompendiumIndex, DetectedEntity, ENTITY_MIN_WEIGHT, EntityEvidence, EntityShare};
 pub use crate::llm::chat::{Turn, TurnRole};
+pub use entity::{CompendiumIndex, DetectedEntity, ENTITY_MIN_WEIGHT, EntityEvidence, EntityShare};
 pub use followup::{FollowupDecision, decide_followup, expand_followup};
 pub use fuse::{MAX_POOL, RRF_K, fuse_candidates, fuse_weighted};
 

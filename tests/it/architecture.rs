@@ -23,10 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("timeline", &["answer", "corpus", "index", "llm", "oracle", "retrieve"]),
     ("eval", &["answer", "corpus", "index", "llm", "oracle", "retrieve", "sample"]),
     ("app", &["config", "index", "ingest", "llm", "oracle", "sample"]),
-    (
-        "discord",
-        &["answer", "app", "config", "corpus", "index", "ingest", "llm", "oracle", "retrieve", "timeline"],
-    ),
+    ("discord", &["answer", "app", "config", "corpus", "index", "ingest", "llm", "oracle", "retrieve", "timeline"]),
     (
         "cli",
         &[
@@ -69,8 +66,7 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
                 for (at, _) in line.match_indices("crate::") {
                     let rest = &line[at + "crate::".len()..];
                     let target: String = rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
-                    let preceded_by_ident =
-                        line[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_');
+                    let preceded_by_ident = line[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_');
                     if !target.is_empty() && target != module && !preceded_by_ident {
                         named.insert(target);
                     }

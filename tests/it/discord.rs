@@ -37,12 +37,18 @@ fn config(scratch: &Scratch, ollama: &FakeOllama, discord: &FakeDiscord) -> Conf
 
 /// The test config with `extra` lines added to its `[discord]` section.
 fn config_with(scratch: &Scratch, ollama: &FakeOllama, discord: &FakeDiscord, extra: &str) -> Config {
-    let text = format!(
+    let campaign =
+        format!("[campaign]\ndir = \"{}\"\nsecret_paths = [\"Secretos\"]\n", scratch.campaign.path().display());
+    parse_config(&config_toml(scratch.data.path(), &campaign, ollama, discord, extra))
+}
+
+/// The test config: `campaigns` (a `[campaign]` section or `[[campaigns]]` entries), the
+/// Ollama stand-in for embeddings and answers, the Discord stand-in, `extra` `[discord]` lines.
+fn config_toml(data: &Path, campaigns: &str, ollama: &FakeOllama, discord: &FakeDiscord, extra: &str) -> String {
+    format!(
         r#"
 data_dir = "{data}"
-[campaign]
-dir = "{campaign}"
-secret_paths = ["Secretos"]
+{campaigns}
 [embedder]
 backend = "ollama"
 model = "{EMBED_MODEL}"
@@ -62,13 +68,71 @@ guild_ids = [{GUILD_ID}]
 proxy_url = "{rest}"
 {extra}
 "#,
-        data = scratch.data.path().display(),
-        campaign = scratch.campaign.path().display(),
+        data = data.display(),
         ollama = ollama.url(),
         rest = discord.rest_url(),
-    );
-    let raw = RawConfig::parse(&text, Path::new("config.toml")).unwrap();
+    )
+}
+
+fn parse_config(text: &str) -> Config {
+    let raw = RawConfig::parse(text, Path::new("config.toml")).unwrap();
     Config::from_layers(raw, &|_| None, &CliOverrides::default()).unwrap()
+}
+
+/// The usual table: the chronicle indexed through the Ollama stand-in, the bot connected to
+/// the Discord stand-in with `extra` `[discord]` lines, its commands registered.
+struct Table {
+    /// Holds the campaign and data folders for as long as the bot runs.
+    _scratch: Scratch,
+    ollama: FakeOllama,
+    discord: FakeDiscord,
+    bot: RunningBot,
+}
+
+impl Table {
+    async fn start(extra: &str) -> Table {
+        oraculo::logging::init();
+        let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
+        let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+        let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+        ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+        let discord = FakeDiscord::start().await;
+        let bot = RunningBot::start(config_with(&scratch, &ollama, &discord, extra));
+        wait_for_guild_commands(&discord).await;
+        Table { _scratch: scratch, ollama, discord, bot }
+    }
+}
+
+/// The bot running against the stand-ins until [`RunningBot::stop`].
+struct RunningBot {
+    stop: tokio::sync::oneshot::Sender<()>,
+    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl RunningBot {
+    fn start(config: Config) -> RunningBot {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(oraculo::discord::run(config, async move {
+            let _ = stopped.await;
+        }));
+        RunningBot { stop, handle }
+    }
+
+    /// Signals the shutdown and waits for a clean exit.
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        let stopped = tokio::time::timeout(WAIT, self.handle).await.expect("the bot stops").unwrap();
+        stopped.unwrap();
+    }
+}
+
+/// Connected: the commands registered in the configured guild.
+async fn wait_for_guild_commands(discord: &FakeDiscord) -> Recorded {
+    discord
+        .wait_for("the guild commands", |r| {
+            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
+        })
+        .await
 }
 
 fn is_callback_for(token: &str) -> impl Fn(&Recorded) -> bool + '_ {
@@ -114,6 +178,15 @@ fn embed_text(body: &Value) -> String {
     text
 }
 
+/// The final layout (not a preview) of an answer posted in `CHANNEL` that says `words`.
+fn final_saying(words: &'static str) -> impl Fn(&Recorded) -> bool {
+    move |r: &Recorded| {
+        r.path.starts_with(&format!("/channels/{CHANNEL}/messages"))
+            && !is_preview(&r.body)
+            && embed_text(&r.body).contains(words)
+    }
+}
+
 fn field_names(body: &Value) -> Vec<String> {
     body["embeds"]
         .as_array()
@@ -138,10 +211,7 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
         .unwrap();
 
     let discord = FakeDiscord::start().await;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let bot = tokio::spawn(oraculo::discord::run(config(&scratch, &ollama, &discord), async move {
-        let _ = stopped.await;
-    }));
+    let bot = RunningBot::start(config(&scratch, &ollama, &discord));
 
     // Connected: IDENTIFY with the configured token and intents, commands registered in the guild.
     let registered = discord
@@ -285,9 +355,7 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     }
 
     // Shutdown: the bot drains and returns.
-    stop.send(()).unwrap();
-    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
-    stopped.unwrap();
+    bot.stop().await;
 }
 
 /// Issue 12, items 7 to 10, through the real bot: the bot answers only in its configured
@@ -310,10 +378,7 @@ async fn issue_12_the_bot_answers_only_where_it_is_configured() {
     // The category is listed where a GM channel should be; one question per minute, so three
     // sources per minute.
     let extra = format!("gm_channel_ids = [{CATEGORY}]\nquestions_per_minute = 1");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let bot = tokio::spawn(oraculo::discord::run(config_with(&scratch, &ollama, &discord, &extra), async move {
-        let _ = stopped.await;
-    }));
+    let bot = RunningBot::start(config_with(&scratch, &ollama, &discord, &extra));
 
     // Registered with explicit contexts: servers in the guild, the bot's DM globally; a
     // guild install only (no user install into group DMs).
@@ -399,9 +464,7 @@ async fn issue_12_the_bot_answers_only_where_it_is_configured() {
     assert!(answered_foreign.is_empty(), "a server not configured got answers: {answered_foreign:?}");
     assert!(ollama.chat_requests("/api/chat").is_empty(), "no question ran");
 
-    stop.send(()).unwrap();
-    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
-    stopped.unwrap();
+    bot.stop().await;
 }
 
 /// Issue 12, item 9: without a server list the bot does not start (it would answer in any
@@ -414,8 +477,7 @@ async fn issue_12_the_bot_refuses_to_start_without_its_servers() {
         scratch.data.path().display(),
         scratch.campaign.path().display(),
     );
-    let raw = RawConfig::parse(&text, Path::new("config.toml")).unwrap();
-    let config = Config::from_layers(raw, &|_| None, &CliOverrides::default()).unwrap();
+    let config = parse_config(&text);
     let started = tokio::time::timeout(WAIT, oraculo::discord::run(config, std::future::pending())).await;
     let error = format!("{:#}", started.expect("refused at once").expect_err("no servers configured"));
     assert!(error.contains("discord.guild_ids is empty"), "{error}");
@@ -446,15 +508,8 @@ async fn issue_12_no_canary_reaches_a_player_through_discord() {
 
     let discord = FakeDiscord::start().await;
     let extra = format!("gm_channel_ids = [{GM_CHANNEL}]\nquestions_per_minute = 0");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let bot = tokio::spawn(oraculo::discord::run(config_with(&scratch, &ollama, &discord, &extra), async move {
-        let _ = stopped.await;
-    }));
-    discord
-        .wait_for("the guild commands", |r| {
-            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
-        })
-        .await;
+    let bot = RunningBot::start(config_with(&scratch, &ollama, &discord, &extra));
+    wait_for_guild_commands(&discord).await;
 
     // The questions the player types: taken out of every body before looking for canaries.
     let mut typed: Vec<String> = Vec::new();
@@ -563,9 +618,7 @@ async fn issue_12_no_canary_reaches_a_player_through_discord() {
         assert!(leaked.is_empty(), "{route} leaks {leaked:?}: {body}");
     }
 
-    stop.send(()).unwrap();
-    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
-    stopped.unwrap();
+    bot.stop().await;
 }
 
 /// Issue 14, item 2: a question whose interaction token is about to expire (it waited ~14½
@@ -573,21 +626,8 @@ async fn issue_12_no_canary_reaches_a_player_through_discord() {
 /// thread opens on that message; the stand-in refuses the webhook once the token expires.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_14_an_answer_outlives_its_interaction_token() {
-    oraculo::logging::init();
-    let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
-    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
-    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
-    let discord = FakeDiscord::start().await;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let bot = tokio::spawn(oraculo::discord::run(config(&scratch, &ollama, &discord), async move {
-        let _ = stopped.await;
-    }));
-    discord
-        .wait_for("the guild commands", |r| {
-            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
-        })
-        .await;
+    let table = Table::start("").await;
+    let (ollama, discord) = (&table.ollama, &table.discord);
 
     ollama.enqueue_reply("El archiduque Ardo huyó al norte tras la feria [Sesión 1].");
     let age = std::time::Duration::from_secs(14 * 60 + 30);
@@ -613,9 +653,7 @@ async fn issue_14_an_answer_outlives_its_interaction_token() {
         discord.requests().into_iter().filter(|r| r.path.starts_with(&format!("/webhooks/{APP_ID}/{token}"))).collect();
     assert!(through_webhook.is_empty(), "nothing through a token about to expire: {through_webhook:?}");
 
-    stop.send(()).unwrap();
-    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
-    stopped.unwrap();
+    table.bot.stop().await;
 }
 
 /// Issue 14, item 3: `@Oráculo <question>` in a channel is a question, answered as a reply in
@@ -624,29 +662,8 @@ async fn issue_14_an_answer_outlives_its_interaction_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_14_mentions_and_replies_ask_and_continue() {
     const ANSWER_COLOUR: u32 = 0x7b5ea7;
-    oraculo::logging::init();
-    let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
-    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
-    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
-    let discord = FakeDiscord::start().await;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let bot = tokio::spawn(oraculo::discord::run(config(&scratch, &ollama, &discord), async move {
-        let _ = stopped.await;
-    }));
-    discord
-        .wait_for("the guild commands", |r| {
-            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
-        })
-        .await;
-    // The final layout of an answer in the channel that says `words`.
-    let final_saying = |words: &'static str| {
-        move |r: &Recorded| {
-            r.path.starts_with(&format!("/channels/{CHANNEL}/messages"))
-                && !is_preview(&r.body)
-                && embed_text(&r.body).contains(words)
-        }
-    };
+    let table = Table::start("").await;
+    let (ollama, discord) = (&table.ollama, &table.discord);
     // 1. A mention with a question.
     ollama.enqueue_reply("El archiduque huyó al norte [Sesión 1].");
     let asked = discord.message_create_with(PLAYER, CHANNEL, &format!("<@{BOT_ID}> {FIRST_QUESTION}"), &[BOT_ID], None);
@@ -713,9 +730,7 @@ async fn issue_14_mentions_and_replies_ask_and_continue() {
         "the history holds the answered turns only: {prompt}"
     );
 
-    stop.send(()).unwrap();
-    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
-    stopped.unwrap();
+    table.bot.stop().await;
 }
 
 /// Issue 14's burst, through the stricter stand-in: 20 questions from 5 users in 2 channels at
@@ -738,16 +753,9 @@ async fn issue_14_a_burst_of_twenty_questions_loses_none() {
     let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
     let discord = FakeDiscord::start().await;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let extra = "questions_per_minute = 0\nconcurrency = 1";
-    let bot = tokio::spawn(oraculo::discord::run(config_with(&scratch, &ollama, &discord, extra), async move {
-        let _ = stopped.await;
-    }));
-    discord
-        .wait_for("the guild commands", |r| {
-            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
-        })
-        .await;
+    let bot = RunningBot::start(config_with(&scratch, &ollama, &discord, extra));
+    wait_for_guild_commands(&discord).await;
 
     let started = std::time::Instant::now();
     let mut asked: Vec<(String, String, u64)> = Vec::new();
@@ -817,9 +825,7 @@ async fn issue_14_a_burst_of_twenty_questions_loses_none() {
         first_text_ms.last().copied().unwrap_or_default()
     );
 
-    stop.send(()).unwrap();
-    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
-    stopped.unwrap();
+    bot.stop().await;
 }
 
 /// Issue 14, item 5: `[[campaigns]]`, two tables in one server, each in its own channel with
@@ -845,54 +851,16 @@ async fn issue_14_one_bot_serves_several_campaigns_each_in_its_channels() {
     ingest_dir(&dragon_index, dragon.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
 
     let discord = FakeDiscord::start().await;
-    let text = format!(
-        r#"
-data_dir = "{data}"
-[[campaigns]]
-name = "Galerna"
-dir = "{galerna}"
-channel_ids = [{CHANNEL}]
-[[campaigns]]
-name = "Vorn"
-dir = "{dragon}"
-dm_user_ids = [{DM_B}]
-channel_ids = [{CHANNEL_B}]
-[embedder]
-backend = "ollama"
-model = "{EMBED_MODEL}"
-batch_size = 4
-window_words = 250
-[ollama]
-url = "{ollama}"
-timeout_secs = 30
-retries = 0
-[chat]
-backend = "ollama"
-model = "{CHAT_MODEL}"
-[discord]
-token = "{TOKEN}"
-dm_user_ids = [{DM}]
-guild_ids = [{GUILD_ID}]
-proxy_url = "{rest}"
-"#,
-        data = data_dir.display(),
-        galerna = galerna.campaign.path().display(),
-        dragon = dragon.campaign.path().display(),
-        ollama = ollama.url(),
-        rest = discord.rest_url(),
+    let campaigns = format!(
+        "[[campaigns]]\nname = \"Galerna\"\ndir = \"{}\"\nchannel_ids = [{CHANNEL}]\n\n\
+         [[campaigns]]\nname = \"Vorn\"\ndir = \"{}\"\ndm_user_ids = [{DM_B}]\nchannel_ids = [{CHANNEL_B}]\n",
+        galerna.campaign.path().display(),
+        dragon.campaign.path().display(),
     );
-    let raw = RawConfig::parse(&text, Path::new("config.toml")).unwrap();
-    let config = Config::from_layers(raw, &|_| None, &CliOverrides::default()).unwrap();
+    let config = parse_config(&config_toml(data_dir, &campaigns, &ollama, &discord, ""));
     assert_eq!(config.campaigns.len(), 2);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let bot = tokio::spawn(oraculo::discord::run(config, async move {
-        let _ = stopped.await;
-    }));
-    discord
-        .wait_for("the guild commands", |r| {
-            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
-        })
-        .await;
+    let bot = RunningBot::start(config);
+    wait_for_guild_commands(&discord).await;
     let ask = |channel: u64, question: &str| {
         discord.slash_command(
             PLAYER,
@@ -937,9 +905,7 @@ proxy_url = "{rest}"
         .await;
     assert!(summary.body["content"].as_str().unwrap().contains("2 archivos"), "{}", summary.body);
 
-    stop.send(()).unwrap();
-    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
-    stopped.unwrap();
+    bot.stop().await;
 }
 
 /// Issue 14, item 4: a question asked by a message leaves the queue when its author deletes
@@ -947,28 +913,8 @@ proxy_url = "{rest}"
 /// behind it move up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_14_a_deleted_question_leaves_the_queue() {
-    oraculo::logging::init();
-    let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
-    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
-    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
-    let discord = FakeDiscord::start().await;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let bot = tokio::spawn(oraculo::discord::run(config(&scratch, &ollama, &discord), async move {
-        let _ = stopped.await;
-    }));
-    discord
-        .wait_for("the guild commands", |r| {
-            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
-        })
-        .await;
-    let final_saying = |words: &'static str| {
-        move |r: &Recorded| {
-            r.path.starts_with(&format!("/channels/{CHANNEL}/messages"))
-                && !is_preview(&r.body)
-                && embed_text(&r.body).contains(words)
-        }
-    };
+    let table = Table::start("").await;
+    let (ollama, discord) = (&table.ollama, &table.discord);
     let replies_to = |asked: u64| {
         move |r: &Recorded| r.method == "POST" && r.body["message_reference"]["message_id"] == asked.to_string()
     };
@@ -1009,9 +955,7 @@ async fn issue_14_a_deleted_question_leaves_the_queue() {
     let third_replies: Vec<Recorded> = discord.requests().into_iter().filter(|r| replies_to(third)(r)).collect();
     assert!(third_replies.iter().all(|r| !r.body.to_string().contains("En cola")), "{third_replies:?}");
 
-    stop.send(()).unwrap();
-    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
-    stopped.unwrap();
+    table.bot.stop().await;
 }
 
 /// Issue 14's measurement with the real embedded models, through the stand-in: the sample
@@ -1059,17 +1003,9 @@ proxy_url = "{rest}"
         gguf = gguf.display(),
         rest = discord.rest_url(),
     );
-    let raw = RawConfig::parse(&text, Path::new("config.toml")).unwrap();
-    let config = Config::from_layers(raw, &|_| None, &CliOverrides::default()).unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let bot = tokio::spawn(oraculo::discord::run(config, async move {
-        let _ = stopped.await;
-    }));
-    discord
-        .wait_for("the guild commands", |r| {
-            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
-        })
-        .await;
+    let config = parse_config(&text);
+    let bot = RunningBot::start(config);
+    wait_for_guild_commands(&discord).await;
     let asked = std::time::Instant::now();
     let token = discord.slash_command(
         PLAYER,
@@ -1111,7 +1047,5 @@ proxy_url = "{rest}"
         embed_text(&final_answer.body)
     );
     assert!(discord.violations().iter().all(|v| v.contains("429")), "{:?}", discord.violations());
-    stop.send(()).unwrap();
-    let stopped = tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap();
-    stopped.unwrap();
+    bot.stop().await;
 }
