@@ -313,6 +313,9 @@ pub struct Oracle {
     embedder: Arc<dyn Embedder>,
     chat: Arc<dyn ChatModel>,
     settings: AnswerSettings,
+    /// The compendium matcher of the index generation it was built from (issue 13: built once
+    /// per ingest, not once per question); rebuilt when an ingest commits a new generation.
+    compendium: std::sync::Mutex<Option<(String, Arc<CompendiumIndex>)>>,
 }
 
 impl std::fmt::Debug for Oracle {
@@ -332,7 +335,7 @@ impl Oracle {
         chat: Arc<dyn ChatModel>,
         settings: AnswerSettings,
     ) -> Oracle {
-        Oracle { index_dir: index_dir.to_path_buf(), embedder, chat, settings }
+        Oracle { index_dir: index_dir.to_path_buf(), embedder, chat, settings, compendium: std::sync::Mutex::new(None) }
     }
 
     /// Changes how many fragments are shown in full.
@@ -378,13 +381,30 @@ impl Oracle {
         }
     }
 
+    /// The compendium matcher of `index`'s current generation: loaded and compiled once per
+    /// committed ingest, then shared by every question until the next one.
+    pub fn compendium(&self, index: &Index) -> Result<Arc<CompendiumIndex>, AskError> {
+        let generation = index.store.meta(crate::index::store::META_GENERATION)?.unwrap_or_default();
+        let mut cached = self.compendium.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((built_from, compendium)) = cached.as_ref()
+            && *built_from == generation
+        {
+            return Ok(Arc::clone(compendium));
+        }
+        let started = Instant::now();
+        let compendium = Arc::new(CompendiumIndex::load(&index.store)?);
+        tracing::debug!(%generation, ms = started.elapsed().as_secs_f64() * 1000.0, "compendium matcher built");
+        *cached = Some((generation, Arc::clone(&compendium)));
+        Ok(compendium)
+    }
+
     /// Answers one question; `on_token` receives the answer as it streams.
     pub async fn ask(&self, request: &AskRequest<'_>, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
         let span = tracing::info_span!("answer", audience = ?request.audience);
         async move {
             check_question(request.question)?;
             let index = self.open_index().await?;
-            let compendium = CompendiumIndex::load(&index.store)?;
+            let compendium = self.compendium(&index)?;
             let prepared = self.prepare(&index, &compendium, request, Pipeline::default()).await?;
             self.generate(&prepared, on_token).await
         }

@@ -107,7 +107,7 @@ async fn timeline_inner(oracle: &Oracle, name: &str, audience: Audience) -> Resu
     if sessions.sessions.is_empty() {
         return Err(TimeError::NoSessions);
     }
-    let compendium = CompendiumIndex::load(&index.store)?;
+    let compendium = oracle.compendium(&index)?;
     let position = compendium.compendium.find(name.trim()).or_else(|| {
         let (id, _) = compendium.detect(name).into_iter().next()?;
         compendium.entity_ids.iter().position(|known| *known == id)
@@ -314,7 +314,7 @@ async fn recap_inner(
         },
     };
     let request = AskRequest { question: &question, history: &[], audience };
-    let compendium = CompendiumIndex::load(&index.store)?;
+    let compendium = oracle.compendium(&index)?;
     let prepared = oracle.prepare_from_search(&index, &compendium, &request, search, false).await?;
     let mut answer = oracle.generate(&prepared, on_token).await?;
     if answer.mode == AnswerMode::Extractive {

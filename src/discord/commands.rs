@@ -1145,7 +1145,7 @@ async fn autocomplete_entity(ctx: Context<'_>, partial: &str) -> Vec<String> {
         .worker
         .run("answers", move || async move {
             let index = oracle.open_index().await.ok()?;
-            let compendium = crate::retrieve::CompendiumIndex::load(&index.store).ok()?;
+            let compendium = oracle.compendium(&index).ok()?;
             Some(crate::timeline::entity_names_matching(&compendium, &typed, 25))
         })
         .await;

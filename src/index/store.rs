@@ -28,6 +28,9 @@ pub const META_EMBEDDER: &str = "embedder";
 pub const META_COMPENDIUM_VERSION: &str = "compendium_version";
 /// The meta key recording how many cached entity extractions the stored compendium merged.
 pub const META_COMPENDIUM_EXTRACTIONS: &str = "compendium_extractions";
+/// The meta key counting committed ingests: a reader that kept something built from the index
+/// (the oracle's compendium matcher) rebuilds it when this changes.
+pub const META_GENERATION: &str = "generation";
 /// The meta key giving the live table's vector dimension.
 pub const META_DIMENSION: &str = "embedder_dimension";
 
@@ -249,6 +252,11 @@ impl Store {
                 params![key, value],
             )?;
         }
+        transaction.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, '1') \
+             ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
+            [META_GENERATION],
+        )?;
         transaction.commit()?;
         Ok(())
     }

@@ -381,3 +381,31 @@ async fn entities_a_chat_model_extracts_join_the_compendium_once() {
     assert_eq!((again.made, again.extractions_made), (0, 0));
     assert_eq!(fake.chat_requests("/api/chat").len(), calls);
 }
+
+/// Issue 13: the oracle builds its compendium matcher once per committed ingest, not once per
+/// question, and a re-ingest that adds an entity is seen by the next question.
+#[tokio::test]
+async fn the_compendium_matcher_is_built_once_per_ingest_generation() {
+    let scratch = port_campaign();
+    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+    let embedder = Arc::new(ollama_embedder(&fake, "bge-m3").await);
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+    let oracle = Oracle::new(&scratch.index_dir(), embedder.clone(), chat, AnswerSettings::new(64));
+
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let first = oracle.compendium(&index).unwrap();
+    assert!(first.detect("¿Quién es Tobías?").is_empty());
+    // Another question, another open of the index: the same matcher.
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    assert!(Arc::ptr_eq(&first, &oracle.compendium(&index).unwrap()));
+
+    // A new sheet, a re-ingest: a new generation, a new matcher that knows him.
+    scratch.write("PNJs/Tobías.md", "# Tobías\nAcólito del templo.\n");
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let after = oracle.compendium(&index).unwrap();
+    assert!(!Arc::ptr_eq(&first, &after));
+    let named: Vec<String> = after.detect("¿Quién es Tobías?").into_iter().map(|(_, entity)| entity.name).collect();
+    assert_eq!(named, ["Tobías"]);
+}
