@@ -71,34 +71,8 @@ pub const MAX_HISTORY_TURNS: usize = 40;
 /// The environment variables the Discord token is read from, first found wins.
 pub const DISCORD_TOKEN_VARS: &[&str] = &["ORACULO_DISCORD_TOKEN", "DISCORD_TOKEN"];
 
-/// A value that must never reach a log or an error message: its `Debug` and `Display` print
-/// `[redacted]`. [`Secret::expose`] is the one way to the value, for the place that sends it.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
-pub struct Secret<T>(T);
-
-impl<T> Secret<T> {
-    pub fn new(value: T) -> Secret<T> {
-        Secret(value)
-    }
-
-    /// The value itself, for the one place that sends it (the Discord client).
-    pub fn expose(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<T> std::fmt::Debug for Secret<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
-
-impl<T> std::fmt::Display for Secret<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
+/// A value never printed: the Discord token (and the OpenAI-compatible server's API key).
+pub use crate::secret::Secret;
 
 /// `config.toml` as written. Every key optional; unknown keys are an error naming the key.
 #[derive(Debug, Default, Deserialize)]
@@ -790,7 +764,7 @@ mod tests {
         let text = "[chat]\nbackend = \"openai\"\nmodel = \"qwen\"\nurl = \"http://gpu:8000/v1\"\n";
         let config = check(text, &[("HOME", "/h"), ("ORACULO_OPENAI_API_KEY", "sk-1")]).unwrap();
         let ChatConfig::OpenAi(chat) = config.chat else { panic!("openai") };
-        assert_eq!(chat.api_key.as_ref().map(ApiKey::expose), Some("sk-1"));
+        assert_eq!(chat.api_key.as_ref().map(|key| key.expose().as_str()), Some("sk-1"));
         assert!(!format!("{chat:?}").contains("sk-1"));
 
         assert_eq!(config.answer.mode, AnswerMode::Free, "a server's model writes free text by default");

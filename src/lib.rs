@@ -18,7 +18,8 @@
 //! - [`discord`]: the bot: `/oraculo` with cited embeds, threads for follow-ups, `/reingest`.
 //!
 //! [`app`] is what the CLI, the bot and the evaluation share above the pipeline (resolving a
-//! campaign, opening its oracle). [`config`], [`logging`] and [`cli`] are the edges; [`sample`] is the built-in campaign.
+//! campaign, opening its oracle). [`secret`] is the one redacted value type. [`config`],
+//! [`logging`] and [`cli`] are the edges; [`sample`] is the built-in campaign.
 
 pub mod app;
 pub mod config;
@@ -39,3 +40,4 @@ pub mod timeline;
 pub mod cli;
 pub mod eval;
 pub mod sample;
+pub mod secret;

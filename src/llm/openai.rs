@@ -33,26 +33,8 @@ const SCHEMA_NAME: &str = "answer";
 /// is slower than this to say its window is planned for with the default instead.
 const WINDOW_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A bearer token. Its `Debug` prints nothing of it, so configs and clients can be logged.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    pub fn new(key: impl Into<String>) -> ApiKey {
-        ApiKey(key.into())
-    }
-
-    /// The key itself, for the `Authorization` header only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
+/// A bearer token: a [`Secret`](crate::secret::Secret), so configs and clients can be logged.
+pub type ApiKey = crate::secret::Secret<String>;
 
 /// How to reach an OpenAI-compatible server. Built from `[chat]` in config.
 #[derive(Debug, Clone)]
@@ -580,7 +562,7 @@ mod tests {
         let config = OpenAiChatConfig {
             url: "http://127.0.0.1:8080".into(),
             model: "m".into(),
-            api_key: Some(ApiKey::new("sk-very-secret")),
+            api_key: Some(ApiKey::new("sk-very-secret".to_string())),
             timeout: Duration::from_secs(1),
             retries: 0,
             n_ctx: Some(4096),

@@ -34,7 +34,7 @@ fn openai_config(url: String, api_key: Option<&str>) -> OpenAiChatConfig {
     OpenAiChatConfig {
         url,
         model: MODEL.into(),
-        api_key: api_key.map(ApiKey::new),
+        api_key: api_key.map(|key| ApiKey::new(key.to_string())),
         timeout: Duration::from_secs(10),
         retries: 0,
         n_ctx: Some(32768),

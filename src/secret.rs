@@ -1,0 +1,33 @@
+//! One type for values that must never reach a log, an error or a `Debug` print: the Discord
+//! token and an OpenAI-compatible server's API key (issue 13: redaction was written twice).
+
+use serde::Deserialize;
+
+/// A value that must never reach a log or an error message: its `Debug` and `Display` print
+/// `[redacted]`. [`Secret::expose`] is the one way to the value, for the place that sends it.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret<T>(T);
+
+impl<T> Secret<T> {
+    pub fn new(value: T) -> Secret<T> {
+        Secret(value)
+    }
+
+    /// The value itself, for the one place that sends it (the Discord client).
+    pub fn expose(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::fmt::Debug for Secret<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl<T> std::fmt::Display for Secret<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
