@@ -9,6 +9,7 @@
 //! Unanswerable questions have no expected labels and count in neither; they are scored by
 //! the answers (abstention).
 
+use crate::answer::passages::shorten;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -464,7 +465,7 @@ impl EvalReport {
         );
         for row in &self.rows {
             if let Some(error) = &row.error {
-                let _ = writeln!(out, "{:5} {:12} ERROR {}", row.id, row.kind.as_str(), truncate(error, 90));
+                let _ = writeln!(out, "{:5} {:12} ERROR {}", row.id, row.kind.as_str(), shorten(error, 90));
                 continue;
             }
             let n = distinct(&row.expected);
@@ -497,7 +498,7 @@ impl EvalReport {
                 cell(FUSION_ONLY, |f| &f.top),
                 cell(FULL_PIPELINE, |f| &f.top),
                 answer,
-                truncate(&row.question, 70)
+                shorten(&row.question, 70)
             );
             if let Some(found) = row.variants.get(FULL_PIPELINE) {
                 let missing: Vec<&str> =
@@ -591,7 +592,7 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
             let _ = writeln!(
                 out,
                 "{:42} {:>7} {:>7} {:>6.2} {:>6.2} {:>6.2} {:>7.2} {:>6.1}",
-                truncate(&variant.name, 42),
+                shorten(&variant.name, 42),
                 format!("{}/{}", o.pool_hits, o.questions),
                 format!("{}/{}", o.top_hits, o.questions),
                 o.recall.pool,
@@ -659,15 +660,6 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
             let _ = writeln!(out, "  {:12} p50 {:>10.1}  p95 {:>10.1}  (n = {})", stage, p.p50_ms, p.p95_ms, p.n);
         }
     }
-}
-
-/// At most `max` characters, with an ellipsis when cut.
-fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    format!("{cut}…")
 }
 
 #[cfg(test)]
