@@ -86,7 +86,52 @@ pub enum LlmError {
     },
 }
 
+/// The wait before retry number `attempt + 1`: 0.5 s, then 1 s, 2 s… (doubling), for every
+/// HTTP backend alike.
+pub const RETRY_BASE_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Runs one request until it succeeds, fails for good, or `retries` more attempts are spent,
+/// waiting [`RETRY_BASE_DELAY`] doubled each time. `once` returns the failure and whether it
+/// may be tried again: a transient one ([`LlmError::is_transient`]) before any text streamed
+/// (a retry after that would repeat the text to the reader). The one retry loop of `llm`.
+pub(crate) async fn with_retries<T, Fut>(
+    what: &'static str,
+    retries: u32,
+    mut once: impl FnMut() -> Fut,
+) -> Result<T, LlmError>
+where
+    Fut: std::future::Future<Output = Result<T, (LlmError, bool)>>,
+{
+    let mut attempt = 0;
+    loop {
+        match once().await {
+            Ok(done) => return Ok(done),
+            Err((err, may_retry)) if may_retry && attempt < retries && err.is_transient() => {
+                let delay = RETRY_BASE_DELAY * 2u32.pow(attempt);
+                tracing::warn!(error = %err, attempt, delay_ms = delay.as_millis() as u64, "retrying {what}");
+                tokio::time::sleep(delay).await;
+                attempt += 1;
+            }
+            Err((err, _)) => return Err(err),
+        }
+    }
+}
+
 impl LlmError {
+    /// A failure another attempt may not meet: the server unreachable, slow or cut off, or a
+    /// 5xx. Never a 4xx, a missing model or a bad reply: those would fail the same way again.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            LlmError::Unreachable { .. }
+            | LlmError::Timeout { .. }
+            | LlmError::ServerUnreachable { .. }
+            | LlmError::ServerTimeout { .. }
+            | LlmError::StreamIncomplete { .. } => true,
+            LlmError::Status { status, .. } | LlmError::ServerStatus { status, .. } => *status >= 500,
+            _ => false,
+        }
+    }
+
     /// A prompt the backend would not take because it does not fit the window: the caller
     /// can plan a smaller one and try again.
     pub fn is_context_exceeded(&self) -> bool {

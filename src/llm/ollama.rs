@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tracing::{Instrument, debug, info_span, warn};
+use tracing::{Instrument, debug, info_span};
 
 use super::{EmbedRole, Embedder, LlmError, normalize};
 
@@ -15,7 +15,6 @@ use super::{EmbedRole, Embedder, LlmError, normalize};
 /// in one window with a wide margin for Spanish tokenisation.
 const BGE_M3_WINDOW_WORDS: usize = 4000;
 /// First wait before retrying a failed call; doubled on each retry.
-const RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
 
 /// How to reach Ollama for embeddings. Built from `[ollama]` and `[embedder]` in config.
 #[derive(Debug, Clone)]
@@ -94,19 +93,10 @@ impl OllamaEmbedder {
     }
 
     async fn post_embed(&self, input: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
-        let mut attempt = 0;
-        loop {
-            match self.post_embed_once(input).await {
-                Ok(vectors) => return Ok(vectors),
-                Err(err) if attempt < self.config.retries && is_transient(&err) => {
-                    let delay = RETRY_BASE_DELAY * 2u32.pow(attempt);
-                    warn!(error = %err, attempt, delay_ms = delay.as_millis() as u64, "retrying Ollama embed");
-                    tokio::time::sleep(delay).await;
-                    attempt += 1;
-                }
-                Err(err) => return Err(err),
-            }
-        }
+        super::with_retries("Ollama embed", self.config.retries, || async {
+            self.post_embed_once(input).await.map_err(|err| (err, true))
+        })
+        .await
     }
 
     async fn post_embed_once(&self, input: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
@@ -152,14 +142,6 @@ impl OllamaEmbedder {
             normalize(vector);
         }
         Ok(vectors)
-    }
-}
-
-pub(super) fn is_transient(err: &LlmError) -> bool {
-    match err {
-        LlmError::Unreachable { .. } | LlmError::Timeout { .. } => true,
-        LlmError::Status { status, .. } => *status >= 500,
-        _ => false,
     }
 }
 

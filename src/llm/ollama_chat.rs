@@ -23,13 +23,12 @@ use super::chat::{
     ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowSource, estimate_tokens,
 };
 use super::http::{LineReader, ReadError, context_for};
-use super::ollama::{describe, is_transient};
+use super::ollama::describe;
 
 /// `num_ctx` is rounded up to a multiple of this, so prompts of similar size ask for the
 /// same window (Ollama reloads the model when `num_ctx` changes).
 pub const NUM_CTX_GRANULARITY: usize = 1024;
 /// First wait before retrying a failed call; doubled on each retry.
-const RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
 /// The longest `/api/show` may take to say the model's context length.
 const WINDOW_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -363,34 +362,15 @@ impl ChatModel for OllamaChat {
                 keep_alive: &self.config.keep_alive,
                 truncate: false,
             };
-            let mut attempt = 0;
-            loop {
+            let answer = super::with_retries("Ollama chat", self.config.retries, || async {
                 let mut streamed = false;
-                match self.chat_once(&body, on_token, &mut streamed).await {
-                    Ok(answer) => {
-                        debug!(
-                            prompt_tokens = answer.prompt_tokens,
-                            completion_tokens = answer.completion_tokens,
-                            "generated"
-                        );
-                        return Ok(answer);
-                    }
-                    // Once text reached the caller a retry would repeat it: only fresh failures retry.
-                    Err(err) if !streamed && attempt < self.config.retries && is_chat_transient(&err) => {
-                        let delay = RETRY_BASE_DELAY * 2u32.pow(attempt);
-                        warn!(error = %err, attempt, delay_ms = delay.as_millis() as u64, "retrying Ollama chat");
-                        tokio::time::sleep(delay).await;
-                        attempt += 1;
-                    }
-                    Err(err) => return Err(err),
-                }
-            }
+                self.chat_once(&body, on_token, &mut streamed).await.map_err(|err| (err, !streamed))
+            })
+            .await?;
+            debug!(prompt_tokens = answer.prompt_tokens, completion_tokens = answer.completion_tokens, "generated");
+            Ok(answer)
         }
         .instrument(span)
         .await
     }
-}
-
-fn is_chat_transient(err: &LlmError) -> bool {
-    is_transient(err) || matches!(err, LlmError::ServerTimeout { .. } | LlmError::StreamIncomplete { .. })
 }

@@ -26,7 +26,6 @@ use super::ollama::describe;
 use super::ollama_chat::clip;
 
 /// First wait before retrying a failed call; doubled on each retry.
-const RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
 /// The name the schema is given in `response_format` (servers require one).
 const SCHEMA_NAME: &str = "answer";
 /// The longest a question about the window (`/props`, `/v1/models`) may take: a server that
@@ -517,39 +516,16 @@ impl ChatModel for OpenAiChat {
                 temperature: request.temperature,
                 response_format,
             };
-            let mut attempt = 0;
-            loop {
+            let answer = super::with_retries("chat completion", self.config.retries, || async {
                 let mut streamed = false;
-                match self.chat_once(&body, on_token, &mut streamed).await {
-                    Ok(answer) => {
-                        debug!(
-                            prompt_tokens = answer.prompt_tokens,
-                            completion_tokens = answer.completion_tokens,
-                            "generated"
-                        );
-                        return Ok(answer);
-                    }
-                    // Once text reached the caller a retry would repeat it: only fresh failures retry.
-                    Err(err) if !streamed && attempt < self.config.retries && is_transient(&err) => {
-                        let delay = RETRY_BASE_DELAY * 2u32.pow(attempt);
-                        warn!(error = %err, attempt, delay_ms = delay.as_millis() as u64, "retrying chat completion");
-                        tokio::time::sleep(delay).await;
-                        attempt += 1;
-                    }
-                    Err(err) => return Err(err),
-                }
-            }
+                self.chat_once(&body, on_token, &mut streamed).await.map_err(|err| (err, !streamed))
+            })
+            .await?;
+            debug!(prompt_tokens = answer.prompt_tokens, completion_tokens = answer.completion_tokens, "generated");
+            Ok(answer)
         }
         .instrument(span)
         .await
-    }
-}
-
-fn is_transient(err: &LlmError) -> bool {
-    match err {
-        LlmError::ServerUnreachable { .. } | LlmError::ServerTimeout { .. } | LlmError::StreamIncomplete { .. } => true,
-        LlmError::ServerStatus { status, .. } => *status >= 500,
-        _ => false,
     }
 }
 
