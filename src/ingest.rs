@@ -277,7 +277,7 @@ pub async fn annotate_fragments(
         for stored in &pending {
             let fragment = &stored.fragment;
             let request = ChatRequest {
-                messages: annotate_messages(&fragment.label, &fragment.text).into_iter().map(Into::into).collect(),
+                messages: annotate_messages(&fragment.label, &fragment.text),
                 json_schema: None,
                 max_tokens: ANNOTATION_MAX_TOKENS,
                 temperature: 0.0,
@@ -334,7 +334,7 @@ async fn extract_entities(index: &Index, chat: &dyn ChatModel, report: &mut Anno
     for stored in sessions {
         let fragment = &stored.fragment;
         let request = ChatRequest {
-            messages: entities_messages(&fragment.label, &fragment.text).into_iter().map(Into::into).collect(),
+            messages: entities_messages(&fragment.label, &fragment.text),
             json_schema: Some(entities_schema()),
             max_tokens: ENTITIES_MAX_TOKENS,
             temperature: 0.0,

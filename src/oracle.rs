@@ -15,7 +15,7 @@ use tracing::Instrument;
 use crate::answer::grounding::{CitedNotes, NameBook};
 use crate::answer::passages::{GAP_MARK, QueryTerms, extract_excerpts, render_extractive, select_passages, shorten};
 use crate::answer::prompt::{
-    ANNOTATE_PROMPT_VERSION, PromptMessage, answer_messages, structured_answer_messages, structured_retry_message,
+    ANNOTATE_PROMPT_VERSION, answer_messages, structured_answer_messages, structured_retry_message,
 };
 use crate::answer::structured::{
     SentenceStream, StructuredAnswer, answer_schema, parse_structured, render_sentence, render_structured,
@@ -25,7 +25,7 @@ use crate::answer::{
 };
 use crate::corpus::{NoteKind, SessionNumber};
 use crate::index::{Index, IndexError, StoredFragment};
-use crate::llm::chat::{ChatMessage, ChatModel, ChatRequest, ChatRole, ContextWindow, TokenSink, WindowSource};
+use crate::llm::chat::{ChatMessage, ChatModel, ChatRequest, ContextWindow, TokenSink, WindowSource};
 use crate::llm::{Embedder, LlmError};
 use crate::retrieve::rerank::{RerankDecision, RerankSkip, rerank_by_annotation};
 use crate::retrieve::{
@@ -59,17 +59,6 @@ const REPLAN_SHRINK: f64 = 0.75;
 /// Structured replies tried before the answer becomes extractive: the first, and one retry
 /// told what was wrong.
 const STRUCTURED_ATTEMPTS: usize = 2;
-
-impl From<PromptMessage> for ChatMessage {
-    fn from(message: PromptMessage) -> ChatMessage {
-        let role = match message.role {
-            crate::answer::prompt::ROLE_SYSTEM => ChatRole::System,
-            crate::answer::prompt::ROLE_ASSISTANT => ChatRole::Assistant,
-            _ => ChatRole::User,
-        };
-        ChatMessage { role, content: message.content }
-    }
-}
 
 /// How answers are made. Passed explicitly; built from config.
 #[derive(Debug, Clone)]
@@ -166,7 +155,7 @@ pub struct Prepared {
     pub context: Context,
     pub plan: ContextPlan,
     texts: HashMap<i64, StoredFragment>,
-    history: Vec<PromptMessage>,
+    history: Vec<ChatMessage>,
     /// What the question is about, for passages and excerpts.
     terms: QueryTerms,
     /// What the context was built from, kept to build it again smaller after a refusal.
@@ -540,12 +529,12 @@ impl Oracle {
             .filter(|c| !chosen.iter().any(|chosen| chosen.fragment_id == c.fragment_id))
             .map(|c| to_context(c, false))
             .collect();
-        let history: Vec<PromptMessage> = request
+        let history: Vec<ChatMessage> = request
             .history
             .iter()
             .map(|turn| match turn.role {
-                TurnRole::User => PromptMessage::user(turn.content.clone()),
-                TurnRole::Assistant => PromptMessage::assistant(turn.content.clone()),
+                TurnRole::User => ChatMessage::user(turn.content.clone()),
+                TurnRole::Assistant => ChatMessage::assistant(turn.content.clone()),
             })
             .collect();
         let window = self.chat.window().await;
@@ -635,7 +624,7 @@ impl Oracle {
     }
 
     /// The answer prompt without material: what every plan is made beside.
-    fn answer_frame(&self, question: &str, history: &[PromptMessage]) -> Vec<PromptMessage> {
+    fn answer_frame(&self, question: &str, history: &[ChatMessage]) -> Vec<ChatMessage> {
         let empty = build_context(&[], &[], ContextBudget { max_tokens: usize::MAX, count_tokens: &|_: &str| 0 });
         match self.answer_mode() {
             AnswerMode::Structured => structured_answer_messages(question, history, &empty),
@@ -648,7 +637,7 @@ impl Oracle {
     /// embedded one, on a CPU), what it reads in `answer_seconds` after the time the answer
     /// itself is expected to take.
     /// `window`: the backend's, as [`ChatModel::window`] learnt it.
-    async fn plan_context(&self, question: &str, history: &[PromptMessage], window: ContextWindow) -> ContextPlan {
+    async fn plan_context(&self, question: &str, history: &[ChatMessage], window: ContextWindow) -> ContextPlan {
         let frame = self.answer_frame(question, history);
         let frame_tokens: usize = frame.iter().map(|message| self.chat.count_tokens(&message.content)).sum();
         let window_tokens =
@@ -673,8 +662,7 @@ impl Oracle {
         let reading_seconds = (self.settings.answer_seconds - writing_seconds).max(self.settings.answer_seconds / 4.0);
         let readable = (reading_seconds * speed.prompt_tokens_per_s) as usize;
         // What the backend kept from an earlier prompt (the fixed system prompt) costs no time.
-        let chat_frame: Vec<ChatMessage> = frame.into_iter().map(Into::into).collect();
-        let frame_to_read = frame_tokens.saturating_sub(self.chat.cached_prefix_tokens(&chat_frame));
+        let frame_to_read = frame_tokens.saturating_sub(self.chat.cached_prefix_tokens(&frame));
         // A slow or busy machine still gets some material: an answer over its time is better
         // than one with nothing to read.
         let time_tokens = readable.saturating_sub(frame_to_read).max(MIN_MATERIAL_TOKENS);
@@ -817,10 +805,7 @@ impl Oracle {
     /// Free text, citing by the prompt's rule; extractive when the model fails.
     async fn generate_free(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> MadeAnswer {
         let request = ChatRequest {
-            messages: answer_messages(&prepared.question, &prepared.history, &prepared.context)
-                .into_iter()
-                .map(Into::into)
-                .collect(),
+            messages: answer_messages(&prepared.question, &prepared.history, &prepared.context),
             json_schema: None,
             max_tokens: self.settings.max_tokens,
             temperature: self.settings.temperature,
@@ -849,11 +834,7 @@ impl Oracle {
             return self.extract(prepared, None);
         }
         let language = crate::lexicon::language_of(&prepared.question);
-        let mut messages: Vec<ChatMessage> =
-            structured_answer_messages(&prepared.question, &prepared.history, &prepared.context)
-                .into_iter()
-                .map(Into::into)
-                .collect();
+        let mut messages = structured_answer_messages(&prepared.question, &prepared.history, &prepared.context);
         let (mut prompt_tokens, mut completion_tokens) = (None::<usize>, None::<usize>);
         let add = |total: &mut Option<usize>, more: Option<usize>| {
             if let Some(more) = more {
@@ -946,7 +927,7 @@ impl Oracle {
                     tracing::warn!(attempt, reason = %err, "the structured answer cannot be used");
                     problem = err.to_string();
                     messages.push(ChatMessage::assistant(response.text));
-                    messages.push(structured_retry_message(&problem).into());
+                    messages.push(structured_retry_message(&problem));
                 }
             }
         }

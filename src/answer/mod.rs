@@ -17,7 +17,8 @@
 //!   the labels shown, maps near misses to the real label and removes invented ones.
 //!
 //! Architecture invariant: this module knows fragments only as [`ContextFragment`]s and
-//! messages only as [`PromptMessage`]s; it depends on `corpus` alone, and does no IO.
+//! messages only as `llm::chat::ChatMessage`s (the one message type, data only); it depends
+//! on `corpus` and `lexicon` for text and on nothing of `llm` but that type, and does no IO.
 
 pub mod citations;
 pub mod context;
@@ -43,7 +44,7 @@ pub use context::{
     Context, ContextBudget, ContextFragment, FULL_FRAGMENTS, MAX_SUMMARIES, ShownFragment, ShownSummary, build_context,
 };
 pub use prompt::{
-    ANNOTATE_PROMPT_VERSION, ANSWER_PROMPT_VERSION, MAX_HISTORY_MESSAGES, PROMPT_FILES, PromptMessage,
-    RERANK_PROMPT_VERSION, STRUCTURED_ANSWER_PROMPT_VERSION, annotate_messages, answer_messages, bounded_history,
-    rerank_messages, rerank_schema, structured_answer_messages, structured_retry_message,
+    ANNOTATE_PROMPT_VERSION, ANSWER_PROMPT_VERSION, MAX_HISTORY_MESSAGES, PROMPT_FILES, RERANK_PROMPT_VERSION,
+    STRUCTURED_ANSWER_PROMPT_VERSION, annotate_messages, answer_messages, bounded_history, rerank_messages,
+    rerank_schema, structured_answer_messages, structured_retry_message,
 };

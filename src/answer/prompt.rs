@@ -12,8 +12,9 @@
 //! afinamientos silenciosos"): a model copies an example session number into answers that
 //! do not come from that session. A test scans every file under `prompts/` for it.
 
-use serde::Serialize;
 use serde_json::json;
+
+use crate::llm::chat::{ChatMessage, ChatRole};
 
 use super::context::Context;
 
@@ -51,39 +52,15 @@ pub const PROMPT_FILES: &[(&str, &str)] = &[
 /// follow-up ("¿y después?") to be understood, few enough not to crowd out the material.
 pub const MAX_HISTORY_MESSAGES: usize = 6;
 
-pub const ROLE_SYSTEM: &str = "system";
-pub const ROLE_USER: &str = "user";
-pub const ROLE_ASSISTANT: &str = "assistant";
-
-/// One chat message, as the chat backends take it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PromptMessage {
-    /// [`ROLE_SYSTEM`], [`ROLE_USER`] or [`ROLE_ASSISTANT`].
-    pub role: &'static str,
-    pub content: String,
-}
-
-impl PromptMessage {
-    pub fn system(content: impl Into<String>) -> PromptMessage {
-        PromptMessage { role: ROLE_SYSTEM, content: content.into() }
-    }
-    pub fn user(content: impl Into<String>) -> PromptMessage {
-        PromptMessage { role: ROLE_USER, content: content.into() }
-    }
-    pub fn assistant(content: impl Into<String>) -> PromptMessage {
-        PromptMessage { role: ROLE_ASSISTANT, content: content.into() }
-    }
-}
-
 /// The answer conversation: system prompt, the bounded history (see [`bounded_history`]),
 /// then one user message with the material and the question.
-pub fn answer_messages(question: &str, history: &[PromptMessage], context: &Context) -> Vec<PromptMessage> {
+pub fn answer_messages(question: &str, history: &[ChatMessage], context: &Context) -> Vec<ChatMessage> {
     conversation(ANSWER_PROMPT, question, history, context)
 }
 
 /// The structured answer conversation: as [`answer_messages`], with the prompt that asks for
 /// the JSON of `answer::structured`.
-pub fn structured_answer_messages(question: &str, history: &[PromptMessage], context: &Context) -> Vec<PromptMessage> {
+pub fn structured_answer_messages(question: &str, history: &[ChatMessage], context: &Context) -> Vec<ChatMessage> {
     conversation(STRUCTURED_ANSWER_PROMPT, question, history, context)
 }
 
@@ -92,19 +69,19 @@ pub fn structured_answer_messages(question: &str, history: &[PromptMessage], con
 fn conversation(
     prompt_file: &'static str,
     question: &str,
-    history: &[PromptMessage],
+    history: &[ChatMessage],
     context: &Context,
-) -> Vec<PromptMessage> {
+) -> Vec<ChatMessage> {
     let (system, user) = split_prompt(prompt_file);
-    let mut messages = vec![PromptMessage::system(system)];
+    let mut messages = vec![ChatMessage::system(system)];
     messages.extend(bounded_history(history));
-    messages.push(PromptMessage::user(fill(user, &[("material", &context.text), ("question", question.trim())])));
+    messages.push(ChatMessage::user(fill(user, &[("material", &context.text), ("question", question.trim())])));
     messages
 }
 
 /// What the model is told when its structured reply could not be used, before its one retry.
-pub fn structured_retry_message(problem: &str) -> PromptMessage {
-    PromptMessage::user(format!(
+pub fn structured_retry_message(problem: &str) -> ChatMessage {
+    ChatMessage::user(format!(
         "Esa respuesta no vale: {problem}. Responde otra vez con el objeto JSON pedido: \"in_notes\" y \"sentences\", \
          cada frase con al menos una etiqueta exacta del material."
     ))
@@ -113,24 +90,26 @@ pub fn structured_retry_message(problem: &str) -> PromptMessage {
 /// The history the answer prompt carries: the last [`MAX_HISTORY_MESSAGES`] user and
 /// assistant messages (system messages are dropped), starting with a user message so that
 /// strict chat templates see the roles alternate.
-pub fn bounded_history(history: &[PromptMessage]) -> Vec<PromptMessage> {
-    let turns: Vec<&PromptMessage> =
-        history.iter().filter(|message| message.role == ROLE_USER || message.role == ROLE_ASSISTANT).collect();
+pub fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
+    let turns: Vec<&ChatMessage> = history
+        .iter()
+        .filter(|message| message.role == ChatRole::User || message.role == ChatRole::Assistant)
+        .collect();
     let recent = &turns[turns.len().saturating_sub(MAX_HISTORY_MESSAGES)..];
-    let first_user = recent.iter().position(|message| message.role == ROLE_USER).unwrap_or(recent.len());
+    let first_user = recent.iter().position(|message| message.role == ChatRole::User).unwrap_or(recent.len());
     recent[first_user..].iter().map(|&message| message.clone()).collect()
 }
 
 /// The request for one fragment's annotation.
-pub fn annotate_messages(label: &str, text: &str) -> Vec<PromptMessage> {
+pub fn annotate_messages(label: &str, text: &str) -> Vec<ChatMessage> {
     let (system, user) = split_prompt(ANNOTATE_PROMPT);
-    vec![PromptMessage::system(system), PromptMessage::user(fill(user, &[("label", label), ("text", text.trim())]))]
+    vec![ChatMessage::system(system), ChatMessage::user(fill(user, &[("label", label), ("text", text.trim())]))]
 }
 
 /// The rerank request: the question and each candidate's annotation under its id, asking
 /// for the best `n` ids. Only annotations are shown, never fragment text: measured in the
 /// design, raw text dropped recall to 0.73 and annotations raised it to 0.93.
-pub fn rerank_messages(question: &str, candidates: &[(i64, &str)], n: usize) -> Vec<PromptMessage> {
+pub fn rerank_messages(question: &str, candidates: &[(i64, &str)], n: usize) -> Vec<ChatMessage> {
     let (system, user) = split_prompt(RERANK_PROMPT);
     let n = n.to_string();
     let lines: Vec<String> = candidates
@@ -142,13 +121,13 @@ pub fn rerank_messages(question: &str, candidates: &[(i64, &str)], n: usize) -> 
         .collect();
     let candidates = lines.join("\n");
     let values = [("n", n.as_str()), ("question", question.trim()), ("candidates", candidates.as_str())];
-    vec![PromptMessage::system(fill(system, &values)), PromptMessage::user(fill(user, &values))]
+    vec![ChatMessage::system(fill(system, &values)), ChatMessage::user(fill(user, &values))]
 }
 
 /// The request for one session fragment's named entities (the compendium's LLM source).
-pub fn entities_messages(label: &str, text: &str) -> Vec<PromptMessage> {
+pub fn entities_messages(label: &str, text: &str) -> Vec<ChatMessage> {
     let (system, user) = split_prompt(ENTITIES_PROMPT);
-    vec![PromptMessage::system(system), PromptMessage::user(fill(user, &[("label", label), ("text", text.trim())]))]
+    vec![ChatMessage::system(system), ChatMessage::user(fill(user, &[("label", label), ("text", text.trim())]))]
 }
 
 /// `{"entities": [{"name", "kind", "aliases", "description"}]}`.
@@ -233,9 +212,9 @@ mod tests {
     use super::*;
 
     /// Renders messages as `role: content` blocks separated by `---` lines and compares.
-    fn check(messages: &[PromptMessage], expect: &str) {
+    fn check(messages: &[ChatMessage], expect: &str) {
         let rendered: Vec<String> =
-            messages.iter().map(|message| format!("{}: {}", message.role, message.content)).collect();
+            messages.iter().map(|message| format!("{}: {}", message.role.as_str(), message.content)).collect();
         assert_eq!(rendered.join("\n---\n"), expect.trim());
     }
 
@@ -331,13 +310,13 @@ mod tests {
             dropped_for_budget: 0,
         };
         let history = [
-            PromptMessage::system("ignored"),
-            PromptMessage::user("¿Quién es Baika?"),
-            PromptMessage::assistant("Una ladrona [Ficha: Baika]."),
+            ChatMessage::system("ignored"),
+            ChatMessage::user("¿Quién es Baika?"),
+            ChatMessage::assistant("Una ladrona [Ficha: Baika]."),
         ];
         let messages = answer_messages("  ¿y después?  ", &history, &context);
         let (system, _) = split_prompt(ANSWER_PROMPT);
-        assert_eq!(messages[0], PromptMessage::system(system));
+        assert_eq!(messages[0], ChatMessage::system(system));
         check(
             &messages[1..],
             "
@@ -362,12 +341,12 @@ Baika llega a {{question}}.
 
     #[test]
     fn history_is_bounded_and_starts_with_a_user_message() {
-        let history: Vec<PromptMessage> = (0..9)
+        let history: Vec<ChatMessage> = (0..9)
             .map(|turn| {
                 if turn % 2 == 0 {
-                    PromptMessage::user(format!("u{turn}"))
+                    ChatMessage::user(format!("u{turn}"))
                 } else {
-                    PromptMessage::assistant(format!("a{turn}"))
+                    ChatMessage::assistant(format!("a{turn}"))
                 }
             })
             .collect();

@@ -35,6 +35,17 @@ pub enum ChatRole {
     Assistant,
 }
 
+impl ChatRole {
+    /// The role as the wire formats write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChatRole::System => "system",
+            ChatRole::User => "user",
+            ChatRole::Assistant => "assistant",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: ChatRole,

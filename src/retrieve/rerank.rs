@@ -89,7 +89,7 @@ pub async fn rerank_by_annotation(
             }
         }
         let request = ChatRequest {
-            messages: rerank_messages(question, &listed, k).into_iter().map(Into::into).collect(),
+            messages: rerank_messages(question, &listed, k),
             json_schema: Some(rerank_schema(k)),
             max_tokens: RERANK_MAX_TOKENS,
             temperature: 0.0,
