@@ -529,14 +529,10 @@ impl Oracle {
             .filter(|c| !chosen.iter().any(|chosen| chosen.fragment_id == c.fragment_id))
             .map(|c| to_context(c, false))
             .collect();
-        let history: Vec<ChatMessage> = request
-            .history
-            .iter()
-            .map(|turn| match turn.role {
-                TurnRole::User => ChatMessage::user(turn.content.clone()),
-                TurnRole::Assistant => ChatMessage::assistant(turn.content.clone()),
-            })
-            .collect();
+        // A conversation's turns are the user's and the oracle's; a system turn in a history
+        // (a hand-written `--history` file) is not the conversation's and never reaches the model.
+        let history: Vec<ChatMessage> =
+            request.history.iter().filter(|turn| turn.role != TurnRole::System).cloned().collect();
         let window = self.chat.window().await;
         let mut plan = self.plan_context(question, &history, window).await;
         let context = self.build_planned_context(&mut plan, &chosen_context, &leftovers, &terms);

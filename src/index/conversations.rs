@@ -52,6 +52,8 @@ impl Store {
                 let role = match turn.role {
                     TurnRole::User => "user",
                     TurnRole::Assistant => "assistant",
+                    // Not a turn of the conversation: never stored.
+                    TurnRole::System => continue,
                 };
                 insert.execute(params![conversation, role, turn.content])?;
             }

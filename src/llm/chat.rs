@@ -12,20 +12,11 @@ use super::LlmError;
 /// nothing until used.
 pub const DEFAULT_SERVER_N_CTX: usize = 32768;
 
-/// Who said a turn of a conversation the table had with the oracle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TurnRole {
-    User,
-    Assistant,
-}
-
-/// One turn of a conversation (a Discord channel or thread, a CLI chat).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Turn {
-    pub role: TurnRole,
-    pub content: String,
-}
+/// One turn of a conversation the table had with the oracle (a Discord channel or thread, a
+/// CLI chat): a chat message, user or assistant (issue 13: one message type).
+pub type Turn = ChatMessage;
+/// Who said a turn.
+pub type TurnRole = ChatRole;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
