@@ -8,6 +8,9 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("eval").join("campaign");
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
+    // A binary without its sample would answer "no notes" to the README's first command:
+    // a build that finds none is an error, not an empty campaign.
+    assert!(!files.is_empty(), "no sample campaign notes under {}", root.display());
     files.sort();
     let mut code =
         String::from("/// (path relative to the sample root, content)\npub const SAMPLE_FILES: &[(&str, &str)] = &[\n");

@@ -165,6 +165,15 @@ pub struct Prepared {
     names: NameBook,
 }
 
+/// Where an answer is before its first word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// The paths are searching the notes.
+    Searching,
+    /// The model is reading `notes` notes (in full or as summaries) and writing.
+    Writing { notes: usize },
+}
+
 /// One question.
 #[derive(Debug, Clone)]
 pub struct AskRequest<'a> {
@@ -389,12 +398,25 @@ impl Oracle {
 
     /// Answers one question; `on_token` receives the answer as it streams.
     pub async fn ask(&self, request: &AskRequest<'_>, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
+        self.ask_in_stages(request, &|_| {}, on_token).await
+    }
+
+    /// [`Oracle::ask`], telling `on_stage` where the answer is before any text exists (on a
+    /// CPU the model reads for a minute before it writes a word: the reader sees why).
+    pub async fn ask_in_stages(
+        &self,
+        request: &AskRequest<'_>,
+        on_stage: &(dyn Fn(Stage) + Send + Sync),
+        on_token: Option<TokenSink<'_>>,
+    ) -> Result<Answer, AskError> {
         let span = tracing::info_span!("answer", audience = ?request.audience);
         async move {
             check_question(request.question)?;
+            on_stage(Stage::Searching);
             let index = self.open_index().await?;
             let compendium = self.compendium(&index)?;
             let prepared = self.prepare(&index, &compendium, request, Pipeline::default()).await?;
+            on_stage(Stage::Writing { notes: prepared.context.shown_labels.len() });
             self.generate(&prepared, on_token).await
         }
         .instrument(span)

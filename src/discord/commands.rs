@@ -31,7 +31,7 @@ use super::{Context, Data, Desk, Error, Job, ReingestSetup};
 use crate::config::{CampaignPlaces, DiscordConfig};
 use crate::corpus::fold;
 use crate::ingest::{IngestError, IngestSummary, Quiet};
-use crate::oracle::{AskRequest, MAX_QUESTION_CHARS, Oracle};
+use crate::oracle::{AskRequest, MAX_QUESTION_CHARS, Oracle, Stage};
 use crate::retrieve::{Audience, Turn, TurnRole};
 
 /// Every command, in the order `/` lists them.
@@ -689,7 +689,7 @@ pub async fn answer_question(
     // The preview owns the message while the model writes; the final layout replaces it.
     let shown = std::sync::Mutex::new(notice);
 
-    let (progress, progress_seen) = watch::channel(String::new());
+    let (progress, progress_seen) = watch::channel(Progress::Waiting);
     let asked = tokio::select! {
         (asked, ()) = async {
             tokio::join!(ask(data, desk, question, history, audience, progress), preview(outlet, &shown, progress_seen, lang))
@@ -770,7 +770,7 @@ fn take_posted<'a>(shown: &std::sync::Mutex<Option<Posted<'a>>>) -> Option<Poste
 async fn preview<'a>(
     outlet: &Outlet<'a>,
     shown: &std::sync::Mutex<Option<Posted<'a>>>,
-    mut progress: watch::Receiver<String>,
+    mut progress: watch::Receiver<Progress>,
     lang: Lang,
 ) {
     let mut last_edit: Option<tokio::time::Instant> = None;
@@ -782,18 +782,31 @@ async fn preview<'a>(
         if progress.has_changed().is_err() {
             break;
         }
-        let text = progress.borrow_and_update().clone();
-        if text.trim().is_empty() {
-            continue;
-        }
+        let message = match &*progress.borrow_and_update() {
+            Progress::Waiting => continue,
+            Progress::Stage(stage) => embeds::stage_message(*stage, lang),
+            Progress::Text(text) if text.trim().is_empty() => continue,
+            Progress::Text(text) => embeds::preview_message(text, lang),
+        };
         last_edit = Some(tokio::time::Instant::now());
         // Never held across an await: taken out, edited, put back.
         let current = shown.lock().ok().and_then(|mut guard| guard.take());
-        let updated = outlet.show_preview(current, &embeds::preview_message(&text, lang)).await;
+        let updated = outlet.show_preview(current, &message).await;
         if let Ok(mut guard) = shown.lock() {
             *guard = updated;
         }
     }
+}
+
+/// What the answer's message shows while the answer is made.
+#[derive(Debug, Clone, PartialEq)]
+enum Progress {
+    /// Nothing yet (the deferral's "thinking…", or the queue notice, stays).
+    Waiting,
+    /// Before the first word: searching, then reading and writing.
+    Stage(Stage),
+    /// The answer so far.
+    Text(String),
 }
 
 /// The oracle's answer, computed on the answer worker (its future is not `Send`); the text
@@ -804,14 +817,30 @@ async fn ask(
     question: &str,
     history: Vec<Turn>,
     audience: Audience,
-    progress: watch::Sender<String>,
+    progress: watch::Sender<Progress>,
 ) -> Result<Result<crate::oracle::Answer, crate::oracle::AskError>, WorkerGone> {
     let oracle = Arc::clone(&desk.oracle);
     let question = question.to_string();
     data.worker
         .run("answers", move || async move {
-            let sink = |piece: &str| progress.send_modify(|text| text.push_str(piece));
-            oracle.ask(&AskRequest { question: &question, history: &history, audience }, Some(&sink)).await
+            // The answer's text replaces the stage once it starts; a stage never replaces text.
+            let sink = |piece: &str| {
+                progress.send_modify(|shown| match shown {
+                    Progress::Text(text) => text.push_str(piece),
+                    other => *other = Progress::Text(piece.to_string()),
+                })
+            };
+            let on_stage = |stage: Stage| {
+                progress.send_if_modified(|shown| match shown {
+                    Progress::Text(_) => false,
+                    other => {
+                        *other = Progress::Stage(stage);
+                        true
+                    }
+                });
+            };
+            let request = AskRequest { question: &question, history: &history, audience };
+            oracle.ask_in_stages(&request, &on_stage, Some(&sink)).await
         })
         .await
 }

@@ -182,6 +182,19 @@ pub fn preview_message(text_so_far: &str, lang: Lang) -> Message {
     }
 }
 
+/// Where an answer is before its first word: searching the notes, then reading N of them
+/// and writing (on a CPU, a minute or more), so the asker sees it is working and why.
+pub fn stage_message(stage: crate::oracle::Stage, lang: Lang) -> Message {
+    let description = match stage {
+        crate::oracle::Stage::Searching => lang.searching(),
+        crate::oracle::Stage::Writing { notes } => lang.reading_notes(notes),
+    };
+    Message {
+        embeds: vec![Embed { description: Some(description), colour: ANSWER_COLOUR, ..Embed::default() }],
+        ..Message::default()
+    }
+}
+
 /// A source read in full: its parts' text under its label, as many messages as it takes.
 pub fn source_messages(label: &str, parts: &[String], lang: Lang) -> Vec<Message> {
     let text = parts.iter().map(|part| part.trim()).filter(|part| !part.is_empty()).collect::<Vec<_>>().join("\n\n");

@@ -105,6 +105,14 @@ impl Lang {
         self.pick("🔎 Buscando en las notas…", "🔎 Searching the notes…")
     }
 
+    /// The model reads the notes it was shown and writes (before its first word).
+    pub fn reading_notes(self, notes: usize) -> String {
+        match self {
+            Lang::Es => format!("📚 Leyendo {notes} notas y escribiendo la respuesta…"),
+            Lang::En => format!("📚 Reading {notes} notes and writing the answer…"),
+        }
+    }
+
     /// The footer of an answer while it is written.
     pub fn writing(self) -> String {
         self.pick("✍️ Escribiendo… (las fuentes aparecen al terminar)", "✍️ Writing… (sources appear when it is done)")

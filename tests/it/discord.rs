@@ -145,9 +145,11 @@ fn is_webhook_for<'a>(token: &'a str, method: &'static str) -> impl Fn(&Recorded
     move |r| r.method == method && r.path.starts_with(&format!("/webhooks/{APP_ID}/{token}"))
 }
 
-/// A message still being written carries this in its footer; the final layout does not.
+/// A message still being made: a stage (🔎 searching, 📚 reading the notes) or the text so far
+/// (✍️ in its footer); the final layout has none of them.
 fn is_preview(body: &Value) -> bool {
-    body.to_string().contains("✍️")
+    let body = body.to_string();
+    ["✍️", "🔎", "📚"].iter().any(|marker| body.contains(marker))
 }
 
 /// The answer's final layout (checked citations, sources, buttons) for an interaction: after
@@ -248,8 +250,10 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     assert_eq!(deferred.body["type"], 5, "deferred within Discord's 3 seconds: {}", deferred.body);
     // Streamed: the answer's message shows the text so far, then becomes the final layout.
     let preview = discord.wait_for("the answer's first preview", is_webhook_for(&question_token, "PATCH")).await;
+    // Before any text: the stage, at once (on a CPU the model reads for a minute first).
+    assert!(embed_text(&preview.body).contains("Buscando en las notas"), "{}", preview.body);
     assert!(preview.path.ends_with("/messages/@original"), "the first message replaces the deferral: {}", preview.path);
-    assert!(is_preview(&preview.body), "the first message is the text so far: {}", preview.body);
+    assert!(is_preview(&preview.body), "the first message is a preview: {}", preview.body);
     assert!(field_names(&preview.body).is_empty(), "no sources before the citations are checked");
     let answer = discord.wait_for("the answer's final layout", is_final_answer_for(&question_token)).await;
     assert_eq!(answer.method, "PATCH", "the preview is edited into the answer, not posted again");
@@ -978,8 +982,14 @@ async fn measure_first_text_with_the_embedded_model() {
     let index_dir = oraculo::index::campaign_index_dir(scratch.data.path(), &campaign);
     let embedder = crate::embedded::e5();
     let ingest_started = std::time::Instant::now();
-    ingest_dir(&index_dir, &campaign, &campaign_config(&[]), &embedder).await.unwrap();
-    eprintln!("sample campaign embedded in {:.0} s", ingest_started.elapsed().as_secs_f64());
+    let summary = ingest_dir(&index_dir, &campaign, &campaign_config(&[]), &embedder).await.unwrap();
+    eprintln!(
+        "sample campaign: {} fragments, {} windows embedded in {:.0} s",
+        summary.fragments,
+        summary.windows_embedded,
+        ingest_started.elapsed().as_secs_f64()
+    );
+    assert!(summary.fragments > 40, "{summary:?}");
 
     let discord = FakeDiscord::start().await;
     let text = format!(
