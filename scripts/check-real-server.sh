@@ -214,7 +214,10 @@ else
     report annotate FAIL "$(since "$T")" "$(cat "$WORK/annotate.json" 2>/dev/null) $(tail -1 "$WORK/annotate.err")"
 fi
 
-QUESTION="¿Qué ocurrió en la primera sesión?"
+# A question about what these four sessions hold, that names no session: «la primera sesión»
+# would be the campaign's session 1, which these four do not include (the time path then
+# answers alone that it is not in the notes, and no model is asked).
+QUESTION="¿Qué hizo Yusuf Benarroch con el mapa?"
 for step in ask-free ask-struct; do
     config="$WORK/free.toml"; want=free
     [ "$step" = ask-struct ] && { config="$WORK/structured.toml"; want=structured; }
@@ -242,7 +245,7 @@ grep -c 'exceeds the available context size' "$WORK/server.log" | sed 's/^/  ser
 printf '[{"role": "user", "content": "Hola"}, {"role": "assistant", "content": "Hola, pregunta."}]\n' >"$WORK/history.json"
 HISTORY_SUM="$(sha256sum "$WORK/history.json" | cut -d' ' -f1)"
 T=$(now)
-oraculo "$WORK/long.toml" ask --history "$WORK/history.json" "Cuéntame con detalle todo lo que pasó en la primera sesión" \
+oraculo "$WORK/long.toml" ask --history "$WORK/history.json" "Cuéntame con detalle todo lo que hizo Yusuf Benarroch con el mapa y el laúd" \
     >"$WORK/killed.out" 2>"$WORK/killed.err" &
 ASK_PID=$!
 for _ in $(seq 1 600); do

@@ -1032,9 +1032,7 @@ proxy_url = "{rest}"
             first_status = Some(asked.elapsed());
         }
         let has_text = |r: &&Recorded| {
-            r.body["embeds"][0]["description"]
-                .as_str()
-                .is_some_and(|d| d.contains('[') || d.split_whitespace().count() > 3)
+            r.body["embeds"][0]["description"].as_str().is_some_and(|d| !d.starts_with('🔎') && !d.starts_with('📚'))
         };
         if first_text.is_none() && mine.iter().any(has_text) {
             first_text = Some(asked.elapsed());
