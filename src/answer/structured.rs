@@ -24,6 +24,10 @@ use crate::corpus::LabelLanguage;
 /// Sentences a structured answer may hold: a direct answer, not a copy of the material.
 /// Also bounds how long a small model can run on.
 pub const MAX_SENTENCES: usize = 8;
+/// Characters one sentence may take in the schema (`maxLength`): a sentence, not a page. The
+/// grammar closes the string there, so a small model that runs on inside a sentence (SmolLM2
+/// against a real llama-server did, until `max_tokens` cut the JSON) still returns valid JSON.
+pub const MAX_SENTENCE_CHARS: usize = 400;
 
 /// One sentence of a structured answer and the labels it rests on.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -83,7 +87,7 @@ pub fn answer_schema(shown_labels: &[String]) -> serde_json::Value {
                 "items": {
                     "type": "object",
                     "properties": {
-                        "text": { "type": "string" },
+                        "text": { "type": "string", "minLength": 1, "maxLength": MAX_SENTENCE_CHARS },
                         "sources": { "type": "array", "items": label, "minItems": 1, "maxItems": 3 }
                     },
                     "required": ["text", "sources"],
@@ -311,6 +315,12 @@ mod tests {
         let sources = &schema["properties"]["sentences"]["items"]["properties"]["sources"];
         assert_eq!(sources["items"]["enum"], json!(["Sesión 7", "Ficha: Baika"]));
         assert_eq!(sources["minItems"], 1);
+        // A sentence is bounded, so a model that runs on inside one still closes the JSON.
+        let text = &schema["properties"]["sentences"]["items"]["properties"]["text"];
+        assert_eq!(
+            (text["minLength"].as_u64(), text["maxLength"].as_u64()),
+            (Some(1), Some(MAX_SENTENCE_CHARS as u64))
+        );
         assert_eq!(schema["required"], json!(["in_notes", "sentences"]));
         // Nothing shown: no enum (it would be empty), no sentence allowed.
         let empty = answer_schema(&[]);
