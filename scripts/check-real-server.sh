@@ -158,7 +158,9 @@ $3
 TOML
 }
 write_config "$WORK/free.toml" free ""
-write_config "$WORK/structured.toml" structured ""
+# Room for the whole JSON: each sentence is capped by the schema (400 characters), but 192
+# tokens end inside the first one, and a JSON cut by max_tokens never parses.
+write_config "$WORK/structured.toml" structured "" 768
 write_config "$WORK/over.toml" free "n_ctx = 32768"
 write_config "$WORK/long.toml" free "" 1024
 
