@@ -268,19 +268,7 @@ async fn recap_inner(
         .store
         .fragment_heads(&ids)?
         .into_iter()
-        .map(|head| Candidate {
-            fragment_id: head.id,
-            label: head.label,
-            kind: head.kind,
-            source_path: head.source_path,
-            session: head.session,
-            part: head.part,
-            visibility: head.visibility,
-            content_hash: head.content_hash,
-            ranks: PathRanks { time: Some(1), ..PathRanks::default() },
-            rrf_score: 0.0,
-            dense_window: None,
-        })
+        .map(|head| Candidate::from_head(head, PathRanks { time: Some(1), ..PathRanks::default() }, 0.0, None))
         .collect();
     let question = match language {
         LabelLanguage::Es => {

@@ -188,6 +188,30 @@ pub struct Candidate {
     pub dense_window: Option<u32>,
 }
 
+impl Candidate {
+    /// A stored fragment's head as a candidate, with where the paths ranked it.
+    pub fn from_head(
+        head: crate::index::FragmentHead,
+        ranks: PathRanks,
+        rrf_score: f64,
+        dense_window: Option<u32>,
+    ) -> Candidate {
+        Candidate {
+            fragment_id: head.id,
+            label: head.label,
+            kind: head.kind,
+            source_path: head.source_path,
+            session: head.session,
+            part: head.part,
+            visibility: head.visibility,
+            content_hash: head.content_hash,
+            ranks,
+            rrf_score,
+            dense_window,
+        }
+    }
+}
+
 /// One search.
 #[derive(Debug, Clone)]
 pub struct SearchRequest<'a> {
@@ -383,18 +407,9 @@ pub async fn search(
         let candidates: Vec<Candidate> = fused
             .iter()
             .filter_map(|entry| heads.remove(&entry.fragment_id).map(|head| (entry, head)))
-            .map(|(entry, head)| Candidate {
-                fragment_id: head.id,
-                label: head.label,
-                kind: head.kind,
-                source_path: head.source_path,
-                session: head.session,
-                part: head.part,
-                visibility: head.visibility,
-                content_hash: head.content_hash,
-                ranks: entry.ranks,
-                rrf_score: entry.score,
-                dense_window: dense_windows.get(&head.id).copied(),
+            .map(|(entry, head)| {
+                let dense_window = dense_windows.get(&head.id).copied();
+                Candidate::from_head(head, entry.ranks, entry.score, dense_window)
             })
             .collect();
         timings.fuse_ms = ms(started);
