@@ -5,7 +5,10 @@ use std::path::Path;
 
 fn main() {
     println!("cargo:rerun-if-changed=eval/campaign");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("eval").join("campaign");
+    // Read at run time, not baked in with `env!`: a build script compiled for one checkout
+    // is reused by cargo for another that shares the target dir.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&manifest).join("eval").join("campaign");
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
     // A binary without its sample would answer "no notes" to the README's first command:

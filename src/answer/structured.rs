@@ -68,27 +68,45 @@ struct RawAnswer {
 }
 
 /// The schema of a structured answer whose sources are exactly `shown_labels`.
-/// With nothing shown, the only valid answer is "not in the notes" (an empty enum would be
-/// an invalid schema, so the sentence list is capped at zero instead).
+///
+/// Two shapes, one per value of the flag, so a grammar-constrained model cannot say "not in
+/// the notes" and then write a sentence anyway (SmolLM2 against a real llama-server did, and
+/// the answer fell back to extractive): `{"in_notes": true, "sentences": [1..8]}` or
+/// `{"in_notes": false, "sentences": []}`. llama.cpp's grammar, Ollama's `format` and
+/// llama-server's `response_format` all read `anyOf` and `const`; a server that ignores the
+/// schema is still caught by [`parse_structured`].
+/// With nothing shown, only the second shape is offered (an empty enum would be invalid).
 pub fn answer_schema(shown_labels: &[String]) -> serde_json::Value {
-    let max_sentences = if shown_labels.is_empty() { 0 } else { MAX_SENTENCES };
-    let label = if shown_labels.is_empty() {
-        json!({ "type": "string" })
-    } else {
-        json!({ "type": "string", "enum": shown_labels })
-    };
-    json!({
+    let not_in_notes = json!({
         "type": "object",
         "properties": {
-            "in_notes": { "type": "boolean" },
+            "in_notes": { "const": false },
+            "sentences": { "type": "array", "maxItems": 0 }
+        },
+        "required": ["in_notes", "sentences"],
+        "additionalProperties": false
+    });
+    if shown_labels.is_empty() {
+        return json!({ "anyOf": [not_in_notes] });
+    }
+    let answered = json!({
+        "type": "object",
+        "properties": {
+            "in_notes": { "const": true },
             "sentences": {
                 "type": "array",
-                "maxItems": max_sentences,
+                "minItems": 1,
+                "maxItems": MAX_SENTENCES,
                 "items": {
                     "type": "object",
                     "properties": {
                         "text": { "type": "string", "minLength": 1, "maxLength": MAX_SENTENCE_CHARS },
-                        "sources": { "type": "array", "items": label, "minItems": 1, "maxItems": 3 }
+                        "sources": {
+                            "type": "array",
+                            "items": { "type": "string", "enum": shown_labels },
+                            "minItems": 1,
+                            "maxItems": 3
+                        }
                     },
                     "required": ["text", "sources"],
                     "additionalProperties": false
@@ -97,7 +115,8 @@ pub fn answer_schema(shown_labels: &[String]) -> serde_json::Value {
         },
         "required": ["in_notes", "sentences"],
         "additionalProperties": false
-    })
+    });
+    json!({ "anyOf": [answered, not_in_notes] })
 }
 
 /// Parses and checks a structured reply against the labels shown. Tolerates what servers
@@ -312,20 +331,33 @@ mod tests {
     #[test]
     fn the_schema_lists_exactly_the_labels_shown() {
         let schema = answer_schema(&labels());
-        let sources = &schema["properties"]["sentences"]["items"]["properties"]["sources"];
+        let answered = &schema["anyOf"][0];
+        let sentences = &answered["properties"]["sentences"];
+        let sources = &sentences["items"]["properties"]["sources"];
         assert_eq!(sources["items"]["enum"], json!(["Sesión 7", "Ficha: Baika"]));
         assert_eq!(sources["minItems"], 1);
         // A sentence is bounded, so a model that runs on inside one still closes the JSON.
-        let text = &schema["properties"]["sentences"]["items"]["properties"]["text"];
+        let text = &sentences["items"]["properties"]["text"];
         assert_eq!(
             (text["minLength"].as_u64(), text["maxLength"].as_u64()),
             (Some(1), Some(MAX_SENTENCE_CHARS as u64))
         );
-        assert_eq!(schema["required"], json!(["in_notes", "sentences"]));
-        // Nothing shown: no enum (it would be empty), no sentence allowed.
+        // The flag and the sentences cannot disagree: true needs a sentence, false allows none.
+        assert_eq!(
+            (answered["properties"]["in_notes"]["const"].clone(), sentences["minItems"].clone()),
+            (json!(true), json!(1))
+        );
+        let abstains = &schema["anyOf"][1];
+        assert_eq!(abstains["properties"]["in_notes"]["const"], json!(false));
+        assert_eq!(abstains["properties"]["sentences"]["maxItems"], 0);
+        for shape in schema["anyOf"].as_array().into_iter().flatten() {
+            assert_eq!(shape["required"], json!(["in_notes", "sentences"]));
+        }
+        // Nothing shown: no enum (it would be empty), only "not in the notes".
         let empty = answer_schema(&[]);
-        assert_eq!(empty["properties"]["sentences"]["maxItems"], 0);
-        assert!(empty["properties"]["sentences"]["items"]["properties"]["sources"]["items"].get("enum").is_none());
+        assert_eq!(empty["anyOf"].as_array().map(Vec::len), Some(1));
+        assert_eq!(empty["anyOf"][0]["properties"]["in_notes"]["const"], json!(false));
+        assert!(!empty.to_string().contains("enum"));
     }
 
     #[test]

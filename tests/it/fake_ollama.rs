@@ -526,6 +526,13 @@ pub fn split_words(text: &str) -> Vec<String> {
 /// The smallest value valid against `schema` (objects get their required properties): the
 /// stand-in honours `format` loosely, as a JSON-constrained model would.
 pub fn smallest_valid(schema: &Value) -> Value {
+    if let Some(value) = schema.get("const") {
+        return value.clone();
+    }
+    if let Some(shapes) = schema["anyOf"].as_array() {
+        // Of several shapes, the shortest: a constrained model may take any of them.
+        return shapes.iter().map(smallest_valid).min_by_key(|value| value.to_string().len()).unwrap_or(Value::Null);
+    }
     if let Some(values) = schema["enum"].as_array() {
         return values.first().cloned().unwrap_or(Value::Null);
     }

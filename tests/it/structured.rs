@@ -114,7 +114,7 @@ async fn a_structured_answer_streams_its_sentences_and_cites_only_labels_shown()
     assert_eq!(cited, [("Sesión 7", true), ("Sesión 8", true)]);
     // The schema sent: the sources are an enum of exactly the labels shown.
     let request = bench.fake.chat_requests("/api/chat").pop().unwrap();
-    let sources = &request.body["format"]["properties"]["sentences"]["items"]["properties"]["sources"];
+    let sources = &request.body["format"]["anyOf"][0]["properties"]["sentences"]["items"]["properties"]["sources"];
     let shown: Vec<String> =
         answer.fragments_shown.iter().chain(&answer.summaries_shown).map(|s| s.label.clone()).fold(
             Vec::new(),
@@ -197,7 +197,7 @@ async fn the_openai_backend_answers_structured_through_response_format() {
     let request = bench.fake.chat_requests("/v1/chat/completions").pop().unwrap();
     let format = &request.body["response_format"];
     assert_eq!(format["type"], "json_schema");
-    assert!(format["json_schema"]["schema"]["properties"]["sentences"].is_object(), "{format}");
+    assert!(format["json_schema"]["schema"]["anyOf"][0]["properties"]["sentences"].is_object(), "{format}");
 
     // A server that ignores the schema every time: extractive.
     bench.fake.enqueue_reply("Tomás murió [Sesión 7].");
@@ -302,6 +302,27 @@ async fn a_slow_cpu_gets_the_passages_that_matter_within_its_time() {
     assert!(prompt.contains("[Sesión 3]") && prompt.contains("Tomás cayó en combate ante el ogro"), "{prompt}");
     assert!(prompt.contains("(…)"), "{prompt}");
     assert_eq!(answer.text, "Tomás cayó en el puente [Sesión 3].");
+}
+
+#[test]
+fn the_answer_schema_becomes_a_grammar_with_one_rule_per_shape() {
+    // What llama.cpp's converter makes of the schema: the flag's value per shape.
+    fn flag_values(grammar: &str) -> Vec<&str> {
+        grammar.lines().filter_map(|line| line.split_once("-in-notes ::= ")).map(|(_, value)| value).collect()
+    }
+    let labels = vec!["Sesión 7".to_string(), "Ficha: Baika".to_string()];
+    let schema = oraculo::answer::structured::answer_schema(&labels);
+    let grammar = llama_cpp_2::json_schema_to_grammar(&schema.to_string()).expect("llama.cpp reads anyOf and const");
+    // The root is an alternation of the two shapes: "true" only with sentences, "false"
+    // only with an empty list; the labels are literals.
+    let root = grammar.lines().find(|line| line.starts_with("root ::=")).expect("a root rule");
+    assert!(root.contains('|'), "{grammar}");
+    assert_eq!(flag_values(&grammar), ["\"true\"", "\"false\""], "{grammar}");
+    assert!(grammar.contains("Ficha: Baika"), "{grammar}");
+    let nothing_shown = oraculo::answer::structured::answer_schema(&[]);
+    let grammar = llama_cpp_2::json_schema_to_grammar(&nothing_shown.to_string()).expect("a grammar");
+    assert_eq!(flag_values(&grammar), ["\"false\""], "{grammar}");
+    assert!(grammar.contains(r#"-sentences ::= "[" space  space "]""#), "no sentence fits: {grammar}");
 }
 
 #[tokio::test]
