@@ -1,8 +1,11 @@
 //! Pipeline benchmark (measures, asserts nothing): corpus split, ingest, unchanged re-ingest
-//! and retrieval latency on generated Spanish campaigns of 100 and 1000 sessions.
+//! and retrieval latency on generated Spanish campaigns of 100 and 1000 sessions, then the
+//! warm oracle (the bot's case: the process already running, the index open): a whole search
+//! call through `Oracle::search`, and the same with the real e5-small query embedding when its
+//! model file is present.
 //!
-//! Embedding is excluded: a feature-hashing embedder stands in for the model (microseconds
-//! per text), so the figures are the pipeline's own cost. Run:
+//! Embedding is excluded from the first figures: a feature-hashing embedder stands in for the
+//! model (microseconds per text), so they are the pipeline's own cost. Run:
 //! `cargo bench --bench pipeline` (release) or `cargo bench --profile dev --bench pipeline`.
 
 use std::path::Path;
@@ -14,7 +17,9 @@ use oraculo::config::{CampaignConfig, DEFAULT_IGNORED, DEFAULT_MAX_NOTE_BYTES};
 use oraculo::corpus::{self, CorpusConfig, LabelLanguage, default_kind_folders};
 use oraculo::index::{Index, campaign_index_dir};
 use oraculo::ingest::{Quiet, ingest_campaign};
+use oraculo::llm::chat::{ChatModel, ChatRequest, ChatResponse, TokenSink};
 use oraculo::llm::{EmbedRole, Embedder, LlmError, normalize};
+use oraculo::oracle::{AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::{Audience, CompendiumIndex, DEFAULT_K, PathSet, SearchRequest, search};
 
 const DIMENSION: usize = 384;
@@ -312,6 +317,7 @@ async fn bench_campaign(n_sessions: usize) {
         }
     }
     totals.sort_by(f64::total_cmp);
+    let paths_p50 = percentile(&totals, 0.5);
     let mean_pool = pool_sizes.iter().sum::<usize>() as f64 / pool_sizes.len() as f64;
     println!(
         "{n_sessions} sessions: paths + fusion p50 {:.1} ms, p95 {:.1} ms over {} searches; pool {:.1} candidates on average (min {}, max {})",
@@ -322,6 +328,100 @@ async fn bench_campaign(n_sessions: usize) {
         pool_sizes.iter().min().unwrap(),
         pool_sizes.iter().max().unwrap(),
     );
+    drop(index);
+
+    // 5. The warm oracle: one Oracle kept across questions, as the bot keeps it (the index
+    // stays open between questions, the compendium matcher is built once per generation).
+    let warm = |embedder: std::sync::Arc<dyn Embedder>| {
+        Oracle::new(&index_dir, embedder, std::sync::Arc::new(NoChat), AnswerSettings::new(256))
+    };
+    let oracle = warm(std::sync::Arc::new(HashEmbedder { calls: AtomicUsize::new(0) }));
+    let (search_p50, search_p95) = warm_searches(&oracle, &questions).await;
+    println!(
+        "{n_sessions} sessions, warm oracle (hash embedder): whole search call p50 {search_p50:.1} ms, p95 {search_p95:.1} ms (paths + fusion alone p50 {paths_p50:.1} ms)"
+    );
+    if n_sessions == 100
+        && let Some(e5) = e5_embedder()
+    {
+        // The real query embedder: the same campaign ingested with e5-small into its own data
+        // dir (its vectors are e5's), then whole search calls and query embeddings alone.
+        let e5_data = tempfile::TempDir::new().unwrap();
+        let e5_index_dir = campaign_index_dir(e5_data.path(), campaign.path());
+        let mut e5_index = Index::open(&e5_index_dir).await.unwrap();
+        ingest_campaign(&mut e5_index, campaign.path(), &config, e5.as_ref(), 16, &Quiet).await.unwrap();
+        drop(e5_index);
+        let oracle = Oracle::new(&e5_index_dir, e5, std::sync::Arc::new(NoChat), AnswerSettings::new(256));
+        let (search_p50, search_p95) = warm_searches(&oracle, &questions).await;
+        let mut embed_ms = Vec::new();
+        for question in questions.iter().cycle().take(50) {
+            let started = Instant::now();
+            oracle.embedder().embed(&[question.to_string()], EmbedRole::Query).await.unwrap();
+            embed_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        embed_ms.sort_by(f64::total_cmp);
+        println!(
+            "{n_sessions} sessions, warm oracle (e5-small): whole search call p50 {search_p50:.1} ms, p95 {search_p95:.1} ms; query embedding alone p50 {:.1} ms, p95 {:.1} ms",
+            percentile(&embed_ms, 0.5),
+            percentile(&embed_ms, 0.95),
+        );
+    }
+}
+
+/// Whole `Oracle::search` calls (open index lent, compendium, embedding, paths, fusion),
+/// after one warm-up round: p50 and p95 in ms.
+async fn warm_searches(oracle: &Oracle, questions: &[&str]) -> (f64, f64) {
+    let mut wall = Vec::new();
+    for round in 0..5 {
+        for question in questions {
+            let request = AskRequest { question, history: &[], audience: Audience::Player };
+            let started = Instant::now();
+            oracle.search(&request).await.unwrap();
+            if round > 0 {
+                wall.push(started.elapsed().as_secs_f64() * 1000.0);
+            }
+        }
+    }
+    wall.sort_by(f64::total_cmp);
+    (percentile(&wall, 0.5), percentile(&wall, 0.95))
+}
+
+/// The embedded e5-small, when its model file is where `scripts/fetch-models.sh` puts it.
+fn e5_embedder() -> Option<std::sync::Arc<dyn Embedder>> {
+    // Where the default configuration looks: ORACULO_E5_MODEL, else the data dir's models/.
+    let data_dir = std::env::var_os("XDG_DATA_HOME")
+        .map(|dir| Path::new(&dir).join("oraculo"))
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".local/share/oraculo")))?;
+    let path = oraculo::llm::embedded::E5Embedder::default_path(&data_dir);
+    if !path.is_file() {
+        println!("(no e5-small figures: {} is absent; scripts/fetch-models.sh fetches it)", path.display());
+        return None;
+    }
+    match oraculo::llm::embedded::E5Embedder::load(&path) {
+        Ok(embedder) => Some(std::sync::Arc::new(embedder)),
+        Err(err) => {
+            println!("(no e5-small figures: {err})");
+            None
+        }
+    }
+}
+
+/// The search never calls the chat model; this one says so if it is ever asked.
+struct NoChat;
+
+#[async_trait]
+impl ChatModel for NoChat {
+    fn id(&self) -> &str {
+        "bench:no-chat"
+    }
+    fn context_window(&self) -> usize {
+        4096
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.len() / 4
+    }
+    async fn chat(&self, _request: &ChatRequest, _on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
+        Err(LlmError::BadResponse { backend: "bench".into(), detail: "the search bench never asks the model".into() })
+    }
 }
 
 #[tokio::main]

@@ -884,8 +884,8 @@ mod tests {
 
     #[test]
     fn an_error_prints_its_causes_once() {
-        let refused = || LlmError::ServerStatus {
-            backend: "the OpenAI-compatible server".into(),
+        let refused = || LlmError::Status {
+            server: crate::llm::Server::OpenAi,
             url: "http://127.0.0.1:8080".into(),
             status: 400,
             body: "the request exceeds the available context size, try increasing it".into(),

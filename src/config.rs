@@ -63,8 +63,8 @@ pub const DEFAULT_DISCORD_CONCURRENCY: usize = 1;
 /// flood that would queue the whole table behind one player.
 pub const DEFAULT_QUESTIONS_PER_MINUTE: u32 = 4;
 /// Turns (a question or an answer each) of a channel's or thread's history sent with a
-/// follow-up: the answer prompt keeps at most this many anyway (`answer::MAX_HISTORY_MESSAGES`).
-pub const DEFAULT_HISTORY_TURNS: usize = crate::answer::MAX_HISTORY_MESSAGES;
+/// follow-up: the answer prompt keeps at most this many anyway (`prompt::MAX_HISTORY_MESSAGES`).
+pub const DEFAULT_HISTORY_TURNS: usize = crate::prompt::MAX_HISTORY_MESSAGES;
 /// The most history turns a conversation may be configured to carry: beyond this the notes
 /// are crowded out of the context window.
 pub const MAX_HISTORY_TURNS: usize = 40;

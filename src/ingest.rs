@@ -252,7 +252,7 @@ pub async fn annotate_fragments(
     chat: &dyn ChatModel,
     progress: &dyn IngestProgress,
 ) -> AnnotationReport {
-    use crate::answer::prompt::{ANNOTATE_PROMPT_VERSION, annotate_messages};
+    use crate::prompt::{ANNOTATE_PROMPT_VERSION, annotate_messages};
     let span = info_span!("ingest.annotate", model = chat.id());
     let started = Instant::now();
     async move {
@@ -317,7 +317,7 @@ pub async fn annotate_fragments(
 /// The compendium's LLM source: named entities of each player-visible session fragment, cached
 /// by content hash + model + prompt version like the annotations. The next ingest merges them.
 async fn extract_entities(index: &Index, chat: &dyn ChatModel, report: &mut AnnotationReport) {
-    use crate::answer::prompt::{ENTITIES_PROMPT_VERSION, entities_messages, entities_schema};
+    use crate::prompt::{ENTITIES_PROMPT_VERSION, entities_messages, entities_schema};
     #[derive(serde::Deserialize)]
     struct Extraction {
         entities: Vec<ExtractedEntity>,
@@ -436,7 +436,7 @@ async fn embed_fragments<'a>(
 /// Entities a chat model extracted from the campaign's player-visible session fragments in
 /// earlier annotation passes (cached by content hash), whichever model wrote them.
 fn cached_extractions(index: &Index, fragments: &[Fragment]) -> Result<Vec<ExtractedEntity>, IndexError> {
-    use crate::answer::prompt::ENTITIES_PROMPT_VERSION;
+    use crate::prompt::ENTITIES_PROMPT_VERSION;
     let hashes: Vec<&str> = fragments
         .iter()
         .filter(|f| f.kind == NoteKind::Session && f.visibility == Visibility::Player)

@@ -27,6 +27,7 @@ pub mod logging;
 
 pub mod answer;
 pub mod compendium;
+pub mod conversation;
 pub mod corpus;
 pub mod discord;
 pub mod index;
@@ -34,6 +35,7 @@ pub mod ingest;
 pub mod lexicon;
 pub mod llm;
 pub mod oracle;
+pub mod prompt;
 pub mod retrieve;
 pub mod timeline;
 

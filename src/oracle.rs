@@ -14,9 +14,6 @@ use tracing::Instrument;
 
 use crate::answer::grounding::{CitedNotes, NameBook};
 use crate::answer::passages::{GAP_MARK, QueryTerms, extract_excerpts, render_extractive, select_passages, shorten};
-use crate::answer::prompt::{
-    ANNOTATE_PROMPT_VERSION, answer_messages, structured_answer_messages, structured_retry_message,
-};
 use crate::answer::structured::{
     SentenceStream, StructuredAnswer, answer_schema, parse_structured, render_sentence, render_structured,
 };
@@ -24,9 +21,11 @@ use crate::answer::{
     AnswerMode, Context, ContextBudget, ContextFragment, ValidatedAnswer, build_context, validate_citations,
 };
 use crate::corpus::{NoteKind, SessionNumber};
+use crate::index::store::SourceSummary;
 use crate::index::{Index, IndexError, StoredFragment};
 use crate::llm::chat::{ChatMessage, ChatModel, ChatRequest, ContextWindow, TokenSink, WindowSource};
 use crate::llm::{Embedder, LlmError};
+use crate::prompt::{ANNOTATE_PROMPT_VERSION, answer_messages, structured_answer_messages, structured_retry_message};
 use crate::retrieve::rerank::{RerankDecision, RerankSkip, rerank_by_annotation};
 use crate::retrieve::{
     Audience, Candidate, CompendiumIndex, DEFAULT_K, DetectedEntity, PathSet, RetrieveError, SearchRequest,
@@ -36,6 +35,10 @@ use crate::retrieve::{
 /// A question longer than this is refused: it is a paste, not a question, and it would
 /// crowd the notes out of the context window.
 pub const MAX_QUESTION_CHARS: usize = 1000;
+/// Opened indexes an oracle keeps between questions (issue 13: the bot answers at memory speed,
+/// not re-opening SQLite and LanceDB per question): one per question answered at once, which
+/// the bot's `concurrency` bounds; more are opened on demand and closed when returned.
+const OPEN_INDEXES_KEPT: usize = 4;
 /// Characters of a cited fragment shown as its excerpt (a Discord embed field holds 1024).
 pub const EXCERPT_CHARS: usize = 300;
 /// Tokens kept free in the context window for the chat template's own markup.
@@ -314,6 +317,34 @@ pub struct Oracle {
     /// The compendium matcher of the index generation it was built from (issue 13: built once
     /// per ingest, not once per question); rebuilt when an ingest commits a new generation.
     compendium: std::sync::Mutex<Option<(String, Arc<CompendiumIndex>)>>,
+    /// Indexes opened for earlier questions, lent to the next ones ([`IndexLease`]). An ingest
+    /// writes in place, in transactions, so an open index reads each committed generation.
+    open_indexes: std::sync::Mutex<Vec<Index>>,
+}
+
+/// An open index lent by the oracle for one question; returned to it when dropped.
+pub struct IndexLease<'a> {
+    index: Option<Index>,
+    pool: &'a std::sync::Mutex<Vec<Index>>,
+}
+
+impl std::ops::Deref for IndexLease<'_> {
+    type Target = Index;
+
+    fn deref(&self) -> &Index {
+        self.index.as_ref().expect("an index lease holds its index until dropped")
+    }
+}
+
+impl Drop for IndexLease<'_> {
+    fn drop(&mut self) {
+        if let Some(index) = self.index.take() {
+            let mut pool = self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if pool.len() < OPEN_INDEXES_KEPT {
+                pool.push(index);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Oracle {
@@ -333,7 +364,14 @@ impl Oracle {
         chat: Arc<dyn ChatModel>,
         settings: AnswerSettings,
     ) -> Oracle {
-        Oracle { index_dir: index_dir.to_path_buf(), embedder, chat, settings, compendium: std::sync::Mutex::new(None) }
+        Oracle {
+            index_dir: index_dir.to_path_buf(),
+            embedder,
+            chat,
+            settings,
+            compendium: std::sync::Mutex::new(None),
+            open_indexes: std::sync::Mutex::new(Vec::new()),
+        }
     }
 
     /// Changes how many fragments are shown in full.
@@ -371,12 +409,38 @@ impl Oracle {
         &self.embedder
     }
 
-    /// Opens the index as it is now (a reingest that commits later is seen by the next call).
-    pub async fn open_index(&self) -> Result<Index, AskError> {
-        match Index::open_existing(&self.index_dir).await {
-            Err(IndexError::NotBuilt { .. }) => Err(AskError::NotBuilt),
-            other => Ok(other?),
-        }
+    /// The campaign's index, open: one kept from an earlier question, or opened now. It reads
+    /// the index as it is now (a reingest that commits later is seen by the next read).
+    pub async fn open_index(&self) -> Result<IndexLease<'_>, AskError> {
+        let kept = self.open_indexes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
+        let index = match kept {
+            // Kept, but the index folder is gone (deleted by hand): open afresh, which says so.
+            Some(index) if index.dir().join("index.sqlite").is_file() => index,
+            _ => match Index::open_existing(&self.index_dir).await {
+                Err(IndexError::NotBuilt { .. }) => return Err(AskError::NotBuilt),
+                other => other?,
+            },
+        };
+        Ok(IndexLease { index: Some(index), pool: &self.open_indexes })
+    }
+
+    /// Every source the audience may read, sessions first by number (the bot's label
+    /// autocomplete).
+    pub async fn sources(&self, audience: Audience) -> Result<Vec<SourceSummary>, AskError> {
+        let index = self.open_index().await?;
+        let sources = index.store.sources()?;
+        Ok(sources
+            .into_iter()
+            .filter(|source| audience == Audience::Gm || source.n_dm_only < source.n_fragments)
+            .collect())
+    }
+
+    /// Up to `limit` compendium names that match what was typed (the bot's entity
+    /// autocomplete).
+    pub async fn entity_names_matching(&self, typed: &str, limit: usize) -> Result<Vec<String>, AskError> {
+        let index = self.open_index().await?;
+        let compendium = self.compendium(&index)?;
+        Ok(compendium.names_matching(typed, limit))
     }
 
     /// The compendium matcher of `index`'s current generation: loaded and compiled once per
@@ -396,6 +460,22 @@ impl Oracle {
         Ok(compendium)
     }
 
+    /// The search alone (three paths + fusion, the time path), with the oracle's open index
+    /// and compendium: what `search` shows and what a warm bot does before the rerank.
+    pub async fn search(&self, request: &AskRequest<'_>) -> Result<SearchResult, AskError> {
+        let question = check_question(request.question)?;
+        let index = self.open_index().await?;
+        let compendium = self.compendium(&index)?;
+        let search_request = SearchRequest {
+            question,
+            history: request.history,
+            audience: request.audience,
+            k: self.settings.k,
+            paths: PathSet::ALL,
+        };
+        Ok(crate::retrieve::search(&index, &compendium, self.embedder.as_ref(), &search_request).await?)
+    }
+
     /// Answers one question; `on_token` receives the answer as it streams.
     pub async fn ask(&self, request: &AskRequest<'_>, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
         self.ask_in_stages(request, &|_| {}, on_token).await
@@ -411,11 +491,11 @@ impl Oracle {
     ) -> Result<Answer, AskError> {
         let span = tracing::info_span!("answer", audience = ?request.audience);
         async move {
-            check_question(request.question)?;
+            let question = check_question(request.question)?;
             on_stage(Stage::Searching);
             let index = self.open_index().await?;
             let compendium = self.compendium(&index)?;
-            let prepared = self.prepare(&index, &compendium, request, Pipeline::default()).await?;
+            let prepared = self.prepare_checked(&index, &compendium, question, request, Pipeline::default()).await?;
             on_stage(Stage::Writing { notes: prepared.context.shown_labels.len() });
             self.generate(&prepared, on_token).await
         }
@@ -433,8 +513,20 @@ impl Oracle {
         request: &AskRequest<'_>,
         pipeline: Pipeline,
     ) -> Result<Prepared, AskError> {
-        let started = Instant::now();
         let question = check_question(request.question)?;
+        self.prepare_checked(index, compendium, question, request, pipeline).await
+    }
+
+    /// [`Oracle::prepare`] for a question already checked.
+    async fn prepare_checked(
+        &self,
+        index: &Index,
+        compendium: &CompendiumIndex,
+        question: &str,
+        request: &AskRequest<'_>,
+        pipeline: Pipeline,
+    ) -> Result<Prepared, AskError> {
+        let started = Instant::now();
         let search_request = SearchRequest {
             question,
             history: request.history,
@@ -443,7 +535,7 @@ impl Oracle {
             paths: pipeline.paths,
         };
         let search = crate::retrieve::search(index, compendium, self.embedder.as_ref(), &search_request).await?;
-        self.prepare_from_pool(index, compendium, request, search, pipeline.rerank, started).await
+        self.prepare_from_pool(index, compendium, question, request, search, pipeline.rerank, started).await
     }
 
     /// What [`Oracle::prepare`] does after the search, from a pool already searched: the
@@ -456,21 +548,23 @@ impl Oracle {
         search: SearchResult,
         rerank: bool,
     ) -> Result<Prepared, AskError> {
-        self.prepare_from_pool(index, compendium, request, search, rerank, Instant::now()).await
+        let question = check_question(request.question)?;
+        self.prepare_from_pool(index, compendium, question, request, search, rerank, Instant::now()).await
     }
 
     /// Rerank (or the fusion order), then the context. `started`: when the caller's clock for
     /// this question started.
+    #[allow(clippy::too_many_arguments)]
     async fn prepare_from_pool(
         &self,
         index: &Index,
         compendium: &CompendiumIndex,
+        question: &str,
         request: &AskRequest<'_>,
         search: SearchResult,
         rerank: bool,
         started: Instant,
     ) -> Result<Prepared, AskError> {
-        let question = check_question(request.question)?;
         // Rerank over the cached annotations of the pool.
         let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
         let by_hash = index.store.annotations(&hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
@@ -507,7 +601,7 @@ impl Oracle {
         let rerank_prompt_tokens = (annotations.len() == search.candidates.len()).then(|| {
             let listed: Vec<(i64, &str)> =
                 search.candidates.iter().map(|c| (c.fragment_id, annotations[&c.fragment_id].as_str())).collect();
-            crate::answer::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
+            crate::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
                 .iter()
                 .map(|message| self.chat.count_tokens(&message.content))
                 .sum::<usize>()
@@ -1062,8 +1156,10 @@ fn narrow_to_passages(
     narrowed
 }
 
-/// The question, trimmed, when it can be asked at all.
-fn check_question(question: &str) -> Result<&str, AskError> {
+/// The question, trimmed, when it can be asked at all: the one rule, which the bot also applies
+/// before queueing. Each public entry of the oracle checks once; what it calls takes the
+/// checked question.
+pub fn check_question(question: &str) -> Result<&str, AskError> {
     let question = question.trim();
     if question.is_empty() {
         return Err(AskError::EmptyQuestion);

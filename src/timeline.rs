@@ -14,11 +14,11 @@ use tracing::Instrument;
 
 use crate::answer::AnswerMode;
 use crate::answer::passages::{EXCERPT_MAX_CHARS, recap_excerpts, render_extractive, sentences, shorten};
-use crate::answer::prompt::ANNOTATE_PROMPT_VERSION;
 use crate::corpus::{LabelLanguage, SessionNumber};
 use crate::index::IndexError;
 use crate::llm::chat::TokenSink;
 use crate::oracle::{Answer, AskError, AskRequest, Oracle};
+use crate::prompt::ANNOTATE_PROMPT_VERSION;
 use crate::retrieve::time::{SessionFragments, TimeDiagnostics, TimeReference, entity_session_fragments};
 use crate::retrieve::{Audience, Candidate, CompendiumIndex, PathRanks, SearchResult, SearchTimings};
 
@@ -187,33 +187,12 @@ async fn timeline_inner(oracle: &Oracle, name: &str, audience: Audience) -> Resu
     })
 }
 
-/// Entity names and aliases for an autocomplete or a suggestion: those containing what was
-/// typed (accents and case ignored), names first.
-pub fn entity_names_matching(compendium: &CompendiumIndex, typed: &str, limit: usize) -> Vec<String> {
-    let typed = crate::corpus::fold(typed.trim());
-    let mut names: Vec<String> = Vec::new();
-    for entity in &compendium.compendium.entities {
-        if crate::corpus::fold(&entity.name).contains(&typed) && !names.contains(&entity.name) {
-            names.push(entity.name.clone());
-        }
-    }
-    for entity in &compendium.compendium.entities {
-        for alias in &entity.aliases {
-            if crate::corpus::fold(alias).contains(&typed) && !names.contains(alias) {
-                names.push(alias.clone());
-            }
-        }
-    }
-    names.truncate(limit);
-    names
-}
-
 fn suggestions(compendium: &CompendiumIndex, name: &str) -> Vec<String> {
-    let mut found = entity_names_matching(compendium, name, MAX_SUGGESTIONS);
+    let mut found = compendium.names_matching(name, MAX_SUGGESTIONS);
     if found.is_empty() {
         // The first word typed, for «Tejedora del puerto» → «La Tejedora».
         if let Some(word) = name.split_whitespace().max_by_key(|word| word.chars().count()) {
-            found = entity_names_matching(compendium, word, MAX_SUGGESTIONS);
+            found = compendium.names_matching(word, MAX_SUGGESTIONS);
         }
     }
     found

@@ -24,7 +24,6 @@ pub mod citations;
 pub mod context;
 pub mod grounding;
 pub mod passages;
-pub mod prompt;
 pub mod structured;
 
 /// How the model is asked to answer (`chat.answer_mode`), and how an answer was made.
@@ -42,9 +41,4 @@ pub enum AnswerMode {
 pub use citations::{Citation, CitationSpan, INVENTED_MARK, ValidatedAnswer, parse_citations, validate_citations};
 pub use context::{
     Context, ContextBudget, ContextFragment, FULL_FRAGMENTS, MAX_SUMMARIES, ShownFragment, ShownSummary, build_context,
-};
-pub use prompt::{
-    ANNOTATE_PROMPT_VERSION, ANSWER_PROMPT_VERSION, MAX_HISTORY_MESSAGES, PROMPT_FILES, RERANK_PROMPT_VERSION,
-    STRUCTURED_ANSWER_PROMPT_VERSION, annotate_messages, answer_messages, bounded_history, rerank_messages,
-    rerank_schema, structured_answer_messages, structured_retry_message,
 };

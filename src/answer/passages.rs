@@ -16,6 +16,9 @@ use std::ops::Range;
 use crate::corpus::{LabelLanguage, fold};
 use crate::lexicon::is_stopword;
 
+/// The one text-shortening helper, here where answers and excerpts use it.
+pub use crate::corpus::text::shorten;
+
 /// Excerpts an extractive answer gives at most: enough to show where the answer is, few
 /// enough to read at a glance.
 pub const MAX_EXCERPTS: usize = 5;
@@ -400,18 +403,6 @@ fn unlink(line: &str) -> String {
     }
     plain.push_str(rest);
     plain.replace('[', "(").replace(']', ")")
-}
-
-/// `text` cut at a word to at most `max_chars` characters, with `…` when cut.
-pub fn shorten(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_string();
-    }
-    let cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-    match cut.rfind(' ') {
-        Some(space) if space > 0 => format!("{}…", cut[..space].trim_end_matches([',', ';', ':'])),
-        _ => format!("{cut}…"),
-    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Small text helpers the other corpus stages share: accent folding, word counts, hashes.
+//! Small text helpers the other stages share: accent folding, word counts, hashes, word
+//! windows and shortening (the one helper every message, excerpt and error line cuts with).
 
 use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;
@@ -98,6 +99,18 @@ pub fn window_word_range(window: u32, window_words: usize) -> std::ops::Range<us
     start..start + window_words.max(2)
 }
 
+/// `text` cut at a word to at most `max_chars` characters, with `…` when cut.
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    match cut.rfind(' ') {
+        Some(space) if space > 0 => format!("{}…", cut[..space].trim_end_matches([',', ';', ':'])),
+        _ => format!("{cut}…"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +156,13 @@ mod tests {
         for (helper, input, expect) in cases {
             check(helper, input, expect);
         }
+    }
+
+    #[test]
+    fn shortening_cuts_at_a_word_and_marks_the_cut() {
+        assert_eq!(shorten("uno dos tres", 100), "uno dos tres");
+        assert_eq!(shorten("uno dos, tres", 10), "uno dos…");
+        assert_eq!(shorten("abcdefghij", 5), "abcd…");
+        assert!(shorten(&"ñ".repeat(300), 200).chars().count() <= 200);
     }
 }

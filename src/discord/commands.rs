@@ -31,7 +31,7 @@ use super::{Context, Data, Desk, Error, Job, ReingestSetup};
 use crate::config::{CampaignPlaces, DiscordConfig};
 use crate::corpus::fold;
 use crate::ingest::{IngestError, IngestSummary, Quiet};
-use crate::oracle::{AskRequest, MAX_QUESTION_CHARS, Oracle, Stage};
+use crate::oracle::{AskRequest, Oracle, Stage};
 use crate::retrieve::{Audience, Turn, TurnRole};
 
 /// Every command, in the order `/` lists them.
@@ -294,12 +294,9 @@ async fn defer(ctx: Context<'_>, ephemeral: bool) -> Result<(), serenity::Error>
 /// Refuses a question before it queues: empty, too long, rate limited, shutting down.
 /// `Some(text)` is what to tell the asker.
 pub fn refuse_question(data: &Data, user: u64, question: &str, lang: Lang) -> Option<String> {
-    if question.is_empty() {
-        return Some(lang.empty_question());
-    }
-    let chars = question.chars().count();
-    if chars > MAX_QUESTION_CHARS {
-        return Some(lang.question_too_long(chars, MAX_QUESTION_CHARS));
+    // The oracle's own rule (one place decides what can be asked), told before queueing.
+    if let Err(refused) = crate::oracle::check_question(question) {
+        return Some(super::errors::ask_error_text(&refused, lang));
     }
     if data.lifecycle.is_closing() {
         return Some(lang.shutting_down());
@@ -402,6 +399,36 @@ pub const INTERACTION_TOKEN_MARGIN: Duration = Duration::from_secs(60);
 /// How often the answer's message is edited while the model writes it: Discord allows about
 /// five edits in five seconds per channel; one a second leaves room for other answers.
 pub const PREVIEW_EDIT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The pace of one edited message (a queue notice, an answer's preview): at most one edit per
+/// [`PREVIEW_EDIT_INTERVAL`]. The one throttle every edited message keeps.
+#[derive(Debug, Clone, Copy)]
+struct EditPace {
+    last_edit: Option<tokio::time::Instant>,
+}
+
+impl EditPace {
+    /// A message just posted: its first edit waits a whole interval.
+    fn posted_now() -> EditPace {
+        EditPace { last_edit: Some(tokio::time::Instant::now()) }
+    }
+
+    /// A message not edited yet: its first edit goes at once.
+    fn unedited() -> EditPace {
+        EditPace { last_edit: None }
+    }
+
+    /// Until the next edit is allowed.
+    async fn wait(&self) {
+        if let Some(last) = self.last_edit {
+            tokio::time::sleep_until(last + PREVIEW_EDIT_INTERVAL).await;
+        }
+    }
+
+    fn edited(&mut self) {
+        self.last_edit = Some(tokio::time::Instant::now());
+    }
+}
 /// Discord's epoch (2015-01-01) in Unix milliseconds: a snowflake's top bits count from it.
 const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
 
@@ -641,11 +668,11 @@ pub async fn answer_question(
             // it are answered or leave, at most once per PREVIEW_EDIT_INTERVAL (the latest
             // position; a refused edit is skipped, the next one carries it).
             let mut moved_to: Option<usize> = None;
-            let mut last_edit = tokio::time::Instant::now();
+            let mut pace = EditPace::posted_now();
             loop {
                 let due = async {
                     match moved_to {
-                        Some(_) => tokio::time::sleep_until(last_edit + PREVIEW_EDIT_INTERVAL).await,
+                        Some(_) => pace.wait().await,
                         None => std::future::pending::<()>().await,
                     }
                 };
@@ -661,7 +688,7 @@ pub async fn answer_question(
                     () = due => {
                         if let Some(position) = moved_to.take() {
                             notice = outlet.show_preview(notice, &Message::notice(&lang.queued(position))).await;
-                            last_edit = tokio::time::Instant::now();
+                            pace.edited();
                         }
                     }
                     () = data.lifecycle.interrupted() => {
@@ -773,11 +800,9 @@ async fn preview<'a>(
     mut progress: watch::Receiver<Progress>,
     lang: Lang,
 ) {
-    let mut last_edit: Option<tokio::time::Instant> = None;
+    let mut pace = EditPace::unedited();
     while progress.changed().await.is_ok() {
-        if let Some(last) = last_edit {
-            tokio::time::sleep_until(last + PREVIEW_EDIT_INTERVAL).await;
-        }
+        pace.wait().await;
         // The model finished while waiting: the final layout comes next, no preview needed.
         if progress.has_changed().is_err() {
             break;
@@ -788,7 +813,7 @@ async fn preview<'a>(
             Progress::Text(text) if text.trim().is_empty() => continue,
             Progress::Text(text) => embeds::preview_message(text, lang),
         };
-        last_edit = Some(tokio::time::Instant::now());
+        pace.edited();
         // Never held across an await: taken out, edited, put back.
         let current = shown.lock().ok().and_then(|mut guard| guard.take());
         let updated = outlet.show_preview(current, &message).await;
@@ -932,21 +957,13 @@ async fn autocomplete_label(ctx: Context<'_>, partial: &str) -> Vec<String> {
     };
     let audience = desk.access.audience(ctx.author().id.get(), location);
     let oracle = Arc::clone(&desk.oracle);
-    let listed = ctx
-        .data()
-        .worker
-        .run("answers", move || async move {
-            let index = oracle.open_index().await.ok()?;
-            index.store.sources().ok()
-        })
-        .await;
+    let listed = ctx.data().worker.run("answers", move || async move { oracle.sources(audience).await.ok() }).await;
     let Ok(Some(sources)) = listed else {
         return Vec::new();
     };
     let typed = fold(partial.trim());
     sources
         .into_iter()
-        .filter(|source| audience == Audience::Gm || source.n_dm_only < source.n_fragments)
         .map(|source| source.label)
         .filter(|label| embeds::discord_len(label) <= 100 && fold(label).contains(&typed))
         .take(25)
@@ -1172,11 +1189,7 @@ async fn autocomplete_entity(ctx: Context<'_>, partial: &str) -> Vec<String> {
     let listed = ctx
         .data()
         .worker
-        .run("answers", move || async move {
-            let index = oracle.open_index().await.ok()?;
-            let compendium = oracle.compendium(&index).ok()?;
-            Some(crate::timeline::entity_names_matching(&compendium, &typed, 25))
-        })
+        .run("answers", move || async move { oracle.entity_names_matching(&typed, 25).await.ok() })
         .await;
     match listed {
         Ok(Some(names)) => names.into_iter().filter(|name| embeds::discord_len(name) <= 100).collect(),

@@ -150,6 +150,18 @@ impl BotArgs {
 /// Runs the bot until `shutdown` completes (a signal in production, a test's trigger), then
 /// lets in-flight answers finish (or tells them they were interrupted) and disconnects.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    run_with_client(config, None, shutdown).await
+}
+
+/// [`run`], reaching Discord's REST API with `rest_client` when given (a program embedding the
+/// bot behind its own proxy or CA; the tests' stand-in answering as discord.com) instead of
+/// serenity's default client. Without `discord.proxy_url`, serenity's own rate limiter paces
+/// every request either way.
+pub async fn run_with_client(
+    config: Config,
+    rest_client: Option<reqwest::Client>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     // 1. Settings and token.
     let discord = config.discord.clone().context(
         "no Discord settings: add a [discord] section to the config, or set DISCORD_TOKEN (see docs/discord.md)",
@@ -236,6 +248,9 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send + 'st
 
     // 5. The client: REST straight to Discord, or through the configured proxy.
     let mut http = serenity::HttpBuilder::new(token.expose()).default_allowed_mentions(embeds::no_mentions());
+    if let Some(client) = rest_client {
+        http = http.client(client);
+    }
     if let Some(proxy) = &discord.proxy_url {
         // The proxy does the rate limiting (serenity's own limiter would bypass it).
         http = http.proxy(proxy.as_str()).ratelimiter_disabled(true);

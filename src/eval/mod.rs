@@ -100,7 +100,7 @@ pub async fn run_eval(
     run.started_at = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     run.embedder = oracle.embedder().id().to_string();
     run.chat_model = oracle.chat().id().to_string();
-    let index: Index = oracle.open_index().await?;
+    let index = oracle.open_index().await?;
     let compendium = CompendiumIndex::load(&index.store)?;
     let known: BTreeSet<String> = index.store.sources()?.into_iter().map(|source| source.label).collect();
     let baseline = if options.ablations {

@@ -132,6 +132,50 @@ pub struct ContextWindow {
     pub source: WindowSource,
 }
 
+/// A server's window as this process knows it: learnt once (from the configuration or the
+/// server), relearnt after a refusal. The one cache every server backend keeps.
+#[derive(Debug)]
+pub struct WindowCache {
+    /// `chat.n_ctx`, when set by hand: the window until something is learnt.
+    configured: Option<usize>,
+    learnt: std::sync::Mutex<Option<ContextWindow>>,
+}
+
+impl WindowCache {
+    pub fn new(configured: Option<usize>) -> WindowCache {
+        WindowCache { configured, learnt: std::sync::Mutex::new(None) }
+    }
+
+    /// The window learnt so far, if any.
+    pub fn learnt(&self) -> Option<ContextWindow> {
+        *self.learnt.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Tokens known now, without asking: what was learnt, else `chat.n_ctx`, else the
+    /// default for servers.
+    pub fn tokens(&self) -> usize {
+        match self.learnt() {
+            Some(window) => window.tokens,
+            None => self.configured.unwrap_or(DEFAULT_SERVER_N_CTX),
+        }
+    }
+
+    /// The window learnt, or learnt now by `learn` (asked once; later calls reuse it).
+    pub async fn get_or_learn(&self, learn: impl std::future::Future<Output = ContextWindow>) -> ContextWindow {
+        if let Some(window) = self.learnt() {
+            return window;
+        }
+        let window = learn.await;
+        self.remember(window);
+        window
+    }
+
+    /// Replaces what was learnt (a refusal said otherwise).
+    pub fn remember(&self, window: ContextWindow) {
+        *self.learnt.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(window);
+    }
+}
+
 /// Receives the answer as it is generated (a terminal, a Discord message being edited).
 pub type TokenSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 

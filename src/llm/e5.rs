@@ -137,7 +137,7 @@ impl E5Model {
                 chunk_end += 1;
             }
             for mut vector in self.encode_mean(&sequences[chunk_start..chunk_end]) {
-                l2_normalize(&mut vector);
+                super::normalize(&mut vector);
                 vectors.push(vector);
             }
             chunk_start = chunk_end;
@@ -179,18 +179,6 @@ fn prefixed(text: &str, prefix: E5Prefix) -> String {
     out.push_str(marker);
     out.push_str(text);
     out
-}
-
-fn l2_normalize(vector: &mut [f32]) {
-    let mut sum_squares = 0.0f32;
-    for value in vector.iter() {
-        sum_squares += value * value;
-    }
-    // The C engine's floor, so an all-zero vector stays zero instead of NaN.
-    let inverse = 1.0 / sum_squares.max(1e-12).sqrt();
-    for value in vector.iter_mut() {
-        *value *= inverse;
-    }
 }
 
 // ---------------------------------------------------------------------------------------

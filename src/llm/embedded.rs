@@ -33,7 +33,10 @@ impl E5Embedder {
     /// Loads the model file; a missing file names the command that fetches it.
     pub fn load(path: &Path) -> Result<E5Embedder, LlmError> {
         if !path.is_file() {
-            return Err(LlmError::ModelFileMissing { path: path.display().to_string() });
+            return Err(LlmError::ModelFileMissing {
+                path: path.display().to_string(),
+                fix: "run `scripts/fetch-models.sh` (or set ORACULO_E5_MODEL)".into(),
+            });
         }
         let _span = info_span!("llm.load", model = "e5-small").entered();
         let model = E5Model::load(path)

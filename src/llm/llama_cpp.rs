@@ -156,7 +156,11 @@ impl LlamaCppChat {
         let path_text = path.display().to_string();
         let llama_error = |detail: String| LlmError::LlamaCpp { path: path_text.clone(), detail };
         if !path.is_file() {
-            return Err(LlmError::ChatModelFileMissing { path: path_text.clone() });
+            return Err(LlmError::ModelFileMissing {
+                path: path_text.clone(),
+                fix: "run `scripts/fetch-models.sh` (add `--chat 1.5b` for the model meant for real use), or set chat.gguf"
+                    .into(),
+            });
         }
         let mut magic = [0u8; 4];
         let is_gguf = std::fs::File::open(path)

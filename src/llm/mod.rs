@@ -19,21 +19,55 @@ pub mod openai;
 
 use async_trait::async_trait;
 
-/// What failed while talking to a model. Every variant names the backend or file involved.
+/// A model server, as an error names it: who failed, and what usually fixes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    /// Ollama (embeddings and chat).
+    Ollama,
+    /// An OpenAI-compatible server (llama-server, vLLM, LM Studio…).
+    OpenAi,
+}
+
+impl Server {
+    /// What to check when it cannot be reached.
+    pub fn start_hint(self) -> &'static str {
+        match self {
+            Server::Ollama => "Is it running? Start it with `ollama serve`",
+            Server::OpenAi => "Is it running (llama-server, vLLM, LM Studio)? Check chat.url",
+        }
+    }
+}
+
+impl std::fmt::Display for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Server::Ollama => "Ollama",
+            Server::OpenAi => "the OpenAI-compatible server",
+        })
+    }
+}
+
+/// What failed while talking to a model, whichever backend it was: the server unreachable,
+/// slow, answering an error status or missing the model, a model file missing, a reply that
+/// cannot be used. Every variant names the backend (or file) involved.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
-    #[error("cannot reach Ollama at {url}: {detail}. Is it running? Start it with `ollama serve`")]
-    Unreachable { url: String, detail: String },
-    #[error("Ollama at {url} does not have the model `{model}`: run `ollama pull {model}`")]
-    ModelNotPulled { url: String, model: String },
-    #[error("Ollama at {url} answered {status}: {body}")]
-    Status { url: String, status: u16, body: String },
-    #[error("Ollama at {url} timed out after {seconds} s")]
-    Timeout { url: String, seconds: u64 },
+    #[error("cannot reach {server} at {url}: {detail}. {}", .server.start_hint())]
+    Unreachable { server: Server, url: String, detail: String },
+    #[error("{server} at {url} does not serve the model `{model}`: {fix}")]
+    ModelMissing { server: Server, url: String, model: String, fix: String },
+    #[error("{server} at {url} answered {status}: {body}")]
+    Status { server: Server, url: String, status: u16, body: String },
+    #[error(
+        "{server} at {url} sent nothing for {seconds} s (a model still loading or a long prompt on a slow machine?): raise {setting}"
+    )]
+    Timeout { server: Server, url: String, seconds: u64, setting: String },
+    #[error("{server} at {url} refused the API key ({status}): set ORACULO_OPENAI_API_KEY")]
+    Unauthorized { server: Server, url: String, status: u16 },
+    #[error("model file {path} is missing: {fix}")]
+    ModelFileMissing { path: String, fix: String },
     #[error("unexpected answer from {backend}: {detail}")]
     BadResponse { backend: String, detail: String },
-    #[error("embedded model file {path} is missing: run `scripts/fetch-models.sh` (or set ORACULO_E5_MODEL)")]
-    ModelFileMissing { path: String },
     #[error("embedded model {path}: {source}")]
     EmbeddedModel {
         path: String,
@@ -43,29 +77,11 @@ pub enum LlmError {
     #[error("embedding worker failed: {0}")]
     Worker(String),
     #[error(
-        "cannot reach the OpenAI-compatible server at {url}: {detail}. Is it running (llama-server, vLLM, LM Studio)? Check chat.url"
-    )]
-    ServerUnreachable { url: String, detail: String },
-    #[error("the OpenAI-compatible server at {url} refused the API key ({status}): set ORACULO_OPENAI_API_KEY")]
-    Unauthorized { url: String, status: u16 },
-    #[error("the OpenAI-compatible server at {url} does not serve the model `{model}`: {body}. Check chat.model")]
-    ModelNotServed { url: String, model: String, body: String },
-    #[error("{backend} at {url} answered {status}: {body}")]
-    ServerStatus { backend: String, url: String, status: u16, body: String },
-    #[error(
-        "{backend} at {url} sent nothing for {seconds} s (a model still loading or a long prompt on a slow machine?): raise {setting}"
-    )]
-    ServerTimeout { backend: String, url: String, seconds: u64, setting: String },
-    #[error(
         "the answer stream from {backend} ended before it was complete ({detail}); the server may have crashed or restarted"
     )]
     StreamIncomplete { backend: String, detail: String },
     #[error("{backend} reported an error while generating: {message}")]
     Generation { backend: String, message: String },
-    #[error(
-        "chat model file {path} is missing: run `scripts/fetch-models.sh` (add `--chat 1.5b` for the model meant for real use), or set chat.gguf"
-    )]
-    ChatModelFileMissing { path: String },
     #[error("llama.cpp with {path}: {detail}")]
     LlamaCpp { path: String, detail: String },
     #[error("the JSON schema cannot be turned into a llama.cpp grammar: {detail}")]
@@ -122,12 +138,8 @@ impl LlmError {
     /// 5xx. Never a 4xx, a missing model or a bad reply: those would fail the same way again.
     pub fn is_transient(&self) -> bool {
         match self {
-            LlmError::Unreachable { .. }
-            | LlmError::Timeout { .. }
-            | LlmError::ServerUnreachable { .. }
-            | LlmError::ServerTimeout { .. }
-            | LlmError::StreamIncomplete { .. } => true,
-            LlmError::Status { status, .. } | LlmError::ServerStatus { status, .. } => *status >= 500,
+            LlmError::Unreachable { .. } | LlmError::Timeout { .. } | LlmError::StreamIncomplete { .. } => true,
+            LlmError::Status { status, .. } => *status >= 500,
             _ => false,
         }
     }

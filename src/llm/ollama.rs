@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tracing::{Instrument, debug, info_span};
 
-use super::{EmbedRole, Embedder, LlmError, normalize};
+use super::{EmbedRole, Embedder, LlmError, Server, normalize};
 
 /// bge-m3's input window is 8192 tokens; ~4000 words keeps a whole session (1200 words)
 /// in one window with a wide margin for Spanish tokenisation.
@@ -68,10 +68,9 @@ impl OllamaEmbedder {
     /// Connects and probes the model once, so a server that is down or a model that is
     /// not pulled is reported before any work starts, and the vector dimension is known.
     pub async fn connect(config: OllamaEmbedderConfig) -> Result<OllamaEmbedder, LlmError> {
-        let client = reqwest::Client::builder()
-            .timeout(config.timeout)
-            .build()
-            .map_err(|err| LlmError::Unreachable { url: config.url.clone(), detail: err.to_string() })?;
+        let client = reqwest::Client::builder().timeout(config.timeout).build().map_err(|err| {
+            LlmError::Unreachable { server: Server::Ollama, url: config.url.clone(), detail: err.to_string() }
+        })?;
         let window_words = config
             .window_words
             .unwrap_or_else(|| if config.model.starts_with("bge-m3") { BGE_M3_WINDOW_WORDS } else { 250 });
@@ -104,28 +103,40 @@ impl OllamaEmbedder {
         let request = EmbedRequest { model: &self.config.model, input, truncate: true };
         let response = self.client.post(&url).json(&request).send().await.map_err(|err| {
             if err.is_timeout() {
-                LlmError::Timeout { url: self.config.url.clone(), seconds: self.config.timeout.as_secs() }
+                LlmError::Timeout {
+                    server: Server::Ollama,
+                    url: self.config.url.clone(),
+                    seconds: self.config.timeout.as_secs(),
+                    setting: "ollama.timeout_secs".into(),
+                }
             } else {
-                LlmError::Unreachable { url: self.config.url.clone(), detail: describe(&err) }
+                LlmError::Unreachable { server: Server::Ollama, url: self.config.url.clone(), detail: describe(&err) }
             }
         })?;
         let status = response.status();
         let body = response.text().await.map_err(|err| {
             if err.is_timeout() {
-                LlmError::Timeout { url: self.config.url.clone(), seconds: self.config.timeout.as_secs() }
+                LlmError::Timeout {
+                    server: Server::Ollama,
+                    url: self.config.url.clone(),
+                    seconds: self.config.timeout.as_secs(),
+                    setting: "ollama.timeout_secs".into(),
+                }
             } else {
-                LlmError::Unreachable { url: self.config.url.clone(), detail: describe(&err) }
+                LlmError::Unreachable { server: Server::Ollama, url: self.config.url.clone(), detail: describe(&err) }
             }
         })?;
         if !status.is_success() {
             let message = serde_json::from_str::<ErrorResponse>(&body).map(|e| e.error).unwrap_or(body);
             if status.as_u16() == 404 && message.contains("not found") {
-                return Err(LlmError::ModelNotPulled {
-                    url: self.config.url.clone(),
-                    model: self.config.model.clone(),
-                });
+                return Err(model_not_pulled(&self.config.url, &self.config.model));
             }
-            return Err(LlmError::Status { url: self.config.url.clone(), status: status.as_u16(), body: message });
+            return Err(LlmError::Status {
+                server: Server::Ollama,
+                url: self.config.url.clone(),
+                status: status.as_u16(),
+                body: message,
+            });
         }
         let parsed: EmbedResponse = serde_json::from_str(&body).map_err(|err| LlmError::BadResponse {
             backend: self.id.clone(),
@@ -192,5 +203,14 @@ impl Embedder for OllamaEmbedder {
         }
         .instrument(span)
         .await
+    }
+}
+/// Ollama has no such model: the command that pulls it.
+pub(super) fn model_not_pulled(url: &str, model: &str) -> LlmError {
+    LlmError::ModelMissing {
+        server: Server::Ollama,
+        url: url.to_string(),
+        model: model.to_string(),
+        fix: format!("run `ollama pull {model}`"),
     }
 }

@@ -18,12 +18,13 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::LlmError;
 use super::chat::{
-    ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowSource, estimate_tokens,
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowCache, WindowSource,
+    estimate_tokens,
 };
 use super::http::{LineReader, ReadError, context_for};
 use super::ollama::describe;
+use super::{LlmError, Server};
 
 /// `num_ctx` is rounded up to a multiple of this, so prompts of similar size ask for the
 /// same window (Ollama reloads the model when `num_ctx` changes).
@@ -106,7 +107,7 @@ pub struct OllamaChat {
     client: reqwest::Client,
     id: String,
     /// The window learnt from `/api/show`, once per process.
-    window: std::sync::Mutex<Option<ContextWindow>>,
+    window: WindowCache,
 }
 
 impl std::fmt::Debug for OllamaChat {
@@ -119,15 +120,11 @@ impl OllamaChat {
     /// Builds the client. Nothing is sent: the first `chat` reports a server that is down
     /// or a model that is not pulled, with the command that fixes it.
     pub fn new(config: OllamaChatConfig) -> Result<OllamaChat, LlmError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.timeout)
-            .build()
-            .map_err(|err| LlmError::Unreachable { url: config.url.clone(), detail: describe(&err) })?;
-        Ok(OllamaChat { id: format!("ollama:{}", config.model), config, client, window: std::sync::Mutex::new(None) })
-    }
-
-    fn cached_window(&self) -> Option<ContextWindow> {
-        self.window.lock().map(|cached| *cached).unwrap_or(None)
+        let client = reqwest::Client::builder().connect_timeout(config.timeout).build().map_err(|err| {
+            LlmError::Unreachable { server: Server::Ollama, url: config.url.clone(), detail: describe(&err) }
+        })?;
+        let window = WindowCache::new(config.n_ctx);
+        Ok(OllamaChat { id: format!("ollama:{}", config.model), config, client, window })
     }
 
     /// The model's context length from `POST /api/show` (`model_info["<arch>.context_length"]`);
@@ -180,8 +177,8 @@ impl OllamaChat {
     }
 
     fn timeout_error(&self) -> LlmError {
-        LlmError::ServerTimeout {
-            backend: "Ollama".into(),
+        LlmError::Timeout {
+            server: Server::Ollama,
             url: self.config.url.clone(),
             seconds: self.config.timeout.as_secs(),
             setting: "ollama.timeout_secs".into(),
@@ -206,7 +203,13 @@ impl OllamaChat {
         let response = match tokio::time::timeout(self.config.timeout, send).await {
             Err(_) => return Err(self.timeout_error()),
             Ok(Err(err)) if err.is_timeout() => return Err(self.timeout_error()),
-            Ok(Err(err)) => return Err(LlmError::Unreachable { url: self.config.url.clone(), detail: describe(&err) }),
+            Ok(Err(err)) => {
+                return Err(LlmError::Unreachable {
+                    server: Server::Ollama,
+                    url: self.config.url.clone(),
+                    detail: describe(&err),
+                });
+            }
             Ok(Ok(response)) => response,
         };
         let status = response.status();
@@ -228,12 +231,14 @@ impl OllamaChat {
                 });
             }
             if status.as_u16() == 404 && message.contains("not found") {
-                return Err(LlmError::ModelNotPulled {
-                    url: self.config.url.clone(),
-                    model: self.config.model.clone(),
-                });
+                return Err(super::ollama::model_not_pulled(&self.config.url, &self.config.model));
             }
-            return Err(LlmError::Status { url: self.config.url.clone(), status: status.as_u16(), body: message });
+            return Err(LlmError::Status {
+                server: Server::Ollama,
+                url: self.config.url.clone(),
+                status: status.as_u16(),
+                body: message,
+            });
         }
 
         let mut lines = LineReader::new(response, self.config.timeout);
@@ -296,13 +301,7 @@ fn show_context_length(show: &serde_json::Value) -> Option<usize> {
 
 /// A line short enough for an error message.
 pub(super) fn clip(line: &str) -> String {
-    const MAX_CHARS: usize = 200;
-    if line.chars().count() <= MAX_CHARS {
-        line.to_string()
-    } else {
-        let head: String = line.chars().take(MAX_CHARS).collect();
-        format!("{head}…")
-    }
+    crate::corpus::text::shorten(line, 200)
 }
 
 #[async_trait]
@@ -312,21 +311,11 @@ impl ChatModel for OllamaChat {
     }
 
     fn context_window(&self) -> usize {
-        match self.cached_window() {
-            Some(window) => window.tokens,
-            None => self.config.n_ctx.unwrap_or(crate::llm::chat::DEFAULT_SERVER_N_CTX),
-        }
+        self.window.tokens()
     }
 
     async fn window(&self) -> ContextWindow {
-        if let Some(window) = self.cached_window() {
-            return window;
-        }
-        let window = self.discover_window().await;
-        if let Ok(mut cached) = self.window.lock() {
-            *cached = Some(window);
-        }
-        window
+        self.window.get_or_learn(self.discover_window()).await
     }
 
     /// Ollama's refusal names the `num_ctx` this request asked for, not the model's window:

@@ -17,13 +17,14 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::LlmError;
 use super::chat::{
-    ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowSource, estimate_tokens,
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowCache, WindowSource,
+    estimate_tokens,
 };
 use super::http::{LineReader, ReadError};
 use super::ollama::describe;
 use super::ollama_chat::clip;
+use super::{LlmError, Server};
 
 /// First wait before retrying a failed call; doubled on each retry.
 /// The name the schema is given in `response_format` (servers require one).
@@ -109,7 +110,7 @@ pub struct OpenAiChat {
     client: reqwest::Client,
     id: String,
     /// The window learnt from the server (or its refusal), once per process.
-    window: std::sync::Mutex<Option<ContextWindow>>,
+    window: WindowCache,
 }
 
 impl std::fmt::Debug for OpenAiChat {
@@ -125,11 +126,11 @@ impl std::fmt::Debug for OpenAiChat {
 impl OpenAiChat {
     /// Builds the client. Nothing is sent until the first `chat`.
     pub fn new(config: OpenAiChatConfig) -> Result<OpenAiChat, LlmError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.timeout)
-            .build()
-            .map_err(|err| LlmError::ServerUnreachable { url: config.url.clone(), detail: describe(&err) })?;
-        Ok(OpenAiChat { id: format!("openai:{}", config.model), config, client, window: std::sync::Mutex::new(None) })
+        let client = reqwest::Client::builder().connect_timeout(config.timeout).build().map_err(|err| {
+            LlmError::Unreachable { server: Server::OpenAi, url: config.url.clone(), detail: describe(&err) }
+        })?;
+        let window = WindowCache::new(config.n_ctx);
+        Ok(OpenAiChat { id: format!("openai:{}", config.model), config, client, window })
     }
 
     /// The server's root, without a trailing `/v1`.
@@ -140,16 +141,6 @@ impl OpenAiChat {
 
     fn endpoint(&self) -> String {
         format!("{}/v1/chat/completions", self.base())
-    }
-
-    fn cached_window(&self) -> Option<ContextWindow> {
-        self.window.lock().map(|cached| *cached).unwrap_or(None)
-    }
-
-    fn remember_window(&self, window: ContextWindow) {
-        if let Ok(mut cached) = self.window.lock() {
-            *cached = Some(window);
-        }
     }
 
     /// `GET {base}{path}` as JSON; `None` (logged) when the server has no such route or
@@ -212,8 +203,8 @@ impl OpenAiChat {
     }
 
     fn timeout_error(&self) -> LlmError {
-        LlmError::ServerTimeout {
-            backend: "the OpenAI-compatible server".into(),
+        LlmError::Timeout {
+            server: Server::OpenAi,
             url: self.config.url.clone(),
             seconds: self.config.timeout.as_secs(),
             setting: "chat.timeout_secs".into(),
@@ -239,7 +230,11 @@ impl OpenAiChat {
             Err(_) => return Err(self.timeout_error()),
             Ok(Err(err)) if err.is_timeout() => return Err(self.timeout_error()),
             Ok(Err(err)) => {
-                return Err(LlmError::ServerUnreachable { url: self.config.url.clone(), detail: describe(&err) });
+                return Err(LlmError::Unreachable {
+                    server: Server::OpenAi,
+                    url: self.config.url.clone(),
+                    detail: describe(&err),
+                });
             }
             Ok(Ok(response)) => response,
         };
@@ -261,18 +256,14 @@ impl OpenAiChat {
                 });
             }
             return Err(match status {
-                401 | 403 => LlmError::Unauthorized { url: self.config.url.clone(), status },
-                404 if message.to_lowercase().contains("model") => LlmError::ModelNotServed {
+                401 | 403 => LlmError::Unauthorized { server: Server::OpenAi, url: self.config.url.clone(), status },
+                404 if message.to_lowercase().contains("model") => LlmError::ModelMissing {
+                    server: Server::OpenAi,
                     url: self.config.url.clone(),
                     model: self.config.model.clone(),
-                    body: message,
+                    fix: format!("{message}. Check chat.model"),
                 },
-                _ => LlmError::ServerStatus {
-                    backend: "the OpenAI-compatible server".into(),
-                    url: self.config.url.clone(),
-                    status,
-                    body: message,
-                },
+                _ => LlmError::Status { server: Server::OpenAi, url: self.config.url.clone(), status, body: message },
             });
         }
 
@@ -454,19 +445,11 @@ impl ChatModel for OpenAiChat {
     }
 
     fn context_window(&self) -> usize {
-        match self.cached_window() {
-            Some(window) => window.tokens,
-            None => self.config.n_ctx.unwrap_or(crate::llm::chat::DEFAULT_SERVER_N_CTX),
-        }
+        self.window.tokens()
     }
 
     async fn window(&self) -> ContextWindow {
-        if let Some(window) = self.cached_window() {
-            return window;
-        }
-        let window = self.discover_window().await;
-        self.remember_window(window);
-        window
+        self.window.get_or_learn(self.discover_window()).await
     }
 
     /// The window the refusal reported; else what the server says now, the configured
@@ -483,7 +466,7 @@ impl ChatModel for OpenAiChat {
             },
         };
         warn!(backend = %self.id, from = failed.tokens, to = window.tokens, source = ?window.source, "the server refused the prompt as too long; window relearnt");
-        self.remember_window(window);
+        self.window.remember(window);
         window
     }
 

@@ -41,6 +41,27 @@ impl CompendiumIndex {
         Ok(CompendiumIndex { compendium, entity_ids, matcher })
     }
 
+    /// Entity names and aliases containing what was typed (accents and case ignored), names
+    /// first: an autocomplete, or a suggestion for a name the compendium does not know.
+    pub fn names_matching(&self, typed: &str, limit: usize) -> Vec<String> {
+        let typed = crate::corpus::fold(typed.trim());
+        let mut names: Vec<String> = Vec::new();
+        for entity in &self.compendium.entities {
+            if crate::corpus::fold(&entity.name).contains(&typed) && !names.contains(&entity.name) {
+                names.push(entity.name.clone());
+            }
+        }
+        for entity in &self.compendium.entities {
+            for alias in &entity.aliases {
+                if crate::corpus::fold(alias).contains(&typed) && !names.contains(alias) {
+                    names.push(alias.clone());
+                }
+            }
+        }
+        names.truncate(limit);
+        names
+    }
+
     /// The entities `question` names, longest alias first, with their store ids.
     pub fn detect(&self, question: &str) -> Vec<(i64, DetectedEntity)> {
         self.matcher

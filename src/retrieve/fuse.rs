@@ -58,10 +58,70 @@ pub fn fuse_weighted(lists: &[(RetrievalPath, f64, Vec<i64>)], max_pool: usize) 
     fused
 }
 
+/// Parts of one note the fused order keeps before the other notes' candidates. A long session
+/// is split into parts (`SESSION_MAX_WORDS`), and its parts share its words: without a bound they
+/// fill the first eight with one session. Measured on the CRD3 bank (issue 11), «How did
+/// Mollymauk Tealeaf die?» had Sesión 1001 three times in the fused top 8 and the session that
+/// answers it ninth.
+pub const MAX_PARTS_PER_NOTE: usize = 2;
+
+/// The fused order with each note's parts beyond the first [`MAX_PARTS_PER_NOTE`] moved after
+/// every other candidate (in their own fused order); nothing leaves the pool. A part the time
+/// path found is never moved: a question about one session («resume la sesión 33») needs all of
+/// it.
+pub fn spread_notes<T>(fused: Vec<T>, note: impl Fn(&T) -> &str, from_time_path: impl Fn(&T) -> bool) -> Vec<T> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let (mut kept, mut moved) = (Vec::with_capacity(fused.len()), Vec::new());
+    for candidate in fused {
+        let parts = seen.entry(note(&candidate).to_string()).or_default();
+        *parts += 1;
+        if *parts > MAX_PARTS_PER_NOTE && !from_time_path(&candidate) {
+            moved.push(candidate);
+        } else {
+            kept.push(candidate);
+        }
+    }
+    kept.extend(moved);
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use RetrievalPath::{Bm25, Dense, Entity};
+
+    #[test]
+    fn a_note_keeps_two_parts_ahead_and_the_rest_follow_unless_the_time_path_asked() {
+        // (note, part, found by the time path)
+        let fused = vec![
+            ("Sesión 1001", 1, false),
+            ("Sesión 1027", 1, false),
+            ("Sesión 1001", 2, false),
+            ("Sesión 1005", 1, false),
+            ("Sesión 1001", 3, false),
+            ("Sesión 1026", 1, false),
+            ("Sesión 1001", 4, false),
+        ];
+        let spread = spread_notes(fused, |c| c.0, |c| c.2);
+        let order: Vec<(&str, i32)> = spread.iter().map(|c| (c.0, c.1)).collect();
+        assert_eq!(
+            order,
+            [
+                ("Sesión 1001", 1),
+                ("Sesión 1027", 1),
+                ("Sesión 1001", 2),
+                ("Sesión 1005", 1),
+                ("Sesión 1026", 1),
+                ("Sesión 1001", 3),
+                ("Sesión 1001", 4)
+            ]
+        );
+        // A session asked for by number keeps every part where the fusion put it.
+        let asked =
+            vec![("Sesión 33", 1, true), ("Sesión 33", 2, true), ("Sesión 33", 3, true), ("Sesión 2", 1, false)];
+        let spread = spread_notes(asked.clone(), |c| c.0, |c| c.2);
+        assert_eq!(spread, asked);
+    }
 
     fn check(lists: &[(RetrievalPath, Vec<i64>)], max_pool: usize, expected: &[(i64, f64)]) {
         let fused = fuse_candidates(lists, max_pool);

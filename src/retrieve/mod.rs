@@ -34,7 +34,7 @@ use crate::llm::{EmbedRole, Embedder, LlmError};
 pub use crate::llm::chat::{Turn, TurnRole};
 pub use entity::{CompendiumIndex, DetectedEntity, ENTITY_MIN_WEIGHT, EntityEvidence, EntityShare};
 pub use followup::{FollowupDecision, decide_followup, expand_followup};
-pub use fuse::{MAX_POOL, RRF_K, fuse_candidates, fuse_weighted};
+pub use fuse::{MAX_PARTS_PER_NOTE, MAX_POOL, RRF_K, fuse_candidates, fuse_weighted, spread_notes};
 
 /// Fragments the model finally sees in full (the rerank's output size).
 pub const DEFAULT_K: usize = 8;
@@ -412,6 +412,7 @@ pub async fn search(
                 Candidate::from_head(head, entry.ranks, entry.score, dense_window)
             })
             .collect();
+        let candidates = spread_notes(candidates, |c| c.label.as_str(), |c| c.ranks.time.is_some());
         timings.fuse_ms = ms(started);
         tracing::debug!(n_candidates = candidates.len(), "fused pool");
 

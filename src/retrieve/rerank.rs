@@ -11,14 +11,18 @@
 //! search and never returns fewer candidates than asked.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
-use tracing::{Instrument, info_span, warn};
+use tracing::{Instrument, debug, info_span, warn};
 
 use super::Candidate;
-use crate::answer::prompt::{rerank_messages, rerank_schema};
 use crate::llm::chat::{ChatModel, ChatRequest};
+use crate::prompt::{rerank_messages, rerank_schema};
+
+/// Whether this process has said that the rerank waits for annotations.
+static MISSING_ANNOTATIONS_SAID: AtomicBool = AtomicBool::new(false);
 
 /// Tokens for `{"ids": [..8 ids..]}` with room to spare.
 const RERANK_MAX_TOKENS: usize = 128;
@@ -75,7 +79,19 @@ pub async fn rerank_by_annotation(
     async move {
         let fusion_order = || pool.iter().take(k).cloned().collect::<Vec<_>>();
         let skip = |reason: RerankSkip| {
-            warn!(?reason, "rerank skipped: fusion order kept");
+            match reason {
+                // Not a failure but a state: the campaign was never annotated. Said once per
+                // process, with the fix, not once per question.
+                RerankSkip::MissingAnnotation { .. } if MISSING_ANNOTATIONS_SAID.swap(true, Ordering::Relaxed) => {
+                    debug!(?reason, "rerank skipped: fusion order kept")
+                }
+                RerankSkip::MissingAnnotation { .. } => warn!(
+                    ?reason,
+                    "rerank skipped: the pool has fragments without annotations, so the fusion order is kept \
+                     (run `oraculo annotate` to rerank; said once)"
+                ),
+                _ => warn!(?reason, "rerank skipped: fusion order kept"),
+            }
             (fusion_order(), RerankDecision::Skipped(reason))
         };
         if pool.len() <= k {
@@ -117,7 +133,7 @@ pub async fn rerank_by_annotation(
 fn parse_ids(text: &str) -> Result<Vec<i64>, String> {
     let trimmed = text.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```").trim();
     let output: RerankOutput =
-        serde_json::from_str(trimmed).map_err(|err| format!("{err}: {}", truncate(text, 200)))?;
+        serde_json::from_str(trimmed).map_err(|err| format!("{err}: {}", crate::corpus::text::shorten(text, 200)))?;
     Ok(output
         .ids
         .iter()
@@ -150,10 +166,6 @@ fn choose(pool: &[Candidate], ids: &[i64], k: usize) -> (Vec<Candidate>, usize) 
         }
     }
     (chosen, from_model)
-}
-
-fn truncate(text: &str, max_chars: usize) -> String {
-    text.chars().take(max_chars).collect()
 }
 
 #[cfg(test)]

@@ -159,7 +159,7 @@ async fn ollama_errors_read_as_fixes() {
         OllamaChat::new(OllamaChatConfig { timeout: Duration::from_millis(300), ..ollama_config(fake.url()) }).unwrap();
     fake.enqueue(Fault::Delay(Duration::from_secs(30)));
     let err = chat.chat(&request("hola"), None).await.unwrap_err();
-    assert!(matches!(err, LlmError::ServerTimeout { .. }), "{err:?}");
+    assert!(matches!(err, LlmError::Timeout { .. }), "{err:?}");
     assert!(err.to_string().contains("ollama.timeout_secs"), "{err}");
 
     // A 500 with the server's message.
@@ -265,7 +265,7 @@ async fn openai_errors_read_as_fixes() {
         OpenAiChat::new(OpenAiChatConfig { model: "llama-70b".into(), ..openai_config(fake.url(), Some("sk-right")) })
             .unwrap();
     let err = chat.chat(&request("hola"), None).await.unwrap_err();
-    assert!(matches!(err, LlmError::ModelNotServed { .. }), "{err:?}");
+    assert!(matches!(err, LlmError::ModelMissing { .. }), "{err:?}");
     assert!(err.to_string().contains("chat.model"), "{err}");
 
     let chat = OpenAiChat::new(openai_config(dead_url().await, None)).unwrap();

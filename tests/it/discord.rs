@@ -111,8 +111,13 @@ struct RunningBot {
 
 impl RunningBot {
     fn start(config: Config) -> RunningBot {
+        RunningBot::start_with_client(config, None)
+    }
+
+    /// The bot reaching Discord's REST API with `rest_client` (the stand-in as discord.com).
+    fn start_with_client(config: Config, rest_client: Option<reqwest::Client>) -> RunningBot {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(oraculo::discord::run(config, async move {
+        let handle = tokio::spawn(oraculo::discord::run_with_client(config, rest_client, async move {
             let _ = stopped.await;
         }));
         RunningBot { stop, handle }
@@ -658,6 +663,64 @@ async fn issue_14_an_answer_outlives_its_interaction_token() {
     assert!(through_webhook.is_empty(), "nothing through a token about to expire: {through_webhook:?}");
 
     table.bot.stop().await;
+}
+
+/// Issue 14, item 6: without `proxy_url` the bot runs as a user's bot does, with serenity's own
+/// rate limiter, here against the stand-in answering as `https://discord.com` over TLS: the
+/// commands register, an answer streams and lands, and an edit refused with a 429 (its
+/// `Retry-After` and `X-RateLimit-*` headers) is waited out and sent again by the limiter,
+/// never reaching the bot as an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_serenity_s_own_rate_limiter_runs_against_discord_over_tls() {
+    oraculo::logging::init();
+    let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+    let discord = FakeDiscord::start().await;
+    // The usual configuration, without the proxy: the limiter is on, as serenity ships it.
+    let campaign =
+        format!("[campaign]\ndir = \"{}\"\nsecret_paths = [\"Secretos\"]\n", scratch.campaign.path().display());
+    let text = config_toml(scratch.data.path(), &campaign, &ollama, &discord, "");
+    let proxy_line = format!("proxy_url = \"{}\"\n", discord.rest_url());
+    assert!(text.contains(&proxy_line));
+    let config = parse_config(&text.replace(&proxy_line, ""));
+    assert!(config.discord.as_ref().is_some_and(|d| d.proxy_url.is_none()));
+    let bot = RunningBot::start_with_client(config, Some(discord.https_client()));
+
+    let registered = wait_for_guild_commands(&discord).await;
+    assert_eq!(registered.header("host"), Some("discord.com"), "reached as discord.com, over TLS");
+    assert_eq!(registered.header("authorization"), Some(format!("Bot {TOKEN}").as_str()));
+
+    // The first edit of the answer's message is refused once, for 0.6 s.
+    discord.limit_next_edit(0.6);
+    ollama.enqueue_reply("El archiduque Ardo huyó al norte tras la feria [Sesión 1].");
+    let token = discord.slash_command(
+        PLAYER,
+        &[],
+        text_channel(CHANNEL),
+        "oraculo",
+        json!([{ "name": "pregunta", "type": 3, "value": FIRST_QUESTION }]),
+    );
+    let answer = discord.wait_for("the final answer", is_final_answer_for(&token)).await;
+    assert!(embed_text(&answer.body).contains("huyó al norte"), "{}", answer.body);
+    assert_eq!(field_names(&answer.body), ["Sesión 1"]);
+
+    // serenity waited out the Retry-After and sent the same edit again: one 429, no error.
+    let edits: Vec<(Recorded, std::time::Instant)> = discord
+        .requests_with_arrivals()
+        .into_iter()
+        .filter(|(request, _)| is_webhook_for(&token, "PATCH")(request))
+        .collect();
+    assert!(edits.len() >= 2, "{edits:?}");
+    let ((refused, refused_at), (retried, retried_at)) = (&edits[0], &edits[1]);
+    assert_eq!(refused.body, retried.body, "the refused edit, sent again");
+    let waited = retried_at.duration_since(*refused_at);
+    assert!(waited >= std::time::Duration::from_millis(550), "retried after {waited:?}, before its Retry-After");
+    let refusals: Vec<String> = discord.violations().into_iter().filter(|v| v.contains("429")).collect();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+
+    bot.stop().await;
 }
 
 /// Issue 14, item 3: `@Oráculo <question>` in a channel is a question, answered as a reply in

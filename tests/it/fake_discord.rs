@@ -1,7 +1,10 @@
 //! A stand-in for Discord on 127.0.0.1, speaking its real wire formats, so the production
 //! serenity + poise client is what runs in tests.
 //!
-//! REST (reached through serenity's `HttpBuilder::proxy`): every request is recorded
+//! REST, reached two ways: through serenity's `HttpBuilder::proxy` (plain HTTP, the limiter
+//! off), or as `https://discord.com` itself over TLS ([`FakeDiscord::https_client`]: a test CA
+//! and a resolver pointing discord.com at 127.0.0.1), so that serenity's own rate limiter, the
+//! default a user gets, runs against the rate-limit headers Discord sends. Every request is recorded
 //! (method, path, JSON body, headers) and answered with plausible JSON: the gateway address,
 //! the current user and application, 204 for interaction callbacks and typing, message
 //! objects for webhook follow-ups, edits and channel messages, channel objects for threads.
@@ -20,7 +23,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
@@ -31,6 +34,9 @@ pub const GUILD_ID: u64 = 880_000_000_000_000_100;
 /// How long any one wait may take before the test fails (a cold debug build is slow).
 pub const WAIT: Duration = Duration::from_secs(120);
 const TIMESTAMP: &str = "2024-05-01T20:00:00.000000+00:00";
+/// Discord's message-edit bucket: this many edits per window per channel.
+const EDITS_PER_WINDOW: usize = 5;
+const EDIT_WINDOW: Duration = Duration::from_secs(5);
 
 pub use crate::http::Recorded;
 
@@ -70,11 +76,19 @@ struct State {
     /// Every body that broke one of Discord's limits, with why.
     violations: Vec<String>,
     identify: Option<Value>,
+    /// When each of `requests` arrived.
+    arrivals: Vec<std::time::Instant>,
+    /// The next message edit is refused with a 429 saying to retry after this many seconds.
+    limit_next_edit: Option<f64>,
+    /// The `Retry-After` of the 429 being written.
+    retry_after: Option<f64>,
 }
 
 #[derive(Clone)]
 pub struct FakeDiscord {
     pub rest_addr: SocketAddr,
+    /// The same REST API over TLS, as `https://discord.com` ([`FakeDiscord::https_client`]).
+    pub tls_addr: SocketAddr,
     pub gateway_addr: SocketAddr,
     state: Arc<Mutex<State>>,
     changed: Arc<watch::Sender<usize>>,
@@ -84,10 +98,12 @@ pub struct FakeDiscord {
 impl FakeDiscord {
     pub async fn start() -> FakeDiscord {
         let rest = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let tls = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let gateway = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let (events, receiver) = mpsc::unbounded_channel();
         let fake = FakeDiscord {
             rest_addr: rest.local_addr().unwrap(),
+            tls_addr: tls.local_addr().unwrap(),
             gateway_addr: gateway.local_addr().unwrap(),
             state: Arc::new(Mutex::new(State::default())),
             changed: Arc::new(watch::Sender::new(0)),
@@ -99,6 +115,19 @@ impl FakeDiscord {
                 let server = server.clone();
                 tokio::spawn(async move {
                     let _ = server.serve_rest(stream).await;
+                });
+            }
+        });
+        let server = fake.clone();
+        let acceptor = tls_acceptor();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = tls.accept().await {
+                let server = server.clone();
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    if let Ok(stream) = acceptor.accept(stream).await {
+                        let _ = server.serve_rest(stream).await;
+                    }
                 });
             }
         });
@@ -118,6 +147,31 @@ impl FakeDiscord {
 
     pub fn rest_url(&self) -> String {
         format!("http://{}", self.rest_addr)
+    }
+
+    /// An HTTP client for which this stand-in *is* `https://discord.com`: discord.com resolves
+    /// to its TLS port, and the test CA that signed its certificate is trusted (only here).
+    pub fn https_client(&self) -> reqwest::Client {
+        let ca = reqwest::Certificate::from_pem(include_bytes!("tls/ca.pem")).expect("the test CA parses");
+        reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(ca)
+            .resolve("discord.com", self.tls_addr)
+            .build()
+            .expect("a reqwest client")
+    }
+
+    /// Each request with when it arrived.
+    pub fn requests_with_arrivals(&self) -> Vec<(Recorded, std::time::Instant)> {
+        let state = self.state.lock().unwrap();
+        state.requests.iter().cloned().zip(state.arrivals.iter().copied()).collect()
+    }
+
+    /// Refuses the next message edit with a 429 and its rate-limit headers, as Discord does
+    /// when a bot outruns a bucket.
+    pub fn limit_next_edit(&self, retry_after: f64) {
+        self.state.lock().unwrap().limit_next_edit = Some(retry_after);
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -339,7 +393,7 @@ impl FakeDiscord {
 
     // --- REST ---------------------------------------------------------------------------
 
-    async fn serve_rest(&self, stream: TcpStream) -> std::io::Result<()> {
+    async fn serve_rest<S: AsyncRead + AsyncWrite + Unpin>(&self, stream: S) -> std::io::Result<()> {
         let mut reader = BufReader::new(stream);
         loop {
             let Some(request) = crate::http::read_request(&mut reader).await? else {
@@ -348,9 +402,11 @@ impl FakeDiscord {
             let crate::http::Request { method, target, headers, body } = request;
             let path = target.split('?').next().unwrap_or("").trim_start_matches("/api/v10").to_string();
             let (status, payload) = self.answer(&method, &path, &body);
+            let limits = self.rate_limit_headers(&method, &path, status);
             {
                 let mut state = self.state.lock().unwrap();
                 state.requests.push(Recorded { method, path, body, headers });
+                state.arrivals.push(std::time::Instant::now());
             }
             self.changed.send_modify(|n| *n += 1);
             let reason = match status {
@@ -362,11 +418,12 @@ impl FakeDiscord {
                 429 => "Too Many Requests",
                 _ => "Not Found",
             };
+            let limits: String = limits.iter().map(|(name, value)| format!("{name}: {value}\r\n")).collect();
             let response = if status == 204 {
-                format!("HTTP/1.1 204 {reason}\r\n\r\n")
+                format!("HTTP/1.1 204 {reason}\r\n{limits}\r\n")
             } else {
                 format!(
-                    "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{payload}",
+                    "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{limits}\r\n{payload}",
                     payload.len()
                 )
             };
@@ -415,12 +472,13 @@ impl FakeDiscord {
                 (204, String::new())
             }
             ("PATCH", ["channels", channel, "messages", _]) | ("PATCH", ["webhooks", _, channel, "messages", _])
-                if self.edit_burst(channel) =>
+                if self.edit_refused(channel).is_some() =>
             {
+                let retry_after = self.state.lock().unwrap().retry_after.unwrap_or(1.0);
                 self.state.lock().unwrap().violations.push(format!("{method} {path}: 429 (rate limited)"));
                 (
                     429,
-                    json!({ "message": "You are being rate limited.", "retry_after": 1.0, "global": false })
+                    json!({ "message": "You are being rate limited.", "retry_after": retry_after, "global": false })
                         .to_string(),
                 )
             }
@@ -500,15 +558,51 @@ impl FakeDiscord {
     /// Counts an edit of a message in `channel` (a channel id, or an interaction token for
     /// webhook edits); `true` when it is the sixth within five seconds (Discord's message
     /// edit limit is about five per five seconds per channel).
-    fn edit_burst(&self, channel: &str) -> bool {
+    /// Discord's message-edit bucket: 5 edits per 5 s per channel. `Some(retry_after)` when
+    /// this edit is refused (a burst, or one the test asked to refuse), else it is counted.
+    fn edit_refused(&self, channel: &str) -> Option<f64> {
         let mut state = self.state.lock().unwrap();
+        if let Some(retry_after) = state.limit_next_edit.take() {
+            state.retry_after = Some(retry_after);
+            return Some(retry_after);
+        }
         let edits = state.edits.entry(channel.to_string()).or_default();
-        edits.retain(|at| at.elapsed() < Duration::from_secs(5));
-        if edits.len() >= 5 {
-            return true;
+        edits.retain(|at| at.elapsed() < EDIT_WINDOW);
+        if edits.len() >= EDITS_PER_WINDOW {
+            let retry_after = EDIT_WINDOW.saturating_sub(edits[0].elapsed()).as_secs_f64();
+            state.retry_after = Some(retry_after);
+            return Some(retry_after);
         }
         edits.push(std::time::Instant::now());
-        false
+        None
+    }
+
+    /// The rate-limit headers Discord sends with a message edit's answer (`X-RateLimit-*`,
+    /// and `Retry-After` on a 429): what serenity's own limiter reads to pace the next edit.
+    fn rate_limit_headers(&self, method: &str, path: &str, status: u16) -> Vec<(&'static str, String)> {
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let channel = match (method, segments.as_slice()) {
+            ("PATCH", ["channels", channel, "messages", _]) | ("PATCH", ["webhooks", _, channel, "messages", _]) => {
+                channel.to_string()
+            }
+            _ => return Vec::new(),
+        };
+        let mut state = self.state.lock().unwrap();
+        let edits = state.edits.get(&channel).cloned().unwrap_or_default();
+        let remaining = EDITS_PER_WINDOW.saturating_sub(edits.len());
+        let reset_after = edits.first().map_or(EDIT_WINDOW, |first| EDIT_WINDOW.saturating_sub(first.elapsed()));
+        let mut headers = vec![
+            ("x-ratelimit-limit", EDITS_PER_WINDOW.to_string()),
+            ("x-ratelimit-remaining", remaining.to_string()),
+            ("x-ratelimit-reset-after", format!("{:.3}", reset_after.as_secs_f64())),
+            ("x-ratelimit-bucket", format!("edits-{channel}")),
+        ];
+        if status == 429 {
+            let retry_after = state.retry_after.take().unwrap_or(1.0);
+            headers.push(("retry-after", format!("{retry_after:.3}")));
+            headers.push(("x-ratelimit-scope", "user".to_string()));
+        }
+        headers
     }
 
     /// Bodies that broke a limit, and edits refused as a burst (429).
@@ -769,4 +863,23 @@ pub fn text_channel(id: u64) -> Value {
         "parent_id": null,
         "permissions": "2248473465835073",
     })
+}
+
+/// The stand-in's TLS identity for `discord.com`, signed by the test CA (`tls/README.md`).
+fn tls_acceptor() -> tokio_rustls::TlsAcceptor {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(include_bytes!("tls/discord.com.pem"))
+        .collect::<Result<_, _>>()
+        .expect("the stand-in's certificate parses");
+    let key = PrivateKeyDer::from_pem_slice(include_bytes!("tls/discord.com.key")).expect("the stand-in's key parses");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS 1.2 and 1.3")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("a certificate and its key");
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
 }

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::llm::chat::{ChatMessage, ChatRole};
 
-use super::context::Context;
+use crate::answer::Context;
 
 pub const ANSWER_PROMPT_VERSION: &str = "answer.v2";
 pub const STRUCTURED_ANSWER_PROMPT_VERSION: &str = "answer-structured.v2";
@@ -27,17 +27,17 @@ pub const ENTITIES_PROMPT_VERSION: &str = "entities.v1";
 
 /// `prompts/answer.v2.md`: the answer's system prompt and the user message carrying the
 /// material and the question.
-pub const ANSWER_PROMPT: &str = include_str!("../../prompts/answer.v2.md");
+pub const ANSWER_PROMPT: &str = include_str!("../prompts/answer.v2.md");
 /// `prompts/answer-structured.v2.md`: the answer as JSON sentences, each with its labels
 /// (`answer::structured`). The system prompt comes first and never changes between
 /// questions, so llama.cpp reuses its cached keys and values.
-pub const STRUCTURED_ANSWER_PROMPT: &str = include_str!("../../prompts/answer-structured.v2.md");
+pub const STRUCTURED_ANSWER_PROMPT: &str = include_str!("../prompts/answer-structured.v2.md");
 /// `prompts/annotate.v1.md`: the one-or-two-sentence description of a fragment.
-pub const ANNOTATE_PROMPT: &str = include_str!("../../prompts/annotate.v1.md");
+pub const ANNOTATE_PROMPT: &str = include_str!("../prompts/annotate.v1.md");
 /// `prompts/rerank.v1.md`: the best ids among the candidates' annotations, as JSON.
-pub const RERANK_PROMPT: &str = include_str!("../../prompts/rerank.v1.md");
+pub const RERANK_PROMPT: &str = include_str!("../prompts/rerank.v1.md");
 /// Asks for the named entities of a session fragment as JSON.
-pub const ENTITIES_PROMPT: &str = include_str!("../../prompts/entities.v1.md");
+pub const ENTITIES_PROMPT: &str = include_str!("../prompts/entities.v1.md");
 
 /// Every prompt file with its version, for tests and for `oraculo` to show.
 pub const PROMPT_FILES: &[(&str, &str)] = &[
@@ -208,8 +208,8 @@ fn fill(template: &str, values: &[(&str, &str)]) -> String {
 mod tests {
     use std::path::{Path, PathBuf};
 
-    use super::super::context::{FULL_BLOCK_NAME, SUMMARIES_BLOCK_NAME};
     use super::*;
+    use crate::answer::context::{FULL_BLOCK_NAME, SUMMARIES_BLOCK_NAME};
 
     /// Renders messages as `role: content` blocks separated by `---` lines and compares.
     fn check(messages: &[ChatMessage], expect: &str) {
@@ -227,7 +227,7 @@ mod tests {
         } else {
             Path::new(env!("CARGO_MANIFEST_DIR")).join(this_file)
         };
-        this_file.ancestors().nth(3).expect("src/answer/prompt.rs is three levels down").join("prompts")
+        this_file.ancestors().nth(2).expect("src/prompt.rs is two levels down").join("prompts")
     }
 
     /// Every `[...]` in `text` that holds a digit.

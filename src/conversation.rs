@@ -1,0 +1,175 @@
+//! Conversation history, kept in the campaign's index (`conversation_turns`) so a restart
+//! keeps it: what a follow-up question is read with.
+//!
+//! A conversation is a key the caller chooses (the bot: one per channel, thread or direct
+//! message); nothing reads one key's turns into another's, and each keeps only its latest
+//! turns. The bot reaches the index's history only through here (issue 13: the Discord layer
+//! never sees `Index` or `Store`).
+//!
+//! The store is opened lazily, once the campaign's index exists: before the first ingest
+//! there is no history to read, and opening would create an empty index that looks built.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::index::{IndexError, Store};
+use crate::retrieve::{Turn, TurnRole};
+
+/// The conversations of one campaign.
+#[derive(Clone)]
+pub struct Conversations {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    index_dir: PathBuf,
+    /// Turns sent with a question.
+    turns: usize,
+    store: Mutex<Option<Store>>,
+}
+
+impl std::fmt::Debug for Conversations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conversations")
+            .field("index_dir", &self.inner.index_dir)
+            .field("turns", &self.inner.turns)
+            .finish()
+    }
+}
+
+impl Conversations {
+    /// The history in the index at `index_dir`, sending `turns` turns with each question.
+    pub fn new(index_dir: &Path, turns: usize) -> Conversations {
+        Conversations { inner: Arc::new(Inner { index_dir: index_dir.to_path_buf(), turns, store: Mutex::new(None) }) }
+    }
+
+    /// Turns stored per conversation: what is sent, and at least one exchange, so that a
+    /// thread the bot opened stays recognisable even with `history_turns = 0`.
+    fn kept(&self) -> usize {
+        self.inner.turns.max(2)
+    }
+
+    /// The latest turns of conversation `key`, oldest first; empty when there are none or the
+    /// store cannot be read (logged: a question without history is still answered).
+    pub async fn recent(&self, key: &str) -> Vec<Turn> {
+        let limit = self.inner.turns;
+        if limit == 0 {
+            return Vec::new();
+        }
+        let owned = key.to_string();
+        match self.with_store(move |store| store.conversation_turns(&owned, limit)).await {
+            Ok(turns) => turns.unwrap_or_default(),
+            Err(err) => {
+                tracing::warn!(error = %err, conversation = key, "conversation history unreadable: answering without it");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Records one exchange in conversation `key`.
+    pub async fn record(&self, key: &str, question: &str, answer: &str) {
+        let turns = vec![
+            Turn { role: TurnRole::User, content: question.to_string() },
+            Turn { role: TurnRole::Assistant, content: answer.to_string() },
+        ];
+        self.append(key, turns).await;
+    }
+
+    /// Appends `turns` to conversation `key` (a new thread starts with the exchange it was
+    /// opened on).
+    pub async fn append(&self, key: &str, turns: Vec<Turn>) {
+        let owned = key.to_string();
+        let keep = self.kept();
+        match self.with_store(move |store| store.append_conversation_turns(&owned, &turns, keep)).await {
+            Ok(Some(())) => {}
+            Ok(None) => tracing::warn!(conversation = key, "no index yet: the exchange is not kept in the history"),
+            Err(err) => tracing::warn!(error = %err, conversation = key, "conversation history not written"),
+        }
+    }
+
+    /// Whether conversation `key` has history (a thread does exactly when the bot opened it).
+    pub async fn knows(&self, key: &str) -> bool {
+        let owned = key.to_string();
+        match self.with_store(move |store| store.has_conversation(&owned)).await {
+            Ok(known) => known.unwrap_or(false),
+            Err(err) => {
+                tracing::warn!(error = %err, conversation = key, "conversation history unreadable");
+                false
+            }
+        }
+    }
+    /// Runs `work` on the store, on a blocking thread; `Ok(None)` while no index exists.
+    async fn with_store<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Store) -> Result<T, IndexError> + Send + 'static,
+    ) -> anyhow::Result<Option<T>> {
+        let inner = Arc::clone(&self.inner);
+        let joined = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<T>> {
+            let mut guard = inner.store.lock().map_err(|_| anyhow::anyhow!("history store lock poisoned"))?;
+            if guard.is_none() {
+                let path = inner.index_dir.join("index.sqlite");
+                if !path.is_file() {
+                    return Ok(None);
+                }
+                *guard = Some(Store::open(&path)?);
+            }
+            match guard.as_ref() {
+                Some(store) => Ok(Some(work(store)?)),
+                None => Ok(None),
+            }
+        })
+        .await;
+        joined.map_err(|err| anyhow::anyhow!("history task failed: {err}"))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn check(conversations: &Conversations, key: &str, expected: &[&str]) {
+        let turns = conversations.recent(key).await;
+        let contents: Vec<&str> = turns.iter().map(|t| t.content.as_str()).collect();
+        assert_eq!(contents, expected, "{key}");
+    }
+
+    #[tokio::test]
+    async fn history_never_crosses_conversations() {
+        let dir = tempfile::TempDir::new().unwrap();
+        Store::open(&dir.path().join("index.sqlite")).unwrap();
+        let conversations = Conversations::new(dir.path(), 4);
+        conversations.record("discord:channel:1", "¿quién es Baika?", "Una contrabandista [Ficha: Baika].").await;
+        conversations.record("discord:thread:1", "¿y su barco?", "El Tuerto [Sesión 2].").await;
+        conversations.record("discord:channel:2", "¿dónde está el faro?", "En Puerto Galerna.").await;
+        assert!(conversations.knows("discord:thread:1").await);
+        assert!(!conversations.knows("discord:thread:2").await);
+        check(&conversations, "discord:channel:1", &["¿quién es Baika?", "Una contrabandista [Ficha: Baika]."]).await;
+        check(&conversations, "discord:thread:1", &["¿y su barco?", "El Tuerto [Sesión 2]."]).await;
+        check(&conversations, "discord:channel:2", &["¿dónde está el faro?", "En Puerto Galerna."]).await;
+        check(&conversations, "discord:thread:3", &[]).await;
+    }
+
+    #[tokio::test]
+    async fn history_is_bounded_and_survives_a_restart() {
+        let dir = tempfile::TempDir::new().unwrap();
+        Store::open(&dir.path().join("index.sqlite")).unwrap();
+        let conversations = Conversations::new(dir.path(), 4);
+        for i in 0..10 {
+            conversations.record("discord:thread:7", &format!("q{i}"), &format!("a{i}")).await;
+        }
+        let restarted = Conversations::new(dir.path(), 4);
+        let turns = restarted.recent("discord:thread:7").await;
+        let contents: Vec<&str> = turns.iter().map(|t| t.content.as_str()).collect();
+        assert_eq!(contents, ["q8", "a8", "q9", "a9"]);
+        assert_eq!(turns[0].role, TurnRole::User);
+    }
+
+    #[tokio::test]
+    async fn no_index_means_no_history_and_no_index_created() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let conversations = Conversations::new(dir.path(), 4);
+        conversations.record("discord:channel:1", "q", "a").await;
+        assert!(conversations.recent("discord:channel:1").await.is_empty());
+        assert!(!dir.path().join("index.sqlite").exists(), "the history must not create an index");
+    }
+}
