@@ -228,6 +228,9 @@ for step in ask-free ask-struct; do
         && [ "$(jq -r .mode "$WORK/$step.json")" = "$want" ] \
         && [ "$(jq -r .context_plan.window_source "$WORK/$step.json")" = server_props ]; then
         report "$step" ok "$(since "$T")" "$(answer_facts "$WORK/$step.json") rerank=$(jq -c .rerank "$WORK/$step.json")"
+        # What the reader got, its first line shortened: a step passes on the mode; this shows
+        # whether the model answered, cited, or said the notes do not hold it.
+        printf '  said: %s\n' "$(jq -r .text "$WORK/$step.json" | head -1 | cut -c1-160)"
     else
         report "$step" FAIL "$(since "$T")" "$(answer_facts "$WORK/$step.json" 2>/dev/null) $(tail -1 "$WORK/$step.err")"
     fi

@@ -395,8 +395,10 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
     let (_, index) = open_campaign_index(&config).await?;
     let embedder = crate::app::connect_embedder(&config.embedder, &config.data_dir).await?;
     let compendium = CompendiumIndex::load(&index.store)?;
+    // The oracle's one rule for what can be asked: an empty question is refused, not searched.
+    let question = crate::oracle::check_question(&args.question)?;
     let request = SearchRequest {
-        question: &args.question,
+        question,
         history: &history,
         audience: if args.gm { Audience::Gm } else { Audience::Player },
         k: args.k.max(1),
@@ -427,6 +429,13 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
             .collect();
         let arc = if evidence.arc { " (arc question: full weight)" } else { "" };
         println!("Entity path weight {:.2}{arc}: {}", evidence.weight, shares.join("; "));
+    }
+    let terms = &result.diagnostics.bm25_terms;
+    if terms.asked > 0 && terms.in_notes < terms.asked {
+        println!(
+            "BM25 weight {:.2}: the notes hold {} of the question's {} words (another language?)",
+            terms.weight, terms.in_notes, terms.asked
+        );
     }
     let rank = |r: Option<usize>| r.map(|r| r.to_string()).unwrap_or_else(|| "-".into());
     let width = result.candidates.iter().map(|c| c.label.chars().count()).max().unwrap_or(5).max(5);

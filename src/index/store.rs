@@ -339,6 +339,15 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Whether some fragment `visibility` allows matches the FTS5 expression `fts_query`.
+    pub fn fts_has_term(&self, fts_query: &str, visibility: Option<Visibility>) -> Result<bool, IndexError> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM fragments_fts JOIN fragments f ON f.id = fragments_fts.rowid
+                            WHERE fragments_fts MATCH ?1 AND (?2 IS NULL OR f.visibility = ?2))",
+        )?;
+        Ok(statement.query_row(params![fts_query, visibility.map(Visibility::as_str)], |row| row.get(0))?)
+    }
+
     /// content hash → ids of the fragments with that text and an allowed visibility.
     pub fn fragment_ids_by_hash(
         &self,
@@ -812,6 +821,20 @@ mod tests {
 
     const PLAYER: Visibility = Visibility::Player;
     const GM: Visibility = Visibility::DmOnly;
+
+    #[test]
+    fn a_word_only_a_secret_holds_is_absent_for_a_player() {
+        // The BM25 path weighs its list by the question's words the notes hold: a word only a
+        // GM-only note holds must not count for a player (it would tell them it exists).
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut store = Store::open(&dir.path().join("index.sqlite")).unwrap();
+        ingest(&mut store, file(&[("Sesión 1", "el puerto de Galerna", PLAYER), ("Sesión 2", "el traidor Ardo", GM)]));
+        let has = |term: &str, visibility| store.fts_has_term(&format!("\"{term}\""), visibility).unwrap();
+        assert!(has("galerna", Some(PLAYER)) && has("galerna", None));
+        assert!(!has("traidor", Some(PLAYER)), "a secret word counted for a player");
+        assert!(has("traidor", Some(GM)) && has("traidor", None));
+        assert!(!has("dragon", None));
+    }
 
     #[test]
     fn issue_12_ids_are_never_reused_and_fetches_recheck_what_was_searched() {

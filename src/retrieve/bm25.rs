@@ -8,8 +8,9 @@ use crate::corpus::{Visibility, fold};
 use crate::index::{IndexError, Store};
 use crate::lexicon::is_stopword;
 
-/// The FTS5 expression for `question`, or `None` when nothing in it is worth matching.
-pub fn fts_query(question: &str) -> Option<String> {
+/// The words of `question` worth matching: folded, stopwords (Spanish and English) and
+/// one-letter words dropped, each once.
+pub fn query_terms(question: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
     for word in question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
         let folded = fold(word);
@@ -18,25 +19,80 @@ pub fn fts_query(question: &str) -> Option<String> {
         }
         terms.push(folded);
     }
+    terms
+}
+
+/// One term as an FTS5 string. Folded words are alphanumeric only: quoting them cannot break
+/// out of the string.
+fn quoted(term: &str) -> String {
+    format!("\"{term}\"")
+}
+
+/// The FTS5 expression for `question`, or `None` when nothing in it is worth matching.
+pub fn fts_query(question: &str) -> Option<String> {
+    let terms = query_terms(question);
     if terms.is_empty() {
         return None;
     }
-    // Folded words are alphanumeric only: quoting them cannot break out of the string.
-    Some(terms.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR "))
+    Some(terms.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" OR "))
 }
 
-/// Fragment ids, best BM25 first.
+/// What the BM25 path found, and how much of the question it could match at all.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Bm25Hits {
+    /// Fragment ids, best BM25 first.
+    pub ids: Vec<i64>,
+    /// The question's terms that occur in some note the asker may read.
+    pub terms_in_notes: usize,
+    pub terms: usize,
+}
+
+/// The share of a question's words its notes must hold for the BM25 list to keep its full
+/// weight. Below it the question is mostly in another language than the notes (only its names
+/// match), and the list weighs by the share. Half, because one word of a question missing from
+/// the notes is common (a verb form, a synonym): on the sample bank, weighing every list by its
+/// share dropped two time questions whose only exact match was BM25's first («la barca sin
+/// farol», «1000 de experiencia»: 3 of 4 and 4 of 5 words held).
+pub const BM25_FULL_WEIGHT_SHARE: f64 = 0.5;
+
+impl Bm25Hits {
+    /// The weight of this list in the fusion: full when the notes hold at least
+    /// [`BM25_FULL_WEIGHT_SHARE`] of the question's terms, else that share. A question in
+    /// another language than its notes (the CRD3 bank's «¿Qué ser descubrió Keyleth en el
+    /// corazón de la corrupción del pantano?», 1 term of 6 in English synopses) matches only
+    /// its names, and BM25 then ranks by how often a main character is named: that list must
+    /// not outvote the dense path, which reads across languages.
+    pub fn weight(&self) -> f64 {
+        if self.terms == 0 {
+            return 1.0;
+        }
+        let share = self.terms_in_notes as f64 / self.terms as f64;
+        if share >= BM25_FULL_WEIGHT_SHARE { 1.0 } else { share }
+    }
+}
+
+/// The BM25 path: fragment ids best first, with the question's term coverage. Both honour the
+/// visibility filter (a term only a GM-only note holds counts as absent for a player).
 pub fn search_bm25(
     store: &Store,
     question: &str,
     visibility: Option<Visibility>,
     depth: usize,
-) -> Result<Vec<i64>, IndexError> {
+) -> Result<Bm25Hits, IndexError> {
     let _span = tracing::info_span!("retrieve.bm25", depth).entered();
-    let Some(query) = fts_query(question) else {
-        return Ok(Vec::new());
-    };
-    Ok(store.match_fts(&query, visibility, depth)?.into_iter().map(|(id, _)| id).collect())
+    let terms = query_terms(question);
+    if terms.is_empty() {
+        return Ok(Bm25Hits::default());
+    }
+    let query = terms.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" OR ");
+    let ids: Vec<i64> = store.match_fts(&query, visibility, depth)?.into_iter().map(|(id, _)| id).collect();
+    let mut terms_in_notes = 0;
+    for term in &terms {
+        if store.fts_has_term(&quoted(term), visibility)? {
+            terms_in_notes += 1;
+        }
+    }
+    Ok(Bm25Hits { ids, terms_in_notes, terms: terms.len() })
 }
 
 #[cfg(test)]
@@ -63,5 +119,19 @@ mod tests {
         check("¿¿??", None);
         check("¿Qué es lo que pasó?", None);
         check("what is it", None);
+    }
+
+    #[test]
+    fn the_weight_is_the_share_of_terms_the_notes_hold() {
+        let hits = |terms_in_notes, terms| Bm25Hits { ids: vec![1], terms_in_notes, terms };
+        assert_eq!(hits(6, 6).weight(), 1.0);
+        // A word or two the notes lack (a verb form): still the notes' language, full weight.
+        assert_eq!(hits(3, 4).weight(), 1.0);
+        assert_eq!(hits(1, 2).weight(), 1.0);
+        // Only the names match: another language, weighed by the share.
+        assert!((hits(1, 6).weight() - 1.0 / 6.0).abs() < 1e-12);
+        assert_eq!(hits(0, 3).weight(), 0.0);
+        // Nothing worth matching: no list, and nothing to weigh down.
+        assert_eq!(Bm25Hits::default().weight(), 1.0);
     }
 }

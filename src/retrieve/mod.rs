@@ -264,6 +264,16 @@ pub struct SearchDiagnostics {
     pub entity_path: Option<EntityEvidence>,
     /// How many fragments each path returned before fusion (`depth` at most).
     pub path_lengths: PathLengths,
+    /// How much of the question the BM25 path could match, and the weight that gave it.
+    pub bm25_terms: Bm25Terms,
+}
+
+/// The question's terms the notes hold (for the asker), and the BM25 list's fusion weight.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Bm25Terms {
+    pub in_notes: usize,
+    pub asked: usize,
+    pub weight: f64,
 }
 
 /// Results per path before fusion.
@@ -343,14 +353,17 @@ pub async fn search(
         };
 
         let started_bm25 = Instant::now();
-        let bm25 = if request.paths.bm25 {
+        let bm25_hits = if request.paths.bm25 {
             bm25::search_bm25(&index.store, &search_query, visibility, depth).unwrap_or_else(|error| {
                 path_failed(RetrievalPath::Bm25, error.into());
-                Vec::new()
+                bm25::Bm25Hits::default()
             })
         } else {
-            Vec::new()
+            bm25::Bm25Hits::default()
         };
+        let bm25_terms =
+            Bm25Terms { in_notes: bm25_hits.terms_in_notes, asked: bm25_hits.terms, weight: bm25_hits.weight() };
+        let bm25 = bm25_hits.ids;
         timings.bm25_ms = ms(started_bm25);
 
         let started_entity = Instant::now();
@@ -386,7 +399,7 @@ pub async fn search(
         let dense: Vec<i64> = dense.iter().map(|hit| hit.fragment_id).collect();
         let mut lists: Vec<(RetrievalPath, f64, Vec<i64>)> = vec![
             (RetrievalPath::Dense, 1.0, dense),
-            (RetrievalPath::Bm25, 1.0, bm25),
+            (RetrievalPath::Bm25, bm25_terms.weight, bm25),
             (RetrievalPath::Entity, entity_weight, by_entity),
         ];
         let started = Instant::now();
@@ -424,7 +437,7 @@ pub async fn search(
             candidates,
             timings,
             missing_paths,
-            diagnostics: SearchDiagnostics { followup, entity_path: entity_evidence, path_lengths },
+            diagnostics: SearchDiagnostics { followup, entity_path: entity_evidence, path_lengths, bm25_terms },
             time,
         })
     }

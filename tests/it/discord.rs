@@ -91,16 +91,50 @@ struct Table {
 
 impl Table {
     async fn start(extra: &str) -> Table {
+        Table::start_reaching(extra, Reach::Proxy).await
+    }
+
+    async fn start_reaching(extra: &str, reach: Reach) -> Table {
         oraculo::logging::init();
         let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
         let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
         let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
         ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
         let discord = FakeDiscord::start().await;
-        let bot = RunningBot::start(config_with(&scratch, &ollama, &discord, extra));
+        let config = config_with(&scratch, &ollama, &discord, extra);
+        let bot = match reach {
+            Reach::Proxy => RunningBot::start(config),
+            Reach::DiscordCom => {
+                // As serenity ships: no proxy, so its own rate limiter paces every request.
+                let mut config = config;
+                if let Some(discord) = config.discord.as_mut() {
+                    discord.proxy_url = None;
+                }
+                RunningBot::start_with_client(config, Some(discord.https_client()))
+            }
+        };
         wait_for_guild_commands(&discord).await;
         Table { _scratch: scratch, ollama, discord, bot }
     }
+}
+
+/// How the bot reaches the Discord stand-in's REST API.
+enum Reach {
+    /// Through `discord.proxy_url` (plain HTTP; serenity's limiter off, as with a proxy).
+    Proxy,
+    /// As `https://discord.com` over TLS, serenity's own rate limiter on.
+    DiscordCom,
+}
+
+/// `/oraculo` with the first question, asked by the player in the usual channel; its token.
+fn ask_first_question(discord: &FakeDiscord) -> String {
+    discord.slash_command(
+        PLAYER,
+        &[],
+        text_channel(CHANNEL),
+        "oraculo",
+        json!([{ "name": "pregunta", "type": 3, "value": FIRST_QUESTION }]),
+    )
 }
 
 /// The bot running against the stand-ins until [`RunningBot::stop`].
@@ -244,13 +278,7 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     // The question's embedding comes first (no fault), then the answer streams as on a CPU.
     ollama.enqueue(Fault::Delay(std::time::Duration::ZERO));
     ollama.enqueue(Fault::Slow(std::time::Duration::from_millis(150)));
-    let question_token = discord.slash_command(
-        PLAYER,
-        &[],
-        text_channel(CHANNEL),
-        "oraculo",
-        json!([{ "name": "pregunta", "type": 3, "value": FIRST_QUESTION }]),
-    );
+    let question_token = ask_first_question(&discord);
     let deferred = discord.wait_for("the deferred response", is_callback_for(&question_token)).await;
     assert_eq!(deferred.body["type"], 5, "deferred within Discord's 3 seconds: {}", deferred.body);
     // Streamed: the answer's message shows the text so far, then becomes the final layout.
@@ -672,36 +700,20 @@ async fn issue_14_an_answer_outlives_its_interaction_token() {
 /// never reaching the bot as an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_14_serenity_s_own_rate_limiter_runs_against_discord_over_tls() {
-    oraculo::logging::init();
-    let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
-    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
-    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
-    let discord = FakeDiscord::start().await;
-    // The usual configuration, without the proxy: the limiter is on, as serenity ships it.
-    let campaign =
-        format!("[campaign]\ndir = \"{}\"\nsecret_paths = [\"Secretos\"]\n", scratch.campaign.path().display());
-    let text = config_toml(scratch.data.path(), &campaign, &ollama, &discord, "");
-    let proxy_line = format!("proxy_url = \"{}\"\n", discord.rest_url());
-    assert!(text.contains(&proxy_line));
-    let config = parse_config(&text.replace(&proxy_line, ""));
-    assert!(config.discord.as_ref().is_some_and(|d| d.proxy_url.is_none()));
-    let bot = RunningBot::start_with_client(config, Some(discord.https_client()));
-
-    let registered = wait_for_guild_commands(&discord).await;
+    let table = Table::start_reaching("", Reach::DiscordCom).await;
+    let (ollama, discord) = (&table.ollama, &table.discord);
+    let registered = discord
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "PUT" && r.path.ends_with("/commands"))
+        .expect("the commands were registered");
     assert_eq!(registered.header("host"), Some("discord.com"), "reached as discord.com, over TLS");
     assert_eq!(registered.header("authorization"), Some(format!("Bot {TOKEN}").as_str()));
 
     // The first edit of the answer's message is refused once, for 0.6 s.
     discord.limit_next_edit(0.6);
     ollama.enqueue_reply("El archiduque Ardo huyó al norte tras la feria [Sesión 1].");
-    let token = discord.slash_command(
-        PLAYER,
-        &[],
-        text_channel(CHANNEL),
-        "oraculo",
-        json!([{ "name": "pregunta", "type": 3, "value": FIRST_QUESTION }]),
-    );
+    let token = ask_first_question(discord);
     let answer = discord.wait_for("the final answer", is_final_answer_for(&token)).await;
     assert!(embed_text(&answer.body).contains("huyó al norte"), "{}", answer.body);
     assert_eq!(field_names(&answer.body), ["Sesión 1"]);
@@ -720,7 +732,7 @@ async fn issue_14_serenity_s_own_rate_limiter_runs_against_discord_over_tls() {
     let refusals: Vec<String> = discord.violations().into_iter().filter(|v| v.contains("429")).collect();
     assert_eq!(refusals.len(), 1, "{refusals:?}");
 
-    bot.stop().await;
+    table.bot.stop().await;
 }
 
 /// Issue 14, item 3: `@Oráculo <question>` in a channel is a question, answered as a reply in
@@ -1080,13 +1092,7 @@ proxy_url = "{rest}"
     let bot = RunningBot::start(config);
     wait_for_guild_commands(&discord).await;
     let asked = std::time::Instant::now();
-    let token = discord.slash_command(
-        PLAYER,
-        &[],
-        text_channel(CHANNEL),
-        "oraculo",
-        json!([{ "name": "pregunta", "type": 3, "value": FIRST_QUESTION }]),
-    );
+    let token = ask_first_question(&discord);
     let (mut first_status, mut first_text) = (None, None);
     let final_answer = loop {
         let requests = discord.requests();

@@ -209,6 +209,26 @@ async fn the_search_command_prints_its_json_contract() {
     assert_eq!(entity_path["weight"], 0.5);
     assert_eq!(entity_path["arc"], false);
     assert!(diagnostics["path_lengths"]["entity"].as_u64().is_some_and(|n| n >= 1), "{diagnostics}");
+    // «tejedora» and «vende» are both in the notes: the BM25 list keeps its full weight.
+    assert_eq!(diagnostics["bm25_terms"], serde_json::json!({"in_notes": 2, "asked": 2, "weight": 1.0}));
+
+    // An empty question is refused by the oracle's rule, as the bot and `ask` refuse it; it is
+    // not searched.
+    let mut empty = oraculo(&["search", "--json", "  "]);
+    let output = tokio::task::spawn_blocking(move || empty.output().unwrap()).await.unwrap();
+    assert!(!output.status.success() && output.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("the question is empty"), "{output:?}");
+
+    // A question in another language than the notes matches only its names in BM25: that
+    // list weighs by the share of its words the notes hold, so it cannot outvote the dense path.
+    let mut english = oraculo(&["search", "--json", "What does the weaver sell at the harbour, Baika?"]);
+    let output = tokio::task::spawn_blocking(move || english.output().unwrap()).await.unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let terms = &json["diagnostics"]["bm25_terms"];
+    let (held, asked) = (terms["in_notes"].as_f64().unwrap(), terms["asked"].as_f64().unwrap());
+    assert!(held == 1.0 && asked >= 3.0, "only «baika» is in the notes: {terms}");
+    assert!((terms["weight"].as_f64().unwrap() - held / asked).abs() < 1e-9, "{terms}");
 }
 
 #[tokio::test]
