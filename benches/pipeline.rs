@@ -243,7 +243,10 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-async fn bench_campaign(n_sessions: usize) {
+/// The figures a run records for the side-by-side table: (what, milliseconds).
+type Figures = Vec<(String, f64)>;
+
+async fn bench_campaign(n_sessions: usize, figures: &mut Figures) {
     let campaign = tempfile::TempDir::new().unwrap();
     let data = tempfile::TempDir::new().unwrap();
     write_campaign(campaign.path(), n_sessions);
@@ -318,6 +321,8 @@ async fn bench_campaign(n_sessions: usize) {
     }
     totals.sort_by(f64::total_cmp);
     let paths_p50 = percentile(&totals, 0.5);
+    figures.push((format!("{n_sessions} sessions: paths + fusion p50"), paths_p50));
+    figures.push((format!("{n_sessions} sessions: paths + fusion p95"), percentile(&totals, 0.95)));
     let mean_pool = pool_sizes.iter().sum::<usize>() as f64 / pool_sizes.len() as f64;
     println!(
         "{n_sessions} sessions: paths + fusion p50 {:.1} ms, p95 {:.1} ms over {} searches; pool {:.1} candidates on average (min {}, max {})",
@@ -337,33 +342,45 @@ async fn bench_campaign(n_sessions: usize) {
     };
     let oracle = warm(std::sync::Arc::new(HashEmbedder { calls: AtomicUsize::new(0) }));
     let (search_p50, search_p95) = warm_searches(&oracle, &questions).await;
+    figures.push((format!("{n_sessions} sessions: warm search call p50 (hash embedder)"), search_p50));
     println!(
         "{n_sessions} sessions, warm oracle (hash embedder): whole search call p50 {search_p50:.1} ms, p95 {search_p95:.1} ms (paths + fusion alone p50 {paths_p50:.1} ms)"
     );
     if n_sessions == 100
         && let Some(e5) = e5_embedder()
     {
-        // The real query embedder: the same campaign ingested with e5-small into its own data
-        // dir (its vectors are e5's), then whole search calls and query embeddings alone.
-        let e5_data = tempfile::TempDir::new().unwrap();
-        let e5_index_dir = campaign_index_dir(e5_data.path(), campaign.path());
-        let mut e5_index = Index::open(&e5_index_dir).await.unwrap();
-        ingest_campaign(&mut e5_index, campaign.path(), &config, e5.as_ref(), 16, &Quiet).await.unwrap();
-        drop(e5_index);
-        let oracle = Oracle::new(&e5_index_dir, e5, std::sync::Arc::new(NoChat), AnswerSettings::new(256));
-        let (search_p50, search_p95) = warm_searches(&oracle, &questions).await;
         let mut embed_ms = Vec::new();
         for question in questions.iter().cycle().take(50) {
             let started = Instant::now();
-            oracle.embedder().embed(&[question.to_string()], EmbedRole::Query).await.unwrap();
+            e5.embed(&[question.to_string()], EmbedRole::Query).await.unwrap();
             embed_ms.push(started.elapsed().as_secs_f64() * 1000.0);
         }
         embed_ms.sort_by(f64::total_cmp);
+        figures.push(("e5-small query embedding p50".to_string(), percentile(&embed_ms, 0.5)));
+        figures.push(("e5-small query embedding p95".to_string(), percentile(&embed_ms, 0.95)));
         println!(
-            "{n_sessions} sessions, warm oracle (e5-small): whole search call p50 {search_p50:.1} ms, p95 {search_p95:.1} ms; query embedding alone p50 {:.1} ms, p95 {:.1} ms",
+            "e5-small query embedding alone: p50 {:.1} ms, p95 {:.1} ms",
             percentile(&embed_ms, 0.5),
-            percentile(&embed_ms, 0.95),
+            percentile(&embed_ms, 0.95)
         );
+        if cfg!(debug_assertions) {
+            // Embedding the whole campaign with e5 in a debug build takes many minutes.
+            println!("(debug: the warm search with e5-small is measured in release only)");
+        } else {
+            // The real query embedder: the same campaign ingested with e5-small into its own
+            // data dir (its vectors are e5's), then whole search calls.
+            let e5_data = tempfile::TempDir::new().unwrap();
+            let e5_index_dir = campaign_index_dir(e5_data.path(), campaign.path());
+            let mut e5_index = Index::open(&e5_index_dir).await.unwrap();
+            ingest_campaign(&mut e5_index, campaign.path(), &config, e5.as_ref(), 16, &Quiet).await.unwrap();
+            drop(e5_index);
+            let oracle = Oracle::new(&e5_index_dir, e5, std::sync::Arc::new(NoChat), AnswerSettings::new(256));
+            let (search_p50, search_p95) = warm_searches(&oracle, &questions).await;
+            figures.push((format!("{n_sessions} sessions: warm search call p50 (e5-small)"), search_p50));
+            println!(
+                "{n_sessions} sessions, warm oracle (e5-small): whole search call p50 {search_p50:.1} ms, p95 {search_p95:.1} ms"
+            );
+        }
     }
 }
 
@@ -427,7 +444,35 @@ impl ChatModel for NoChat {
 #[tokio::main]
 async fn main() {
     // `cargo bench` passes --bench; nothing else to parse.
+    let mut figures = Figures::new();
     for n_sessions in [100, 1000] {
-        bench_campaign(n_sessions).await;
+        bench_campaign(n_sessions, &mut figures).await;
+    }
+    print_beside_other_profile(&figures);
+}
+
+/// Saves this run's figures under the target's tmp dir, one file per profile, and prints them
+/// beside the other profile's last run: `cargo bench --bench pipeline` (release) and
+/// `cargo bench --profile dev --bench pipeline` (debug), in either order.
+fn print_beside_other_profile(figures: &Figures) {
+    let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let file = |profile: &str| dir.join(format!("pipeline-bench-{profile}.json"));
+    let saved: serde_json::Value = figures.iter().map(|(what, ms)| (what.clone(), serde_json::json!(ms))).collect();
+    if let Err(err) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(file(profile), saved.to_string())) {
+        println!("(figures not saved: {err})");
+    }
+    let read = |profile: &str| -> serde_json::Value {
+        std::fs::read_to_string(file(profile))
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
+    };
+    let (release, debug) = (read("release"), read("debug"));
+    println!("\n| ms | release | debug |\n|---|---|---|");
+    for (what, _) in figures {
+        let cell =
+            |run: &serde_json::Value| run[what.as_str()].as_f64().map_or("—".to_string(), |ms| format!("{ms:.1}"));
+        println!("| {what} | {} | {} |", cell(&release), cell(&debug));
     }
 }
