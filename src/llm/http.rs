@@ -5,6 +5,20 @@ use std::time::Duration;
 
 use super::ollama::describe;
 
+/// How long a kept connection to a model server may sit idle before the client drops it.
+/// Local servers close idle connections early (llama.cpp's llama-server, through cpp-httplib,
+/// after 5 s), and a request sent on a connection the server is closing fails with
+/// "connection closed before message completed" (seen once in `check-real-server.sh`, on the
+/// entity extraction after the annotations). Reconnecting costs a millisecond on 127.0.0.1;
+/// a request costs seconds.
+pub(super) const POOL_IDLE: Duration = Duration::from_secs(4);
+
+/// The HTTP client every server backend builds on: `connect_timeout` to reach the server,
+/// idle connections dropped before the server drops them.
+pub(super) fn client_builder(connect_timeout: Duration) -> reqwest::ClientBuilder {
+    reqwest::Client::builder().connect_timeout(connect_timeout).pool_idle_timeout(POOL_IDLE)
+}
+
 /// Why a streamed body stopped before its end.
 #[derive(Debug)]
 pub(super) enum ReadError {

@@ -68,7 +68,7 @@ impl OllamaEmbedder {
     /// Connects and probes the model once, so a server that is down or a model that is
     /// not pulled is reported before any work starts, and the vector dimension is known.
     pub async fn connect(config: OllamaEmbedderConfig) -> Result<OllamaEmbedder, LlmError> {
-        let client = reqwest::Client::builder().timeout(config.timeout).build().map_err(|err| {
+        let client = super::http::client_builder(config.timeout).timeout(config.timeout).build().map_err(|err| {
             LlmError::Unreachable { server: Server::Ollama, url: config.url.clone(), detail: err.to_string() }
         })?;
         let window_words = config

@@ -126,8 +126,10 @@ impl std::fmt::Debug for OpenAiChat {
 impl OpenAiChat {
     /// Builds the client. Nothing is sent until the first `chat`.
     pub fn new(config: OpenAiChatConfig) -> Result<OpenAiChat, LlmError> {
-        let client = reqwest::Client::builder().connect_timeout(config.timeout).build().map_err(|err| {
-            LlmError::Unreachable { server: Server::OpenAi, url: config.url.clone(), detail: describe(&err) }
+        let client = super::http::client_builder(config.timeout).build().map_err(|err| LlmError::Unreachable {
+            server: Server::OpenAi,
+            url: config.url.clone(),
+            detail: describe(&err),
         })?;
         let window = WindowCache::new(config.n_ctx);
         Ok(OpenAiChat { id: format!("openai:{}", config.model), config, client, window })
