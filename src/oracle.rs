@@ -1084,14 +1084,7 @@ impl Oracle {
     /// Every fragment of `label` the audience may read, in part order (for "show me the source").
     pub async fn read_source(&self, label: &str, audience: Audience) -> Result<Vec<StoredFragment>, AskError> {
         let index = self.open_index().await?;
-        let mut parts: Vec<StoredFragment> = index
-            .store
-            .fragments(audience.visibility_filter())?
-            .into_iter()
-            .filter(|stored| stored.fragment.label == label)
-            .collect();
-        parts.sort_by_key(|stored| stored.fragment.part);
-        Ok(parts)
+        Ok(index.store.fragments_of_label(label, audience.visibility_filter())?)
     }
 }
 

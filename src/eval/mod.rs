@@ -101,7 +101,7 @@ pub async fn run_eval(
     run.embedder = oracle.embedder().id().to_string();
     run.chat_model = oracle.chat().id().to_string();
     let index = oracle.open_index().await?;
-    let compendium = CompendiumIndex::load(&index.store)?;
+    let compendium = oracle.compendium(&index)?;
     let known: BTreeSet<String> = index.store.sources()?.into_iter().map(|source| source.label).collect();
     let baseline = if options.ablations {
         let built =

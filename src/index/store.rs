@@ -318,6 +318,21 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Every fragment of `label` that `visibility` allows, in part order (a source shown whole).
+    pub fn fragments_of_label(
+        &self,
+        label: &str,
+        visibility: Option<Visibility>,
+    ) -> Result<Vec<StoredFragment>, IndexError> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT id, label, kind, source_path, session, part, heading_path, text, word_count,
+                    line_start, line_end, visibility, content_hash
+             FROM fragments WHERE label = ?1 AND (?2 IS NULL OR visibility = ?2) ORDER BY part, id",
+        )?;
+        let rows = statement.query_map(params![label, visibility.map(Visibility::as_str)], read_fragment)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// Fragment ids whose text matches `fts_query` (already an FTS5 expression), best
     /// BM25 first. The caller owns turning user text into a safe expression.
     pub fn match_fts(
@@ -821,6 +836,27 @@ mod tests {
 
     const PLAYER: Visibility = Visibility::Player;
     const GM: Visibility = Visibility::DmOnly;
+
+    #[test]
+    fn a_source_is_read_by_label_in_part_order_within_the_audience() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut store = Store::open(&dir.path().join("index.sqlite")).unwrap();
+        let mut record = file(&[
+            ("Sesión 3", "la segunda parte", PLAYER),
+            ("Sesión 3", "el secreto", GM),
+            ("Sesión 3", "la primera parte", PLAYER),
+            ("Sesión 4", "otra sesión", PLAYER),
+        ]);
+        for (fragment, part) in record.fragments.iter_mut().zip([1, 2, 0, 0]) {
+            fragment.part = part;
+        }
+        ingest(&mut store, record);
+        let texts = |visibility| -> Vec<String> {
+            store.fragments_of_label("Sesión 3", visibility).unwrap().into_iter().map(|f| f.fragment.text).collect()
+        };
+        assert_eq!(texts(Some(PLAYER)), ["la primera parte", "la segunda parte"]);
+        assert_eq!(texts(None), ["la primera parte", "la segunda parte", "el secreto"]);
+    }
 
     #[test]
     fn a_word_only_a_secret_holds_is_absent_for_a_player() {
