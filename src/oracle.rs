@@ -428,11 +428,9 @@ impl Oracle {
     /// autocomplete).
     pub async fn sources(&self, audience: Audience) -> Result<Vec<SourceSummary>, AskError> {
         let index = self.open_index().await?;
-        let sources = index.store.sources()?;
-        Ok(sources
-            .into_iter()
-            .filter(|source| audience == Audience::Gm || source.n_dm_only < source.n_fragments)
-            .collect())
+        // The visibility filter is in the query: a label with nothing the audience may read is
+        // not listed (a secret note's label may name the secret).
+        Ok(index.store.sources_visible(audience.visibility_filter())?)
     }
 
     /// Up to `limit` compendium names that match what was typed (the bot's entity
@@ -466,14 +464,14 @@ impl Oracle {
         let question = check_question(request.question)?;
         let index = self.open_index().await?;
         let compendium = self.compendium(&index)?;
-        let search_request = SearchRequest {
-            question,
-            history: request.history,
-            audience: request.audience,
-            k: self.settings.k,
-            paths: PathSet::ALL,
-        };
+        let search_request = self.search_request(question, request, PathSet::ALL);
         Ok(crate::retrieve::search(&index, &compendium, self.embedder.as_ref(), &search_request).await?)
+    }
+
+    /// The search for a checked `question`, with the request's history and audience, `k` as
+    /// set, over `paths`.
+    fn search_request<'a>(&self, question: &'a str, request: &AskRequest<'a>, paths: PathSet) -> SearchRequest<'a> {
+        SearchRequest { question, history: request.history, audience: request.audience, k: self.settings.k, paths }
     }
 
     /// Answers one question; `on_token` receives the answer as it streams.
@@ -527,13 +525,7 @@ impl Oracle {
         pipeline: Pipeline,
     ) -> Result<Prepared, AskError> {
         let started = Instant::now();
-        let search_request = SearchRequest {
-            question,
-            history: request.history,
-            audience: request.audience,
-            k: self.settings.k,
-            paths: pipeline.paths,
-        };
+        let search_request = self.search_request(question, request, pipeline.paths);
         let search = crate::retrieve::search(index, compendium, self.embedder.as_ref(), &search_request).await?;
         self.prepare_from_pool(index, compendium, question, request, search, pipeline.rerank, started).await
     }

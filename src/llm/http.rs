@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::ollama::describe;
+use super::{LlmError, Server};
 
 /// How long a kept connection to a model server may sit idle before the client drops it.
 /// Local servers close idle connections early (llama.cpp's llama-server, through cpp-httplib,
@@ -13,10 +14,21 @@ use super::ollama::describe;
 /// a request costs seconds.
 pub(super) const POOL_IDLE: Duration = Duration::from_secs(4);
 
-/// The HTTP client every server backend builds on: `connect_timeout` to reach the server,
-/// idle connections dropped before the server drops them.
-pub(super) fn client_builder(connect_timeout: Duration) -> reqwest::ClientBuilder {
-    reqwest::Client::builder().connect_timeout(connect_timeout).pool_idle_timeout(POOL_IDLE)
+/// The HTTP client every server backend uses: `timeout` to reach `server` at `url` (and, when
+/// `whole_request`, for each request as a whole: the embedder's, which does not stream), idle
+/// connections dropped before the server drops them. A client that cannot be built (no TLS
+/// backend) is reported as the server unreachable.
+pub(super) fn client(
+    server: Server,
+    url: &str,
+    timeout: Duration,
+    whole_request: bool,
+) -> Result<reqwest::Client, LlmError> {
+    let mut builder = reqwest::Client::builder().connect_timeout(timeout).pool_idle_timeout(POOL_IDLE);
+    if whole_request {
+        builder = builder.timeout(timeout);
+    }
+    builder.build().map_err(|err| LlmError::Unreachable { server, url: url.to_string(), detail: describe(&err) })
 }
 
 /// Why a streamed body stopped before its end.

@@ -14,7 +14,6 @@ use super::{EmbedRole, Embedder, LlmError, Server, normalize};
 /// bge-m3's input window is 8192 tokens; ~4000 words keeps a whole session (1200 words)
 /// in one window with a wide margin for Spanish tokenisation.
 const BGE_M3_WINDOW_WORDS: usize = 4000;
-/// First wait before retrying a failed call; doubled on each retry.
 
 /// How to reach Ollama for embeddings. Built from `[ollama]` and `[embedder]` in config.
 #[derive(Debug, Clone)]
@@ -68,9 +67,7 @@ impl OllamaEmbedder {
     /// Connects and probes the model once, so a server that is down or a model that is
     /// not pulled is reported before any work starts, and the vector dimension is known.
     pub async fn connect(config: OllamaEmbedderConfig) -> Result<OllamaEmbedder, LlmError> {
-        let client = super::http::client_builder(config.timeout).timeout(config.timeout).build().map_err(|err| {
-            LlmError::Unreachable { server: Server::Ollama, url: config.url.clone(), detail: err.to_string() }
-        })?;
+        let client = super::http::client(Server::Ollama, &config.url, config.timeout, true)?;
         let window_words = config
             .window_words
             .unwrap_or_else(|| if config.model.starts_with("bge-m3") { BGE_M3_WINDOW_WORDS } else { 250 });
@@ -205,6 +202,7 @@ impl Embedder for OllamaEmbedder {
         .await
     }
 }
+
 /// Ollama has no such model: the command that pulls it.
 pub(super) fn model_not_pulled(url: &str, model: &str) -> LlmError {
     LlmError::ModelMissing {

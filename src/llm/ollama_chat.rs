@@ -120,11 +120,7 @@ impl OllamaChat {
     /// Builds the client. Nothing is sent: the first `chat` reports a server that is down
     /// or a model that is not pulled, with the command that fixes it.
     pub fn new(config: OllamaChatConfig) -> Result<OllamaChat, LlmError> {
-        let client = super::http::client_builder(config.timeout).build().map_err(|err| LlmError::Unreachable {
-            server: Server::Ollama,
-            url: config.url.clone(),
-            detail: describe(&err),
-        })?;
+        let client = super::http::client(Server::Ollama, &config.url, config.timeout, false)?;
         let window = WindowCache::new(config.n_ctx);
         Ok(OllamaChat { id: format!("ollama:{}", config.model), config, client, window })
     }

@@ -126,11 +126,7 @@ impl std::fmt::Debug for OpenAiChat {
 impl OpenAiChat {
     /// Builds the client. Nothing is sent until the first `chat`.
     pub fn new(config: OpenAiChatConfig) -> Result<OpenAiChat, LlmError> {
-        let client = super::http::client_builder(config.timeout).build().map_err(|err| LlmError::Unreachable {
-            server: Server::OpenAi,
-            url: config.url.clone(),
-            detail: describe(&err),
-        })?;
+        let client = super::http::client(Server::OpenAi, &config.url, config.timeout, false)?;
         let window = WindowCache::new(config.n_ctx);
         Ok(OpenAiChat { id: format!("openai:{}", config.model), config, client, window })
     }

@@ -4,6 +4,8 @@
 //! English) dropped, and each remaining word quoted as an FTS5 string, OR-ed together. No
 //! question can raise an FTS5 syntax error, and an empty index simply returns nothing.
 
+use serde::Serialize;
+
 use crate::corpus::{Visibility, fold};
 use crate::index::{IndexError, Store};
 use crate::lexicon::is_stopword;
@@ -28,13 +30,25 @@ fn quoted(term: &str) -> String {
     format!("\"{term}\"")
 }
 
+/// `terms` OR-ed together as an FTS5 expression, or `None` when there are none.
+fn any_of(terms: &[String]) -> Option<String> {
+    (!terms.is_empty()).then(|| terms.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" OR "))
+}
+
 /// The FTS5 expression for `question`, or `None` when nothing in it is worth matching.
 pub fn fts_query(question: &str) -> Option<String> {
-    let terms = query_terms(question);
-    if terms.is_empty() {
-        return None;
-    }
-    Some(terms.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" OR "))
+    any_of(&query_terms(question))
+}
+
+/// How much of a question the notes the asker may read hold, and the BM25 list's fusion
+/// weight that follows from it (`search --json`: `diagnostics.bm25_terms`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Bm25Terms {
+    /// The question's terms that occur in some note the asker may read.
+    pub in_notes: usize,
+    /// The question's terms worth matching.
+    pub asked: usize,
+    pub weight: f64,
 }
 
 /// What the BM25 path found, and how much of the question it could match at all.
@@ -42,9 +56,7 @@ pub fn fts_query(question: &str) -> Option<String> {
 pub struct Bm25Hits {
     /// Fragment ids, best BM25 first.
     pub ids: Vec<i64>,
-    /// The question's terms that occur in some note the asker may read.
-    pub terms_in_notes: usize,
-    pub terms: usize,
+    pub terms: Bm25Terms,
 }
 
 /// The share of a question's words its notes must hold for the BM25 list to keep its full
@@ -55,19 +67,24 @@ pub struct Bm25Hits {
 /// farol», «1000 de experiencia»: 3 of 4 and 4 of 5 words held).
 pub const BM25_FULL_WEIGHT_SHARE: f64 = 0.5;
 
-impl Bm25Hits {
-    /// The weight of this list in the fusion: full when the notes hold at least
-    /// [`BM25_FULL_WEIGHT_SHARE`] of the question's terms, else that share. A question in
-    /// another language than its notes (the CRD3 bank's «¿Qué ser descubrió Keyleth en el
+impl Bm25Terms {
+    /// `in_notes` of `asked` terms held, with the weight of the list: full when the notes hold
+    /// at least [`BM25_FULL_WEIGHT_SHARE`] of the question's terms, else that share. A question
+    /// in another language than its notes (the CRD3 bank's «¿Qué ser descubrió Keyleth en el
     /// corazón de la corrupción del pantano?», 1 term of 6 in English synopses) matches only
     /// its names, and BM25 then ranks by how often a main character is named: that list must
     /// not outvote the dense path, which reads across languages.
-    pub fn weight(&self) -> f64 {
-        if self.terms == 0 {
-            return 1.0;
-        }
-        let share = self.terms_in_notes as f64 / self.terms as f64;
-        if share >= BM25_FULL_WEIGHT_SHARE { 1.0 } else { share }
+    pub fn new(in_notes: usize, asked: usize) -> Bm25Terms {
+        let share = if asked == 0 { 1.0 } else { in_notes as f64 / asked as f64 };
+        let weight = if share >= BM25_FULL_WEIGHT_SHARE { 1.0 } else { share };
+        Bm25Terms { in_notes, asked, weight }
+    }
+}
+
+impl Default for Bm25Terms {
+    /// Nothing asked: no list, and nothing to weigh down.
+    fn default() -> Bm25Terms {
+        Bm25Terms::new(0, 0)
     }
 }
 
@@ -81,18 +98,17 @@ pub fn search_bm25(
 ) -> Result<Bm25Hits, IndexError> {
     let _span = tracing::info_span!("retrieve.bm25", depth).entered();
     let terms = query_terms(question);
-    if terms.is_empty() {
+    let Some(query) = any_of(&terms) else {
         return Ok(Bm25Hits::default());
-    }
-    let query = terms.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" OR ");
+    };
     let ids: Vec<i64> = store.match_fts(&query, visibility, depth)?.into_iter().map(|(id, _)| id).collect();
-    let mut terms_in_notes = 0;
+    let mut in_notes = 0;
     for term in &terms {
         if store.fts_has_term(&quoted(term), visibility)? {
-            terms_in_notes += 1;
+            in_notes += 1;
         }
     }
-    Ok(Bm25Hits { ids, terms_in_notes, terms: terms.len() })
+    Ok(Bm25Hits { ids, terms: Bm25Terms::new(in_notes, terms.len()) })
 }
 
 #[cfg(test)]
@@ -123,15 +139,15 @@ mod tests {
 
     #[test]
     fn the_weight_is_the_share_of_terms_the_notes_hold() {
-        let hits = |terms_in_notes, terms| Bm25Hits { ids: vec![1], terms_in_notes, terms };
-        assert_eq!(hits(6, 6).weight(), 1.0);
+        let weight = |in_notes, asked| Bm25Terms::new(in_notes, asked).weight;
+        assert_eq!(weight(6, 6), 1.0);
         // A word or two the notes lack (a verb form): still the notes' language, full weight.
-        assert_eq!(hits(3, 4).weight(), 1.0);
-        assert_eq!(hits(1, 2).weight(), 1.0);
+        assert_eq!(weight(3, 4), 1.0);
+        assert_eq!(weight(1, 2), 1.0);
         // Only the names match: another language, weighed by the share.
-        assert!((hits(1, 6).weight() - 1.0 / 6.0).abs() < 1e-12);
-        assert_eq!(hits(0, 3).weight(), 0.0);
+        assert!((weight(1, 6) - 1.0 / 6.0).abs() < 1e-12);
+        assert_eq!(weight(0, 3), 0.0);
         // Nothing worth matching: no list, and nothing to weigh down.
-        assert_eq!(Bm25Hits::default().weight(), 1.0);
+        assert_eq!(Bm25Hits::default().terms.weight, 1.0);
     }
 }

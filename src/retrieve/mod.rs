@@ -32,6 +32,7 @@ use crate::index::{Index, IndexError};
 use crate::llm::{EmbedRole, Embedder, LlmError};
 
 pub use crate::llm::chat::{Turn, TurnRole};
+pub use bm25::Bm25Terms;
 pub use entity::{CompendiumIndex, DetectedEntity, ENTITY_MIN_WEIGHT, EntityEvidence, EntityShare};
 pub use followup::{FollowupDecision, decide_followup, expand_followup};
 pub use fuse::{MAX_PARTS_PER_NOTE, MAX_POOL, RRF_K, fuse_candidates, fuse_weighted, spread_notes};
@@ -268,14 +269,6 @@ pub struct SearchDiagnostics {
     pub bm25_terms: Bm25Terms,
 }
 
-/// The question's terms the notes hold (for the asker), and the BM25 list's fusion weight.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Bm25Terms {
-    pub in_notes: usize,
-    pub asked: usize,
-    pub weight: f64,
-}
-
 /// Results per path before fusion.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct PathLengths {
@@ -361,9 +354,7 @@ pub async fn search(
         } else {
             bm25::Bm25Hits::default()
         };
-        let bm25_terms =
-            Bm25Terms { in_notes: bm25_hits.terms_in_notes, asked: bm25_hits.terms, weight: bm25_hits.weight() };
-        let bm25 = bm25_hits.ids;
+        let (bm25, bm25_terms) = (bm25_hits.ids, bm25_hits.terms);
         timings.bm25_ms = ms(started_bm25);
 
         let started_entity = Instant::now();

@@ -432,6 +432,16 @@ impl FakeDiscord {
     }
 
     fn answer(&self, method: &str, path: &str, body: &Value) -> (u16, String) {
+        if let Some(channel) = edited_channel(method, path)
+            && let Some(retry_after) = self.edit_refused(&channel)
+        {
+            self.state.lock().unwrap().violations.push(format!("{method} {path}: 429 (rate limited)"));
+            return (
+                429,
+                json!({ "message": "You are being rate limited.", "retry_after": retry_after, "global": false })
+                    .to_string(),
+            );
+        }
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         let ok = |value: Value| (200, value.to_string());
         match (method, segments.as_slice()) {
@@ -470,17 +480,6 @@ impl FakeDiscord {
                     }
                 }
                 (204, String::new())
-            }
-            ("PATCH", ["channels", channel, "messages", _]) | ("PATCH", ["webhooks", _, channel, "messages", _])
-                if self.edit_refused(channel).is_some() =>
-            {
-                let retry_after = self.state.lock().unwrap().retry_after.unwrap_or(1.0);
-                self.state.lock().unwrap().violations.push(format!("{method} {path}: 429 (rate limited)"));
-                (
-                    429,
-                    json!({ "message": "You are being rate limited.", "retry_after": retry_after, "global": false })
-                        .to_string(),
-                )
             }
             ("POST" | "PATCH", _) if body.is_object() && check_limits(body).is_err() => {
                 let why = check_limits(body).err().unwrap_or_default();
@@ -580,12 +579,8 @@ impl FakeDiscord {
     /// The rate-limit headers Discord sends with a message edit's answer (`X-RateLimit-*`,
     /// and `Retry-After` on a 429): what serenity's own limiter reads to pace the next edit.
     fn rate_limit_headers(&self, method: &str, path: &str, status: u16) -> Vec<(&'static str, String)> {
-        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        let channel = match (method, segments.as_slice()) {
-            ("PATCH", ["channels", channel, "messages", _]) | ("PATCH", ["webhooks", _, channel, "messages", _]) => {
-                channel.to_string()
-            }
-            _ => return Vec::new(),
+        let Some(channel) = edited_channel(method, path) else {
+            return Vec::new();
         };
         let mut state = self.state.lock().unwrap();
         let edits = state.edits.get(&channel).cloned().unwrap_or_default();
@@ -882,4 +877,16 @@ fn tls_acceptor() -> tokio_rustls::TlsAcceptor {
         .with_single_cert(chain, key)
         .expect("a certificate and its key");
     tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+/// The channel of a message edit (`PATCH` of a channel message or of a webhook's message):
+/// what Discord's edit bucket counts by.
+fn edited_channel(method: &str, path: &str) -> Option<String> {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match (method, segments.as_slice()) {
+        ("PATCH", ["channels", channel, "messages", _]) | ("PATCH", ["webhooks", _, channel, "messages", _]) => {
+            Some(channel.to_string())
+        }
+        _ => None,
+    }
 }
