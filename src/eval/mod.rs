@@ -207,8 +207,14 @@ async fn eval_question(
         );
     }
 
+    let material = (question.kind != bank::QuestionKind::Unanswerable)
+        .then(|| {
+            score::MaterialFacts::new(question, &full.context.text, full.plan.limited_by, full.plan.material_tokens)
+        })
+        .flatten();
     Ok(QuestionRow {
         variants,
+        material,
         search_query: full.search.search_query.clone(),
         rerank: Some(rerank_outcome(&full.rerank)),
         answer,

@@ -135,6 +135,40 @@ impl AnswerScore {
     }
 }
 
+/// The key facts the material shown to the model holds: what the best answer could state.
+/// Tells a fact the context lost (retrieval, passages, budget) from one the model had and
+/// did not write.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MaterialFacts {
+    /// What limited the material: `window` or `time` (the context plan).
+    pub limited_by: String,
+    /// Tokens the material could take under that plan.
+    pub material_tokens: usize,
+    pub found: Vec<String>,
+    pub missing: Vec<String>,
+    /// The material itself, kept only when it lacks a key fact (to see what was shown instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shown: Option<String>,
+}
+
+impl MaterialFacts {
+    /// `None` for a question that lists no key facts.
+    pub fn new(
+        question: &EvalQuestion,
+        material: &str,
+        limited_by: &str,
+        material_tokens: usize,
+    ) -> Option<MaterialFacts> {
+        if question.key_facts.is_empty() {
+            return None;
+        }
+        let (found, missing): (Vec<String>, Vec<String>) =
+            question.key_facts.iter().cloned().partition(|fact| contains_fact(material, fact));
+        let shown = (!missing.is_empty()).then(|| material.to_string());
+        Some(MaterialFacts { limited_by: limited_by.to_string(), material_tokens, found, missing, shown })
+    }
+}
+
 /// One question of the run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QuestionRow {
@@ -152,6 +186,9 @@ pub struct QuestionRow {
     /// What the rerank did in the full pipeline (`applied`, or why it was skipped).
     pub rerank: Option<String>,
     pub answer: Option<AnswerScore>,
+    /// The key facts in the material the full pipeline would show the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub material: Option<MaterialFacts>,
     /// The full pipeline's stages (`generation_ms` is 0 when no answer was generated).
     pub timings: Option<AnswerTimings>,
     /// Set when the pipeline failed on this question; the row then scores nothing.
@@ -172,6 +209,7 @@ impl QuestionRow {
             search_query: String::new(),
             rerank: None,
             answer: None,
+            material: None,
             timings: None,
             error: None,
         }
@@ -269,6 +307,9 @@ pub struct AnswerSummary {
     /// Answers holding every key fact, over questions that list key facts.
     pub complete_answers: usize,
     pub with_key_facts: usize,
+    /// Of `key_facts`, those the material shown to the model held: the most a perfect reader
+    /// of that material could have found.
+    pub key_facts_in_material: usize,
     /// Answers that contain a forbidden word (a GM secret shown to a player).
     pub leaks: usize,
     /// Answers the model was asked for that fell back to the extractive answer.
@@ -308,10 +349,62 @@ impl AnswerSummary {
             key_facts_found: with_facts.iter().map(|(_, a)| a.key_facts_found.len()).sum(),
             complete_answers: with_facts.iter().filter(|(_, a)| a.key_facts_missing.is_empty()).count(),
             with_key_facts: with_facts.len(),
+            key_facts_in_material: with_facts
+                .iter()
+                .filter_map(|(row, _)| row.material.as_ref())
+                .map(|material| material.found.len())
+                .sum(),
             leaks: answered.iter().filter(|(_, answer)| !answer.leaked.is_empty()).count(),
             fallbacks: answered.iter().filter(|(_, answer)| answer.fallback.is_some()).count(),
             chronology_cited: answered.iter().filter(|(_, answer)| answer.story_order.is_some()).count(),
             chronology_in_story_order: answered.iter().filter(|(_, answer)| answer.story_order == Some(true)).count(),
+        })
+    }
+}
+
+/// Key facts in the material the full pipeline shows the model, over every answerable
+/// question that lists key facts (answered or not).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MaterialSummary {
+    pub questions: usize,
+    pub key_facts: usize,
+    pub found: usize,
+    /// Questions whose material holds every key fact.
+    pub complete: usize,
+    /// Questions whose material a time budget limited (the embedded model on a CPU).
+    pub limited_by_time: usize,
+    /// Mean tokens the material could take.
+    pub mean_material_tokens: f64,
+    /// (questions, key facts, found) by kind.
+    pub by_kind: BTreeMap<QuestionKind, (usize, usize, usize)>,
+}
+
+impl MaterialSummary {
+    fn over(rows: &[QuestionRow]) -> Option<MaterialSummary> {
+        let measured: Vec<(&QuestionRow, &MaterialFacts)> = rows
+            .iter()
+            .filter(|row| row.answerable() && row.error.is_none())
+            .filter_map(|row| row.material.as_ref().map(|material| (row, material)))
+            .collect();
+        if measured.is_empty() {
+            return None;
+        }
+        let mut by_kind: BTreeMap<QuestionKind, (usize, usize, usize)> = BTreeMap::new();
+        for (row, material) in &measured {
+            let entry = by_kind.entry(row.kind).or_default();
+            entry.0 += 1;
+            entry.1 += material.found.len() + material.missing.len();
+            entry.2 += material.found.len();
+        }
+        Some(MaterialSummary {
+            questions: measured.len(),
+            key_facts: measured.iter().map(|(_, m)| m.found.len() + m.missing.len()).sum(),
+            found: measured.iter().map(|(_, m)| m.found.len()).sum(),
+            complete: measured.iter().filter(|(_, m)| m.missing.is_empty()).count(),
+            limited_by_time: measured.iter().filter(|(_, m)| m.limited_by == "time").count(),
+            mean_material_tokens: measured.iter().map(|(_, m)| m.material_tokens as f64).sum::<f64>()
+                / measured.len() as f64,
+            by_kind,
         })
     }
 }
@@ -362,6 +455,8 @@ pub struct EvalReport {
     /// Every variant run, the full pipeline first, then fusion, each path and pair, the baseline.
     pub variants: Vec<VariantReport>,
     pub answers: Option<AnswerSummary>,
+    /// Key facts in the material shown to the model, answered or not.
+    pub material: Option<MaterialSummary>,
     /// By stage name, over the full pipeline's questions.
     pub latency: BTreeMap<String, Percentiles>,
     pub design_bar: String,
@@ -429,6 +524,7 @@ impl EvalReport {
             errors: rows.iter().filter(|row| row.error.is_some()).count(),
             variants,
             answers: AnswerSummary::over(&rows),
+            material: MaterialSummary::over(&rows),
             latency,
             design_bar: DESIGN_BAR.to_string(),
             rows,
@@ -451,6 +547,7 @@ impl EvalReport {
         self.render_questions(&mut out);
         self.render_kinds(&mut out);
         self.render_ablations(&mut out);
+        self.render_material(&mut out);
         self.render_answers(&mut out);
         self.render_latency(&mut out);
         let _ = writeln!(out, "\nThe bar: {}", self.design_bar);
@@ -612,6 +709,36 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
         let _ = writeln!(out);
     }
 
+    fn render_material(&self, out: &mut String) {
+        let Some(m) = &self.material else { return };
+        let _ = writeln!(
+            out,
+            "Key facts in the material shown to the model ({} answerable questions; {} planned by time; \
+material up to {:.0} tokens on average)",
+            m.questions, m.limited_by_time, m.mean_material_tokens
+        );
+        for (kind, (questions, facts, found)) in &m.by_kind {
+            let _ = writeln!(
+                out,
+                "{:12} {:>3}  {:>7}  {:>4.0}%",
+                kind.as_str(),
+                questions,
+                format!("{found}/{facts}"),
+                100.0 * ratio(*found, *facts)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{:12} {:>3}  {:>7}  {:>4.0}%; {} of {} questions shown every key fact\n",
+            "all",
+            m.questions,
+            format!("{}/{}", m.found, m.key_facts),
+            100.0 * ratio(m.found, m.key_facts),
+            m.complete,
+            m.questions
+        );
+    }
+
     fn render_answers(&self, out: &mut String) {
         let Some(a) = &self.answers else {
             let _ = writeln!(out, "Answers: not generated (no chat model, or --retrieval-only)\n");
@@ -641,12 +768,15 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
         );
         let _ = writeln!(
             out,
-            "  key facts            {}/{} ({:.0}%); {} of {} answers hold every key fact",
+            "  key facts            {}/{} ({:.0}%); {} of {} answers hold every key fact; the material shown \
+held {}/{}",
             a.key_facts_found,
             a.key_facts,
             100.0 * ratio(a.key_facts_found, a.key_facts),
             a.complete_answers,
-            a.with_key_facts
+            a.with_key_facts,
+            a.key_facts_in_material,
+            a.key_facts
         );
         let _ = writeln!(out, "  secrets leaked       {} answers\n", a.leaks);
     }
@@ -701,6 +831,7 @@ mod tests {
             search_query: String::new(),
             rerank: None,
             answer: None,
+            material: None,
             timings: None,
             error: None,
         }
@@ -815,6 +946,40 @@ mod tests {
             (summary.key_facts_found, summary.key_facts, summary.complete_answers, summary.with_key_facts),
             (2, 6, 0, 2)
         );
+    }
+
+    #[test]
+    fn key_facts_in_the_material_tell_a_lost_fact_from_an_unwritten_one() {
+        let fact = question(QuestionKind::Fact, &["Sesión 1"], &["300|trescientas", "100|cien"]);
+        // The material held both amounts (one spelled out); the answer wrote one.
+        let material = "## Sesión 1\nOfrece trescientas coronas, cien por adelantado.";
+        let shown = MaterialFacts::new(&fact, material, "time", 1200).unwrap();
+        assert_eq!((shown.found.len(), shown.missing.len()), (2, 0));
+        let lost = MaterialFacts::new(&fact, "## Sesión 1\n(…) Ofrece 300 coronas (…)", "time", 600).unwrap();
+        assert_eq!(lost.missing, strings(&["100|cien"]));
+        // No key facts, nothing to measure.
+        assert!(MaterialFacts::new(&question(QuestionKind::Fact, &["Sesión 1"], &[]), material, "window", 9).is_none());
+
+        let mut rows = vec![
+            row("a", QuestionKind::Fact, &["Sesión 1"], &[]),
+            row("b", QuestionKind::Alias, &["Sesión 1"], &[]),
+            row("c", QuestionKind::Unanswerable, &[], &[]),
+        ];
+        rows[0].material = Some(shown);
+        rows[0].answer =
+            Some(AnswerScore::new(&fact, "Ofreció 300 coronas [Sesión 1].", strings(&["Sesión 1"]), vec![]));
+        rows[1].material = Some(lost);
+        // An unanswerable question's material is never counted, whatever it holds.
+        rows[2].material = MaterialFacts::new(&fact, material, "time", 1200);
+        let report = EvalReport::from_rows(RunInfo::default(), &[], rows);
+        let summary = report.material.clone().unwrap();
+        assert_eq!((summary.questions, summary.key_facts, summary.found, summary.complete), (2, 4, 3, 1));
+        assert_eq!(summary.limited_by_time, 2);
+        assert_eq!(summary.by_kind[&QuestionKind::Alias], (1, 2, 1));
+        // The answered question wrote 1 of the 2 facts its material held.
+        let answers = report.answers.clone().unwrap();
+        assert_eq!((answers.key_facts_found, answers.key_facts_in_material, answers.key_facts), (1, 2, 2));
+        assert!(report.render().contains("the material shown held 2/2"), "{}", report.render());
     }
 
     #[test]
