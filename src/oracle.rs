@@ -13,12 +13,13 @@ use serde::Serialize;
 use tracing::Instrument;
 
 use crate::answer::grounding::{CitedNotes, NameBook};
-use crate::answer::passages::{GAP_MARK, QueryTerms, extract_excerpts, render_extractive, select_passages, shorten};
+use crate::answer::passages::{GAP_MARK, QueryTerms, extract_excerpts, render_extractive, shorten};
 use crate::answer::structured::{
     SentenceStream, StructuredAnswer, answer_schema, parse_structured, render_sentence, render_structured,
 };
 use crate::answer::{
-    AnswerMode, Context, ContextBudget, ContextFragment, ValidatedAnswer, build_context, validate_citations,
+    AnswerMode, Context, ContextBudget, ContextFragment, ValidatedAnswer, build_context, narrow_to_passages,
+    validate_citations,
 };
 use crate::corpus::{NoteKind, SessionNumber};
 use crate::index::store::SourceSummary;
@@ -46,16 +47,10 @@ const TEMPLATE_MARGIN_TOKENS: usize = 256;
 /// Tokens an answer is expected to take when its time is planned: four or five cited
 /// sentences. The budget (`max_tokens`) stays the hard limit.
 const EXPECTED_ANSWER_TOKENS: usize = 256;
-/// Share of a time-planned material budget the chosen fragments may take; the rest is for
-/// the one-line summaries of the leftovers.
-const PASSAGES_SHARE: f64 = 0.85;
 /// Under a time plan, the least material an answer gets however slow the machine measured:
 /// the passages of three or four fragments (~3 minutes of reading at the slowest speed seen
 /// here, 5 prompt tokens a second on a busy 2-core VM, would be absurd; ~15-40 s is typical).
 const MIN_MATERIAL_TOKENS: usize = 640;
-/// Under a time plan, the shortest a fragment's passages are made: below this a fragment
-/// says nothing useful, and fewer fragments are better than many empty ones.
-const MIN_PASSAGE_TOKENS: usize = 96;
 /// After a refusal for length, the material planned again is at most this share of what was
 /// refused: the refusal proves the estimate was low, so the same material must not go again.
 const REPLAN_SHRINK: f64 = 0.75;
@@ -1107,38 +1102,6 @@ impl MadeAnswer {
         }
         self
     }
-}
-
-/// Shows each chosen fragment as its passages for the question when together they exceed
-/// the share of `material_tokens` they may take: each gets an even share of it (what a short
-/// fragment leaves goes to the others), never under [`MIN_PASSAGE_TOKENS`] (the fragments
-/// that then no longer fit are left to the summaries). Returns how many were narrowed.
-fn narrow_to_passages(
-    chosen: &mut [ContextFragment],
-    terms: &QueryTerms,
-    material_tokens: usize,
-    count_tokens: &dyn Fn(&str) -> usize,
-) -> usize {
-    let budget = (material_tokens as f64 * PASSAGES_SHARE) as usize;
-    let sizes: Vec<usize> = chosen.iter().map(|fragment| count_tokens(&fragment.text)).collect();
-    if sizes.iter().sum::<usize>() <= budget || chosen.is_empty() {
-        return 0;
-    }
-    let n_shown = (budget / MIN_PASSAGE_TOKENS).clamp(1, chosen.len());
-    let mut order: Vec<usize> = (0..n_shown).collect();
-    order.sort_by_key(|&idx| sizes[idx]);
-    let mut left = budget;
-    let mut narrowed = 0;
-    for (position, &idx) in order.iter().enumerate() {
-        let share = left / (n_shown - position);
-        if sizes[idx] > share {
-            chosen[idx].text =
-                select_passages(&chosen[idx].text, terms, chosen[idx].dense_match.clone(), share, count_tokens);
-            narrowed += 1;
-        }
-        left = left.saturating_sub(sizes[idx].min(share));
-    }
-    narrowed
 }
 
 /// The question, trimmed, when it can be asked at all: the one rule, which the bot also applies

@@ -4,7 +4,9 @@
 //! callers. In reading order:
 //! - `context`: [`build_context`] puts the chosen fragments in full and up to sixteen
 //!   one-line summaries of the leftovers (one per session) in separate blocks, within a
-//!   token budget that never cuts a fragment.
+//!   token budget that never cuts a fragment; under a CPU's time budget,
+//!   [`narrow_to_passages`] first shows each chosen fragment as its passages, the
+//!   best-ranked with the largest share.
 //! - `prompt`: the versioned prompt files under `prompts/` and the messages built from
 //!   them: the answer, a fragment's annotation, the rerank over annotations.
 //! - `passages`: the paragraphs of a fragment that matter for a question (when a CPU has
@@ -41,4 +43,5 @@ pub enum AnswerMode {
 pub use citations::{Citation, CitationSpan, INVENTED_MARK, ValidatedAnswer, parse_citations, validate_citations};
 pub use context::{
     Context, ContextBudget, ContextFragment, FULL_FRAGMENTS, MAX_SUMMARIES, ShownFragment, ShownSummary, build_context,
+    narrow_to_passages,
 };

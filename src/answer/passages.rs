@@ -180,7 +180,10 @@ pub fn select_passages(
         .enumerate()
         .map(|(idx, paragraph)| {
             let dense = if in_dense_match(paragraph) { DENSE_MATCH_WEIGHT } else { 0 };
-            (terms.score(&paragraph.text) + dense, idx)
+            // Read under its headings: a section headed «El Heraldo de la Marea Baja» is
+            // about him in every paragraph, though only one may name him.
+            let under_headings = format!("{}\n{}", paragraph.headings.join("\n"), paragraph.text);
+            (terms.score(&under_headings) + dense, idx)
         })
         .collect();
     ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -454,6 +457,21 @@ Rook se queda fuera vigilando los carros.";
         let terms = QueryTerms::new("¿Dónde compraron las cuerdas?", &[]);
         let with = select_passages(SESSION, &terms, Some(38..46), 12, &words);
         assert!(with.contains("Compran cuerdas") && !with.contains("Rook"), "{with}");
+    }
+
+    #[test]
+    fn issue_10_a_paragraph_is_read_under_its_headings() {
+        // The answer («dos voces») is in a paragraph that names nobody the question names;
+        // its section's heading does. Before, the short line naming Leandro won the budget.
+        let session = "# Fiesta\n\nLa regente sale a la tarima con Leandro en la cabeza.\n\n\
+### El Heraldo de la Marea Baja\n\nY habló con dos voces a la vez, una grave y otra fina.\n\n\
+### Después\n\n—¡Leandro! Hermano.";
+        let terms = QueryTerms::new("¿Cómo se presentó el Heraldo de la Marea Baja?", &["Leandro"]);
+        let passages = select_passages(session, &terms, None, 28, &words);
+        assert!(passages.contains("dos voces"), "{passages}");
+        assert!(passages.contains("### El Heraldo de la Marea Baja"), "{passages}");
+        // The heading counts once: a paragraph repeating the heading's words gains nothing.
+        assert_eq!(terms.score("Heraldo Marea Baja\nHeraldo"), terms.score("Heraldo Marea Baja"));
     }
 
     #[test]
