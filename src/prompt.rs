@@ -19,7 +19,7 @@ use crate::llm::chat::{ChatMessage, ChatRole};
 use crate::answer::Context;
 
 pub const ANSWER_PROMPT_VERSION: &str = "answer.v2";
-pub const STRUCTURED_ANSWER_PROMPT_VERSION: &str = "answer-structured.v2";
+pub const STRUCTURED_ANSWER_PROMPT_VERSION: &str = "answer-structured.v3";
 pub const ANNOTATE_PROMPT_VERSION: &str = "annotate.v1";
 pub const RERANK_PROMPT_VERSION: &str = "rerank.v1";
 /// Entity extraction for the compendium; cached with the annotations under this version.
@@ -28,10 +28,10 @@ pub const ENTITIES_PROMPT_VERSION: &str = "entities.v1";
 /// `prompts/answer.v2.md`: the answer's system prompt and the user message carrying the
 /// material and the question.
 pub const ANSWER_PROMPT: &str = include_str!("../prompts/answer.v2.md");
-/// `prompts/answer-structured.v2.md`: the answer as JSON sentences, each with its labels
+/// `prompts/answer-structured.v3.md`: the answer as JSON sentences, each with its labels
 /// (`answer::structured`). The system prompt comes first and never changes between
 /// questions, so llama.cpp reuses its cached keys and values.
-pub const STRUCTURED_ANSWER_PROMPT: &str = include_str!("../prompts/answer-structured.v2.md");
+pub const STRUCTURED_ANSWER_PROMPT: &str = include_str!("../prompts/answer-structured.v3.md");
 /// `prompts/annotate.v1.md`: the one-or-two-sentence description of a fragment.
 pub const ANNOTATE_PROMPT: &str = include_str!("../prompts/annotate.v1.md");
 /// `prompts/rerank.v1.md`: the best ids among the candidates' annotations, as JSON.
@@ -285,6 +285,28 @@ mod tests {
         for message in built.iter().flatten() {
             assert!(!message.content.contains("{{"), "unfilled placeholder in {}", message.content);
         }
+    }
+
+    #[test]
+    fn the_structured_prompt_s_examples_are_answers_the_schema_accepts() {
+        // A small model copies an example's shape: each example reply must be one that
+        // `parse_structured` takes, with its labels among the example material's.
+        let (system, _) = split_prompt(STRUCTURED_ANSWER_PROMPT);
+        let example_labels: Vec<String> = system
+            .match_indices("«[")
+            .filter_map(|(at, _)| system[at + "«[".len()..].split_once(']').map(|(label, _)| label.to_string()))
+            .collect();
+        assert!(!example_labels.is_empty(), "the examples show their material with a label");
+        let replies: Vec<&str> = system.lines().filter(|line| line.starts_with("{\"in_notes\"")).collect();
+        let parsed: Vec<bool> = replies
+            .iter()
+            .map(|reply| match crate::answer::structured::parse_structured(reply, &example_labels) {
+                Ok(answer) => answer.in_notes,
+                Err(err) => panic!("{reply}: {err}"),
+            })
+            .collect();
+        // One answered, one «not in the notes»: the model sees both shapes.
+        assert_eq!(parsed, [true, false]);
     }
 
     #[test]
