@@ -85,8 +85,9 @@ pub async fn rerank_by_annotation(
                 RerankSkip::MissingAnnotation { .. } if MISSING_ANNOTATIONS_SAID.swap(true, Ordering::Relaxed) => {
                     debug!(?reason, "rerank skipped: fusion order kept")
                 }
-                RerankSkip::MissingAnnotation { .. } => warn!(
-                    ?reason,
+                // A plain field, not the enum's debug form: the demo prints this line.
+                RerankSkip::MissingAnnotation { fragment_id } => warn!(
+                    first_fragment_without_annotation = fragment_id,
                     "rerank skipped: the pool has fragments without annotations, so the fusion order is kept \
                      (run `oraculo annotate` to rerank; said once)"
                 ),
