@@ -348,7 +348,7 @@ pub fn narrow_to_passages(
 /// A chosen fragment's weight in the passages' budget by its rank (0 = best): one over the
 /// square root of its place, so the first of eight gets about a quarter of the budget and
 /// the eighth about a twelfth, still room for its best paragraph.
-pub fn passage_weight(rank: usize) -> f64 {
+fn passage_weight(rank: usize) -> f64 {
     1.0 / ((rank + 1) as f64).sqrt()
 }
 

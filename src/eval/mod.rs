@@ -207,11 +207,9 @@ async fn eval_question(
         );
     }
 
-    let material = (question.kind != bank::QuestionKind::Unanswerable)
-        .then(|| {
-            score::MaterialFacts::new(question, &full.context.text, full.plan.limited_by, full.plan.material_tokens)
-        })
-        .flatten();
+    // Unanswerable questions list no key facts, and the summary counts answerable ones only.
+    let material =
+        score::MaterialFacts::new(question, &full.context.text, full.plan.limited_by, full.plan.material_tokens);
     Ok(QuestionRow {
         variants,
         material,

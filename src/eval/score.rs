@@ -117,8 +117,7 @@ impl AnswerScore {
         invented_citations: Vec<String>,
     ) -> AnswerScore {
         let supported = valid_citations.iter().any(|label| question.expected.contains(label));
-        let (found, missing): (Vec<String>, Vec<String>) =
-            question.key_facts.iter().cloned().partition(|fact| contains_fact(text, fact));
+        let (found, missing) = key_facts_in(question, text);
         AnswerScore {
             text: text.to_string(),
             valid_citations,
@@ -162,11 +161,16 @@ impl MaterialFacts {
         if question.key_facts.is_empty() {
             return None;
         }
-        let (found, missing): (Vec<String>, Vec<String>) =
-            question.key_facts.iter().cloned().partition(|fact| contains_fact(material, fact));
+        let (found, missing) = key_facts_in(question, material);
         let shown = (!missing.is_empty()).then(|| material.to_string());
         Some(MaterialFacts { limited_by: limited_by.to_string(), material_tokens, found, missing, shown })
     }
+}
+
+/// `question`'s key facts that `text` holds, and those it lacks: one reading for an answer
+/// and for the material it was written from.
+fn key_facts_in(question: &EvalQuestion, text: &str) -> (Vec<String>, Vec<String>) {
+    question.key_facts.iter().cloned().partition(|fact| contains_fact(text, fact))
 }
 
 /// One question of the run.
