@@ -21,9 +21,11 @@
 //! Q4_0 packs 32 weights in 18 bytes: an f16 scale, then 16 bytes whose low nibbles are
 //! weights 0..16 and high nibbles weights 16..32, each stored plus 8.
 //!
-//! Numerics: the layer weights are dequantised to f32 once at load and every product runs
-//! through `matrixmultiply::sgemm` (threads: `MATMUL_NUM_THREADS`, default the physical
-//! cores). The C engine multiplies 4-bit weights by activations that it first rounds to a
+//! Numerics: the layer weights are dequantised to f32 once at load. A batch of passages
+//! runs every product through `matrixmultiply::sgemm` (threads: `MATMUL_NUM_THREADS`,
+//! default the physical cores); a question's few tokens run the weight products through
+//! `few_tokens`, dot products over the stored rows, because `sgemm` would spend most of
+//! the time repacking the weights. The C engine multiplies 4-bit weights by activations that it first rounds to a
 //! per-32-value int8 grid; we round activations to the same grid before each weight
 //! product. Our vectors then agree with the C engine's as closely as its own AVX2 and
 //! scalar builds agree with each other (cosine ≥ 0.9999 on the test strings): summation
@@ -89,6 +91,8 @@ pub struct E5Model {
     token_type_embedding: Vec<f32>,
     embedding_norm: LayerNorm,
     layers: Vec<EncoderLayer>,
+    /// Token counts up to which the weight products run `few_tokens` (see [`FEW_TOKENS`]).
+    few_token_limit: usize,
 }
 
 impl E5Model {
@@ -429,6 +433,7 @@ fn parse_container(path: &Path, bytes: &[u8]) -> Result<E5Model, E5Error> {
         token_type_embedding,
         embedding_norm,
         layers,
+        few_token_limit: if cfg!(debug_assertions) { 0 } else { FEW_TOKENS },
     })
 }
 
@@ -859,19 +864,19 @@ impl E5Model {
 
         let rounded_states = &mut scratch.rounded[..states.len()];
         round_to_int8_grid(states, rounded_states);
-        layer.qkv.forward(rounded_states, &mut scratch.qkv);
+        layer.qkv.forward(rounded_states, &mut scratch.qkv, self.few_token_limit);
         self.attend(sequence_starts, scratch);
         let rounded_context = &mut scratch.rounded[..states.len()];
         round_to_int8_grid(&scratch.context, rounded_context);
-        layer.attention_out.forward(rounded_context, &mut scratch.projected);
+        layer.attention_out.forward(rounded_context, &mut scratch.projected, self.few_token_limit);
         add_and_normalize(states, Some(&scratch.projected), &layer.attention_norm, hidden, eps);
 
         let rounded_states = &mut scratch.rounded[..states.len()];
         round_to_int8_grid(states, rounded_states);
-        layer.ffn_in.forward(rounded_states, &mut scratch.intermediate);
+        layer.ffn_in.forward(rounded_states, &mut scratch.intermediate, self.few_token_limit);
         gelu_in_place(&mut scratch.intermediate);
         round_to_int8_grid(&scratch.intermediate, &mut scratch.rounded);
-        layer.ffn_out.forward(&scratch.rounded, &mut scratch.projected);
+        layer.ffn_out.forward(&scratch.rounded, &mut scratch.projected, self.few_token_limit);
         add_and_normalize(states, Some(&scratch.projected), &layer.ffn_norm, hidden, eps);
     }
 
@@ -958,10 +963,14 @@ impl Scratch {
 
 impl Linear {
     /// `output` (tokens × n_out) = `input` (tokens × n_in) · weightᵀ + bias.
-    fn forward(&self, input: &[f32], output: &mut [f32]) {
+    /// Up to `few_token_limit` tokens the product runs [`few_tokens`] where the CPU can.
+    fn forward(&self, input: &[f32], output: &mut [f32], few_token_limit: usize) {
         let n_tokens = input.len() / self.n_in;
         for row in output.chunks_exact_mut(self.n_out) {
             row.copy_from_slice(&self.bias);
+        }
+        if n_tokens <= few_token_limit && few_tokens::accumulate(input, &self.weight, output, self.n_in, self.n_out) {
+            return;
         }
         let input_view = Strided { offset: 0, rows: n_tokens, cols: self.n_in, row_stride: self.n_in, col_stride: 1 };
         let weight_transposed =
@@ -969,6 +978,197 @@ impl Linear {
         let output_view =
             Strided { offset: 0, rows: n_tokens, cols: self.n_out, row_stride: self.n_out, col_stride: 1 };
         gemm(1.0, input, input_view, &self.weight, weight_transposed, 1.0, output, output_view);
+    }
+}
+
+/// Tokens up to which a weight product runs [`few_tokens`] instead of `sgemm`: a question is
+/// 10 to 40 tokens; a batch of passages is hundreds and stays on `sgemm`, which is faster
+/// there (it uses AVX-512 where the CPU has it). In an unoptimised build (tests, `cargo
+/// run`) the limit is 0: there every intrinsic is a function call and the kernel runs ~10×
+/// slower than `sgemm`, which Cargo.toml optimises even in debug builds. The kernel's own
+/// tests call it directly.
+const FEW_TOKENS: usize = 64;
+
+/// The weight product for a question's few tokens, `output[t][o] += input[t] · weight[o]`,
+/// read from the weights as the container stores them (`n_out` rows of `n_in`).
+///
+/// Why not `sgemm`: it copies the whole weight matrix into its packed layout on every call,
+/// and for 10 to 40 tokens that copy was most of a query's time (72% of it, measured with
+/// `perf`), the product itself 14%. Here each weight row is read from memory once: a group
+/// of [`OUTPUTS`] rows stays in cache while every pair of tokens is multiplied by it, as
+/// dot products. x86-64 with AVX2 and FMA only (checked at run time); elsewhere the caller
+/// runs `sgemm`.
+mod few_tokens {
+    use std::ops::Range;
+    use std::sync::OnceLock;
+
+    /// Weight rows per group and tokens per pass: 4 × 2 accumulators, 4 weight registers
+    /// and one input fill 13 of AVX2's 16 registers.
+    const OUTPUTS: usize = 4;
+    const TOKENS: usize = 2;
+    /// Floats per register.
+    const LANES: usize = 8;
+    /// Multiply-adds above which the output columns are split over the worker threads:
+    /// below it, starting a thread costs more than it saves.
+    const PARALLEL_MULTIPLY_ADDS: usize = 1 << 22;
+
+    /// Whether this CPU runs [`accumulate`].
+    pub(super) fn available() -> bool {
+        static AVAILABLE: OnceLock<bool> = OnceLock::new();
+        *AVAILABLE.get_or_init(|| {
+            #[cfg(target_arch = "x86_64")]
+            return std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
+            #[cfg(not(target_arch = "x86_64"))]
+            return false;
+        })
+    }
+
+    /// Threads for the larger products: `MATMUL_NUM_THREADS` (which `sgemm` reads too), else
+    /// the cores this process may use.
+    fn worker_threads() -> usize {
+        static THREADS: OnceLock<usize> = OnceLock::new();
+        *THREADS.get_or_init(|| {
+            std::env::var("MATMUL_NUM_THREADS")
+                .ok()
+                .and_then(|value| value.trim().parse::<usize>().ok())
+                .filter(|threads| *threads > 0)
+                .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+        })
+    }
+
+    /// `output[t][o] += Σ_k input[t][k] · weight[o][k]` for every row `t` of `input`
+    /// (`n_in` wide). Returns false, with `output` untouched, where the CPU lacks AVX2 or
+    /// FMA or the widths are not multiples of 8 and 4.
+    pub(super) fn accumulate(input: &[f32], weight: &[f32], output: &mut [f32], n_in: usize, n_out: usize) -> bool {
+        if !available() || n_in == 0 || !n_in.is_multiple_of(LANES) || n_out == 0 || !n_out.is_multiple_of(OUTPUTS) {
+            return false;
+        }
+        assert_eq!(weight.len(), n_in * n_out, "weights are not n_out × n_in");
+        assert!(input.len().is_multiple_of(n_in), "input rows are not n_in wide");
+        let n_tokens = input.len() / n_in;
+        assert!(output.len() >= n_tokens * n_out, "output holds fewer rows than the input");
+        let threads = if n_tokens * n_in * n_out >= PARALLEL_MULTIPLY_ADDS { worker_threads() } else { 1 };
+        if threads <= 1 {
+            // SAFETY: `available` checked AVX2 and FMA; the shapes are asserted above.
+            unsafe { multiply(input, weight, output, n_in, n_out, 0..n_out) };
+            return true;
+        }
+        // Each thread takes a run of output columns and sums them into rows of its own,
+        // which are then added into `output`.
+        let per_thread = n_out.div_ceil(threads).next_multiple_of(OUTPUTS);
+        let parts: Vec<(Range<usize>, Vec<f32>)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..n_out)
+                .step_by(per_thread)
+                .map(|first| {
+                    let columns = first..(first + per_thread).min(n_out);
+                    scope.spawn(move || {
+                        let mut sums = vec![0.0f32; n_tokens * n_out];
+                        // SAFETY: as above; `sums` has the output's shape.
+                        unsafe { multiply(input, weight, &mut sums, n_in, n_out, columns.clone()) };
+                        (columns, sums)
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|worker| worker.join().expect("a weight product thread panicked")).collect()
+        });
+        for (columns, sums) in parts {
+            for (row, own_row) in output.chunks_exact_mut(n_out).zip(sums.chunks_exact(n_out)) {
+                for (value, sum) in row[columns.clone()].iter_mut().zip(&own_row[columns.clone()]) {
+                    *value += sum;
+                }
+            }
+        }
+        true
+    }
+
+    /// The product restricted to output `columns` (a run of whole groups).
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA; the shapes are as [`accumulate`] asserts them.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn multiply(
+        input: &[f32],
+        weight: &[f32],
+        output: &mut [f32],
+        n_in: usize,
+        n_out: usize,
+        columns: Range<usize>,
+    ) {
+        let n_tokens = input.len() / n_in;
+        let shape = Shape { n_in, n_out };
+        for first_output in columns.step_by(OUTPUTS) {
+            let mut token = 0;
+            while token + TOKENS <= n_tokens {
+                shape.block::<TOKENS>(input, weight, output, first_output, token);
+                token += TOKENS;
+            }
+            if token < n_tokens {
+                shape.block::<1>(input, weight, output, first_output, token);
+            }
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe fn multiply(_: &[f32], _: &[f32], _: &mut [f32], _: usize, _: usize, _: Range<usize>) {
+        unreachable!("few_tokens is not available off x86-64");
+    }
+
+    #[derive(Clone, Copy)]
+    struct Shape {
+        n_in: usize,
+        n_out: usize,
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    impl Shape {
+        /// Tokens `token..token + R` × weight rows `first_output..first_output + 4`.
+        #[target_feature(enable = "avx2,fma")]
+        #[inline]
+        fn block<const R: usize>(
+            self,
+            input: &[f32],
+            weight: &[f32],
+            output: &mut [f32],
+            first_output: usize,
+            token: usize,
+        ) {
+            use std::arch::x86_64::{
+                __m256, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_movehl_ps, _mm_shuffle_ps, _mm256_castps256_ps128,
+                _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps,
+            };
+            let Shape { n_in, n_out } = self;
+            assert!((first_output + OUTPUTS) * n_in <= weight.len() && (token + R) * n_in <= input.len());
+            assert!(first_output + OUTPUTS <= n_out && (token + R) * n_out <= output.len());
+            let mut sums: [[__m256; R]; OUTPUTS] = [[_mm256_setzero_ps(); R]; OUTPUTS];
+            let rows = weight.as_ptr();
+            let inputs = input.as_ptr();
+            let mut k = 0;
+            while k < n_in {
+                // SAFETY: k + 8 <= n_in (n_in is a multiple of 8), so the 8 floats read from
+                // each weight row and each input row lie inside them (asserted above).
+                unsafe {
+                    let weights: [__m256; OUTPUTS] =
+                        std::array::from_fn(|i| _mm256_loadu_ps(rows.add((first_output + i) * n_in + k)));
+                    #[allow(clippy::needless_range_loop, reason = "r picks an input row and a column of sums")]
+                    for r in 0..R {
+                        let values = _mm256_loadu_ps(inputs.add((token + r) * n_in + k));
+                        for i in 0..OUTPUTS {
+                            sums[i][r] = _mm256_fmadd_ps(weights[i], values, sums[i][r]);
+                        }
+                    }
+                }
+                k += LANES;
+            }
+            for (i, row_sums) in sums.iter().enumerate() {
+                for (r, sum) in row_sums.iter().enumerate() {
+                    let quad = _mm_add_ps(_mm256_castps256_ps128(*sum), _mm256_extractf128_ps::<1>(*sum));
+                    let pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
+                    let single = _mm_add_ss(pair, _mm_shuffle_ps::<0b01>(pair, pair));
+                    output[(token + r) * n_out + first_output + i] += _mm_cvtss_f32(single);
+                }
+            }
+        }
     }
 }
 
@@ -1281,6 +1481,20 @@ mod tests {
     }
 
     #[test]
+    fn query_embedding_through_the_few_token_product_matches_c_engine() {
+        // Loaded apart from the shared model: this one always takes the few-token path,
+        // whatever the build (an unoptimised build sends every product to `sgemm`).
+        let mut model = E5Model::load(&model_path()).unwrap_or_else(|err| panic!("{err}"));
+        model.few_token_limit = FEW_TOKENS;
+        let vector = model.embed("¿quién murió?", E5Prefix::Query);
+        let similarity = cosine(&vector, &QUERY_REFERENCE);
+        assert!(similarity > 1.0 - 1e-3, "cosine to the C engine's vector is {similarity}");
+        let through_sgemm = self::model().embed("¿quién murió?", E5Prefix::Query);
+        let agreement = cosine(&vector, &through_sgemm);
+        assert!(agreement > 1.0 - 1e-4, "the few-token product and sgemm disagree: cosine {agreement}");
+    }
+
+    #[test]
     fn passage_embedding_matches_c_engine() {
         check_embedding(E5Prefix::Passage, PASSAGE_FALLEN, &PASSAGE_REFERENCE);
     }
@@ -1314,9 +1528,76 @@ mod tests {
         assert_eq!(batch.len(), texts.len());
         for (text, batched) in texts.iter().zip(&batch) {
             let single = model.embed(text, E5Prefix::Passage);
-            assert!(cosine(&single, batched) > 1.0 - 1e-5, "{text:?} differs in a batch");
+            // In a release build a text alone runs `few_tokens`; in a batch it runs `sgemm`.
+            // Their sums differ in order, which now and then moves an activation to the
+            // neighbouring int8 step: the tolerance is the one the C engine's own builds
+            // show. A sequence reading another's tokens would land far outside it.
+            let agreement = cosine(&single, batched);
+            assert!(agreement > 1.0 - 1e-4, "{text:?} differs in a batch: cosine {agreement}");
         }
         assert!(model.embed_batch(&[], E5Prefix::Query).is_empty());
+    }
+
+    /// `output[t][o] = bias[o] + Σ_k input[t][k] · weight[o][k]`, in f64.
+    fn reference_product(input: &[f32], weight: &[f32], bias: &[f32], n_in: usize) -> Vec<f32> {
+        let n_out = bias.len();
+        let mut output = Vec::new();
+        for row in input.chunks_exact(n_in) {
+            for (o, weights) in weight.chunks_exact(n_in).enumerate() {
+                let dot: f64 = row.iter().zip(weights).map(|(x, w)| f64::from(*x) * f64::from(*w)).sum();
+                output.push((dot + f64::from(bias[o])) as f32);
+            }
+        }
+        assert_eq!(output.len(), input.len() / n_in * n_out);
+        output
+    }
+
+    #[test]
+    fn the_few_token_product_equals_the_reference_for_every_token_count_and_thread_split() {
+        // Deterministic values in [-1, 1): a linear congruential generator.
+        let mut state = 0x2545_f491_u32;
+        let mut next = move || {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (state >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+        };
+        // (n_in, n_out): small shapes, and one above the threshold that splits the columns
+        // over threads (64 tokens × 256 × 256 multiply-adds).
+        for (n_in, n_out) in [(8, 4), (40, 12), (256, 256)] {
+            let weight: Vec<f32> = (0..n_in * n_out).map(|_| next()).collect();
+            let bias: Vec<f32> = (0..n_out).map(|_| next()).collect();
+            for n_tokens in [1, 2, 3, 7, FEW_TOKENS] {
+                let input: Vec<f32> = (0..n_tokens * n_in).map(|_| next()).collect();
+                let mut output: Vec<f32> = bias.iter().copied().cycle().take(n_tokens * n_out).collect();
+                assert!(few_tokens::accumulate(&input, &weight, &mut output, n_in, n_out) || !few_tokens::available());
+                if !few_tokens::available() {
+                    return;
+                }
+                let expected = reference_product(&input, &weight, &bias, n_in);
+                for (index, (got, want)) in output.iter().zip(&expected).enumerate() {
+                    assert!(
+                        (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                        "{n_tokens} tokens × {n_in} → {n_out}: output {index} is {got}, expected {want}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_few_token_product_declines_widths_it_cannot_tile() {
+        // n_in 12 is not a whole number of 8-float registers: `sgemm` must take it.
+        let (n_in, n_out) = (12, 4);
+        let weight: Vec<f32> = (0..n_in * n_out).map(|i| i as f32 / 10.0).collect();
+        let input: Vec<f32> = (0..2 * n_in).map(|i| 1.0 - i as f32 / 20.0).collect();
+        let mut output = vec![0.5; 2 * n_out];
+        assert!(!few_tokens::accumulate(&input, &weight, &mut output, n_in, n_out));
+        assert_eq!(output, vec![0.5; 2 * n_out], "a declined product leaves the output as it was");
+        let linear = Linear { weight: weight.clone(), bias: vec![0.0; n_out], n_in, n_out };
+        linear.forward(&input, &mut output, FEW_TOKENS);
+        let expected = reference_product(&input, &weight, &[0.0; 4], n_in);
+        for (got, want) in output.iter().zip(&expected) {
+            assert!((got - want).abs() <= 1e-4 * (1.0 + want.abs()), "{got} vs {want}");
+        }
     }
 
     fn scratch_file(name: &str, bytes: &[u8]) -> PathBuf {
