@@ -25,12 +25,12 @@
 //! runs every product through `matrixmultiply::sgemm` (threads: `MATMUL_NUM_THREADS`,
 //! default the physical cores); a question's few tokens run the weight products through
 //! `few_tokens`, dot products over the stored rows, because `sgemm` would spend most of
-//! the time repacking the weights. The C engine multiplies 4-bit weights by activations that it first rounds to a
-//! per-32-value int8 grid; we round activations to the same grid before each weight
-//! product. Our vectors then agree with the C engine's as closely as its own AVX2 and
-//! scalar builds agree with each other (cosine ≥ 0.9999 on the test strings): summation
-//! order differs, which now and then moves a value to the neighbouring int8 step, and later
-//! layers amplify it. Skipping the rounding saves little time and lands about twice as far
+//! the time repacking the weights. The C engine multiplies 4-bit weights by activations
+//! that it first rounds to a per-32-value int8 grid; we round activations to the same grid
+//! before each weight product. Our vectors then agree with the C engine's as closely as its
+//! own AVX2 and scalar builds agree with each other (cosine ≥ 0.9999 on the test strings):
+//! summation order differs, which now and then moves a value to the neighbouring int8 step,
+//! and later layers amplify it. Skipping the rounding saves little time and lands about twice as far
 //! from the C engine.
 //! The token embedding table (250k rows) stays 4-bit and is dequantised one row per token.
 //!
