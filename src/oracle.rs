@@ -12,20 +12,21 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tracing::Instrument;
 
-use crate::answer::grounding::{CitedNotes, NameBook};
+use crate::answer::grounding::{CitedNotes, NameBook, Ungrounded};
 use crate::answer::passages::{GAP_MARK, QueryTerms, extract_excerpts, render_extractive, shorten};
 use crate::answer::structured::{
-    SentenceStream, StructuredAnswer, answer_schema, parse_structured, render_sentence, render_structured,
+    Sentence, SentenceStream, StructuredAnswer, answer_schema, parse_structured, render_sentence, render_structured,
 };
+use crate::answer::support::{SupportPassages, support_windows};
 use crate::answer::{
     AnswerMode, Context, ContextBudget, ContextFragment, ValidatedAnswer, build_context, narrow_to_passages,
     validate_citations,
 };
-use crate::corpus::{NoteKind, SessionNumber};
+use crate::corpus::{LabelLanguage, NoteKind, SessionNumber};
 use crate::index::store::SourceSummary;
 use crate::index::{Index, IndexError, StoredFragment};
 use crate::llm::chat::{ChatMessage, ChatModel, ChatRequest, ContextWindow, TokenSink, WindowSource};
-use crate::llm::{Embedder, LlmError};
+use crate::llm::{EmbedRole, Embedder, LlmError, SupportFloor};
 use crate::prompt::{ANNOTATE_PROMPT_VERSION, answer_messages, structured_answer_messages, structured_retry_message};
 use crate::retrieve::rerank::{RerankDecision, RerankSkip, rerank_by_annotation};
 use crate::retrieve::{
@@ -950,13 +951,18 @@ impl Oracle {
                 .chain(prepared.context.full.iter().map(|f| (f.label.as_str(), f.text.as_str())))
                 .chain(prepared.context.summaries.iter().map(|s| (s.label.as_str(), s.summary.as_str()))),
             shown,
-        );
+        )
+        .for_question(&prepared.question);
+        // By meaning: each sentence near a passage of the notes it cites (when the embedder
+        // has a calibrated floor), judged once per sentence and sources.
+        let support = self.support_passages(prepared).await;
+        let support_verdicts: std::sync::Mutex<HashMap<String, Result<(), Ungrounded>>> = Default::default();
         // A sentence with the sources that back it (its own, or with the notes shown that hold
         // what they lack), or why none does.
-        let grounded = |sentence: &crate::answer::structured::Sentence| {
+        let grounded = |sentence: &Sentence| {
             grounds
                 .attribute(&sentence.text, &sentence.sources, &prepared.names)
-                .map(|sources| crate::answer::structured::Sentence { text: sentence.text.clone(), sources })
+                .map(|sources| Sentence { text: sentence.text.clone(), sources })
         };
         let mut problem = String::new();
         for attempt in 1..=STRUCTURED_ATTEMPTS {
@@ -967,20 +973,36 @@ impl Oracle {
                 temperature: self.settings.temperature,
             };
             let stream = std::sync::Mutex::new(SentenceStream::new());
-            let sentences_sink = |piece: &str| {
-                let complete = match stream.lock() {
-                    Ok(mut stream) => stream.push(piece),
-                    Err(_) => Vec::new(),
+            // Complete sentences that their notes back by the letter go to a checker that
+            // judges their meaning (an embedding, so async) while the model writes on; only
+            // what passes is shown, as the final answer will hold it.
+            let (to_checker, mut checked) = tokio::sync::mpsc::unbounded_channel::<Sentence>();
+            let span = tracing::info_span!("answer.generate", model = self.chat.id(), mode = "structured", attempt);
+            let generate = async move {
+                let sentences_sink = |piece: &str| {
+                    let complete = match stream.lock() {
+                        Ok(mut stream) => stream.push(piece),
+                        Err(_) => Vec::new(),
+                    };
+                    if on_token.is_some() {
+                        for sentence in complete.iter().filter_map(|sentence| grounded(sentence).ok()) {
+                            let _ = to_checker.send(sentence);
+                        }
+                    }
                 };
-                if let Some(sink) = on_token {
-                    // Only what the notes back is shown, as the final answer will hold it.
-                    for sentence in complete.iter().filter_map(|sentence| grounded(sentence).ok()) {
+                // `to_checker` is dropped with this block: the checker then ends.
+                self.chat.chat(&request, Some(&sentences_sink)).instrument(span).await
+            };
+            let show = async {
+                while let Some(sentence) = checked.recv().await {
+                    let verdict = self.supported(support.as_ref(), &support_verdicts, &sentence, language).await;
+                    if let (Ok(()), Some(sink)) = (verdict, on_token) {
                         sink(&format!("{} ", render_sentence(&sentence)));
                     }
                 }
             };
-            let span = tracing::info_span!("answer.generate", model = self.chat.id(), mode = "structured", attempt);
-            let response = match self.chat.chat(&request, Some(&sentences_sink)).instrument(span).await {
+            let (response, ()) = tokio::join!(generate, show);
+            let response = match response {
                 Ok(response) => response,
                 Err(err) => {
                     let mut made =
@@ -996,7 +1018,14 @@ impl Oracle {
                     let mut kept = Vec::new();
                     let mut ungrounded = Vec::new();
                     for sentence in answer.sentences {
-                        match grounded(&sentence) {
+                        let verdict = match grounded(&sentence) {
+                            Ok(attributed) => self
+                                .supported(support.as_ref(), &support_verdicts, &attributed, language)
+                                .await
+                                .map(|()| attributed),
+                            Err(reason) => Err(reason),
+                        };
+                        match verdict {
                             Ok(attributed) => {
                                 if attributed.sources != sentence.sources {
                                     tracing::info!(sentence = %sentence.text, from = ?sentence.sources, to = ?attributed.sources, "a sentence is cited to the notes that back it");
@@ -1035,6 +1064,84 @@ impl Oracle {
             .after_attempts(STRUCTURED_ATTEMPTS);
         (made.prompt_tokens, made.completion_tokens) = (prompt_tokens, completion_tokens);
         made
+    }
+
+    /// The shown notes cut into support passages and embedded, with the embedder's floors;
+    /// `None` when the embedder has no calibrated floor, or the embedding failed (logged: the
+    /// answer then goes out with the checks by the letter only).
+    async fn support_passages(&self, prepared: &Prepared) -> Option<(SupportPassages, SupportFloor)> {
+        let floor = self.embedder.support_floor()?;
+        let started = Instant::now();
+        let mut texts: HashMap<&str, String> = HashMap::new();
+        let shown = prepared.context.full.iter().map(|f| (f.label.as_str(), f.text.as_str()));
+        let summaries = prepared.context.summaries.iter().map(|s| (s.label.as_str(), s.summary.as_str()));
+        let mut passages: Vec<(String, String)> = Vec::new();
+        for (label, text) in shown.chain(summaries) {
+            let all = texts.entry(label).or_default();
+            all.push('\n');
+            all.push_str(text);
+            passages.extend(support_windows(text).into_iter().map(|window| (label.to_string(), window)));
+        }
+        let languages =
+            texts.iter().map(|(label, text)| (label.to_string(), crate::lexicon::language_of(text))).collect();
+        let windows: Vec<String> = passages.iter().map(|(_, window)| window.clone()).collect();
+        let span = tracing::info_span!("answer.support", n_passages = windows.len());
+        match self.embedder.embed(&windows, EmbedRole::Query).instrument(span).await {
+            Ok(vectors) if vectors.len() == windows.len() => {
+                tracing::debug!(
+                    n_passages = windows.len(),
+                    ms = started.elapsed().as_secs_f64() * 1000.0,
+                    "support passages embedded"
+                );
+                Some((SupportPassages::new(&passages, vectors, languages), floor))
+            }
+            Ok(vectors) => {
+                tracing::warn!(
+                    expected = windows.len(),
+                    got = vectors.len(),
+                    "support check off: the embedder returned the wrong number of vectors"
+                );
+                None
+            }
+            Err(err) => {
+                tracing::warn!(%err, "support check off: the shown notes could not be embedded");
+                None
+            }
+        }
+    }
+
+    /// Whether a passage of the notes `sentence` cites says what it says ([`SupportPassages`]);
+    /// judged once per sentence text and sources (`verdicts`), while streaming and at the end.
+    /// `language`: the answer's, which is the question's (a short sentence's own words are too
+    /// few to tell: «Tomás fell on the bridge» has a Spanish accent and a Spanish «a»).
+    async fn supported(
+        &self,
+        support: Option<&(SupportPassages, SupportFloor)>,
+        verdicts: &std::sync::Mutex<HashMap<String, Result<(), Ungrounded>>>,
+        sentence: &Sentence,
+        language: LabelLanguage,
+    ) -> Result<(), Ungrounded> {
+        let Some((passages, floor)) = support else { return Ok(()) };
+        let key = format!("{}\u{1f}{}", sentence.text, sentence.sources.join("\u{1f}"));
+        if let Some(verdict) = verdicts.lock().ok().and_then(|verdicts| verdicts.get(&key).cloned()) {
+            return verdict;
+        }
+        let verdict = match self.embedder.embed(std::slice::from_ref(&sentence.text), EmbedRole::Query).await {
+            Ok(mut vectors) if vectors.len() == 1 => {
+                let vector = vectors.remove(0);
+                let nearest = passages.nearest(&vector, &sentence.sources);
+                tracing::debug!(sentence = %sentence.text, sources = ?sentence.sources, ?nearest, "support judged");
+                passages.verdict(&vector, language, &sentence.sources, floor.same_language, floor.other_language)
+            }
+            Ok(_) | Err(_) => {
+                tracing::warn!(sentence = %sentence.text, "support not judged: the sentence could not be embedded");
+                Ok(())
+            }
+        };
+        if let Ok(mut verdicts) = verdicts.lock() {
+            verdicts.insert(key, verdict.clone());
+        }
+        verdict
     }
 
     /// The extractive answer: 2 to 5 sentences of the chosen fragments, each with its label.

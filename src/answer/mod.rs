@@ -15,18 +15,23 @@
 //!   cited text, and the sentences picked out of it while it streams.
 //! - `grounding`: every sentence of a structured answer backed by the notes it cites (its
 //!   numbers and names); the ones that are not are dropped, and none left is an abstention.
+//! - `support`: every sentence of a structured answer near, in meaning, a passage of the notes
+//!   it cites (the embedder's vectors, computed by the caller); the ones that are not are
+//!   dropped like the ungrounded ones.
 //! - `citations`: [`validate_citations`] checks every bracketed label of an answer against
 //!   the labels shown, maps near misses to the real label and removes invented ones.
 //!
 //! Architecture invariant: this module knows fragments only as [`ContextFragment`]s and
 //! messages only as `llm::chat::ChatMessage`s (the one message type, data only); it depends
-//! on `corpus` and `lexicon` for text and on nothing of `llm` but that type, and does no IO.
+//! on `corpus` and `lexicon` for text and on nothing of `llm` but that type and the embedder's
+//! calibrated `SupportFloor`, and does no IO.
 
 pub mod citations;
 pub mod context;
 pub mod grounding;
 pub mod passages;
 pub mod structured;
+pub mod support;
 
 /// How the model is asked to answer (`chat.answer_mode`), and how an answer was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -171,6 +171,22 @@ pub trait Embedder: Send + Sync {
     fn window_words(&self) -> usize;
     /// Embeds `texts` in one call (the caller batches). Vectors are L2-normalised.
     async fn embed(&self, texts: &[String], role: EmbedRole) -> Result<Vec<Vec<f32>>, LlmError>;
+    /// The cosines at which an answer's sentence counts as said by a passage of its notes
+    /// (`answer::support`), where this embedder was calibrated for it; `None` leaves that
+    /// check off (cosines are not comparable between embedders).
+    fn support_floor(&self) -> Option<SupportFloor> {
+        None
+    }
+}
+
+/// An embedder's floors for `answer::support`: the least cosine between a sentence and its
+/// nearest passage (both embedded as queries) for the passage to say what the sentence says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SupportFloor {
+    /// The sentence in the language of the notes it cites.
+    pub same_language: f32,
+    /// A translation (an English answer over Spanish notes): cosines across languages run lower.
+    pub other_language: f32,
 }
 
 /// Scales `vector` to unit length (cosine distance then equals 1 - dot product).

@@ -1,0 +1,167 @@
+//! Support: a sentence of a structured answer must say what a passage of its notes says.
+//!
+//! [`super::grounding`] checks what can be checked by the letter (numbers, names, counts).
+//! What it cannot see is a sentence that keeps the letter and changes the subject: «Iria ganó
+//! el torneo de justas de Altamira [Ficha: Inés Carvajal]» (issue 10's unanswerable as the
+//! 1.5B answered it) names only Altamira, and the sheet does name Altamira, as the college
+//! where Inés studied. No note mentions a tournament.
+//!
+//! The check is by meaning: the cited notes' shown text is cut into short overlapping
+//! passages ([`SUPPORT_WINDOW_WORDS`]), the sentence and the passages are embedded on the
+//! same side (both as queries: a symmetric comparison), and the sentence is supported when
+//! its nearest passage reaches the embedder's calibrated floor (`llm::SupportFloor`, passed in
+//! as two numbers: this module takes nothing from `llm` that talks to a model). A
+//! sentence the small model copies or paraphrases from a note sits well above it; one that
+//! restates the question around a name sits below. An embedder with no calibrated floor
+//! leaves the check off. Pure: vectors in, verdicts out; the embedding is the caller's.
+
+use std::collections::HashMap;
+
+use crate::corpus::LabelLanguage;
+
+use super::grounding::Ungrounded;
+
+/// Words per support passage: about two sentences of a note, the span one answer sentence
+/// restates. The dense path's windows (250 words) are too long: a sentence's meaning is
+/// diluted in them, and every sentence about the same session looks alike.
+pub const SUPPORT_WINDOW_WORDS: usize = 40;
+/// Passages overlap by half, so that a sentence split by a passage's edge is whole in the
+/// next one.
+const SUPPORT_WINDOW_STEP: usize = 20;
+
+/// A note's text cut into support passages: [`SUPPORT_WINDOW_WORDS`] words every
+/// [`SUPPORT_WINDOW_STEP`], the last one ending with the text; one passage when it is short.
+pub fn support_windows(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.is_empty() {
+        return Vec::new();
+    }
+    if words.len() <= SUPPORT_WINDOW_WORDS {
+        return vec![words.join(" ")];
+    }
+    let mut windows = Vec::new();
+    let mut start = 0;
+    loop {
+        let end = (start + SUPPORT_WINDOW_WORDS).min(words.len());
+        windows.push(words[start..end].join(" "));
+        if end == words.len() {
+            break;
+        }
+        start += SUPPORT_WINDOW_STEP;
+    }
+    windows
+}
+
+/// The shown notes' support passages, embedded, by label.
+#[derive(Debug, Default)]
+pub struct SupportPassages {
+    by_label: HashMap<String, Vec<Vec<f32>>>,
+    language: HashMap<String, LabelLanguage>,
+}
+
+impl SupportPassages {
+    /// `vectors[i]` is the embedding of `passages[i]`'s text; `passages` pairs each passage
+    /// with its label; `languages`: the language each label's notes are written in.
+    pub fn new(
+        passages: &[(String, String)],
+        vectors: Vec<Vec<f32>>,
+        languages: HashMap<String, LabelLanguage>,
+    ) -> SupportPassages {
+        let mut by_label: HashMap<String, Vec<Vec<f32>>> = HashMap::new();
+        for ((label, _), vector) in passages.iter().zip(vectors) {
+            by_label.entry(label.clone()).or_default().push(vector);
+        }
+        SupportPassages { by_label, language: languages }
+    }
+
+    /// The cosine of `sentence` (its vector, unit length) to the nearest passage of the notes
+    /// `sources` cites; `None` when none of them has a passage here (nothing to judge by).
+    pub fn nearest(&self, sentence: &[f32], sources: &[String]) -> Option<f32> {
+        sources
+            .iter()
+            .filter_map(|label| self.by_label.get(label))
+            .flatten()
+            .map(|passage| passage.iter().zip(sentence).map(|(a, b)| a * b).sum::<f32>())
+            .reduce(f32::max)
+    }
+
+    /// Whether `sentence` (written in `sentence_language`) is supported by `sources`: its
+    /// nearest passage at `same_language_floor` when all the notes it cites are in its
+    /// language, else at `other_language_floor`. A sentence with no passage to judge by is
+    /// taken at its word.
+    pub fn verdict(
+        &self,
+        sentence: &[f32],
+        sentence_language: LabelLanguage,
+        sources: &[String],
+        same_language_floor: f32,
+        other_language_floor: f32,
+    ) -> Result<(), Ungrounded> {
+        let Some(nearest) = self.nearest(sentence, sources) else { return Ok(()) };
+        let same_language = sources.iter().all(|label| self.language.get(label) == Some(&sentence_language));
+        let floor = if same_language { same_language_floor } else { other_language_floor };
+        if nearest >= floor {
+            Ok(())
+        } else {
+            let milli = |x: f32| (x * 1000.0).round() as i32;
+            Err(Ungrounded::Unsupported { nearest_milli: milli(nearest), floor_milli: milli(floor) })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / norm).collect()
+    }
+
+    #[test]
+    fn windows_cover_the_text_with_overlap_and_end_with_it() {
+        let text: String = (0..95).map(|i| format!("w{i} ")).collect();
+        let windows = support_windows(&text);
+        assert_eq!(windows.len(), 4, "0-40, 20-60, 40-80, 60-95");
+        assert!(windows[0].starts_with("w0 ") && windows[0].ends_with("w39"));
+        assert!(windows[1].starts_with("w20 "));
+        assert!(windows[3].starts_with("w60 ") && windows[3].ends_with("w94"));
+        assert_eq!(support_windows("  una frase corta  "), ["una frase corta"]);
+        assert!(support_windows(" \n ").is_empty());
+    }
+
+    #[test]
+    fn a_sentence_far_from_every_passage_it_cites_is_unsupported() {
+        let languages: HashMap<String, LabelLanguage> =
+            [("Sesión 1".to_string(), LabelLanguage::Es), ("Ficha: Inés".to_string(), LabelLanguage::Es)].into();
+        let passages = vec![
+            ("Sesión 1".to_string(), "a".to_string()),
+            ("Sesión 1".to_string(), "b".to_string()),
+            ("Ficha: Inés".to_string(), "c".to_string()),
+        ];
+        let vectors = vec![unit(&[1.0, 0.0, 0.0]), unit(&[0.0, 1.0, 0.0]), unit(&[0.0, 0.0, 1.0])];
+        let support = SupportPassages::new(&passages, vectors, languages);
+        let floor = (0.83, 0.80);
+        let cites = |labels: &[&str]| labels.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+        // Near Sesión 1's second passage.
+        let near_b = unit(&[0.1, 0.95, 0.1]);
+        assert_eq!(support.verdict(&near_b, LabelLanguage::Es, &cites(&["Sesión 1"]), floor.0, floor.1), Ok(()));
+        // The same sentence cited to the sheet only: nothing there says it.
+        assert_eq!(
+            support.verdict(&near_b, LabelLanguage::Es, &cites(&["Ficha: Inés"]), floor.0, floor.1),
+            Err(Ungrounded::Unsupported { nearest_milli: 104, floor_milli: 830 })
+        );
+        // Any of its sources may support it.
+        assert_eq!(
+            support.verdict(&near_b, LabelLanguage::Es, &cites(&["Ficha: Inés", "Sesión 1"]), floor.0, floor.1),
+            Ok(())
+        );
+        // Between the two floors: supported only as a translation.
+        let between = unit(&[0.82, 0.5724, 0.0]);
+        assert!(support.nearest(&between, &cites(&["Sesión 1"])).is_some_and(|c| (0.80..0.83).contains(&c)));
+        assert!(support.verdict(&between, LabelLanguage::Es, &cites(&["Sesión 1"]), floor.0, floor.1).is_err());
+        assert_eq!(support.verdict(&between, LabelLanguage::En, &cites(&["Sesión 1"]), floor.0, floor.1), Ok(()));
+        // A label with no passages here: taken at its word.
+        assert_eq!(support.verdict(&near_b, LabelLanguage::Es, &cites(&["Mundo: Dioses"]), floor.0, floor.1), Ok(()));
+    }
+}
