@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 
 use crate::corpus::LabelLanguage;
+use crate::corpus::text::word_windows;
 
 use super::grounding::Ungrounded;
 
@@ -32,24 +33,10 @@ const SUPPORT_WINDOW_STEP: usize = 20;
 /// A note's text cut into support passages: [`SUPPORT_WINDOW_WORDS`] words every
 /// [`SUPPORT_WINDOW_STEP`], the last one ending with the text; one passage when it is short.
 pub fn support_windows(text: &str) -> Vec<String> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    if words.is_empty() {
+    if text.trim().is_empty() {
         return Vec::new();
     }
-    if words.len() <= SUPPORT_WINDOW_WORDS {
-        return vec![words.join(" ")];
-    }
-    let mut windows = Vec::new();
-    let mut start = 0;
-    loop {
-        let end = (start + SUPPORT_WINDOW_WORDS).min(words.len());
-        windows.push(words[start..end].join(" "));
-        if end == words.len() {
-            break;
-        }
-        start += SUPPORT_WINDOW_STEP;
-    }
-    windows
+    word_windows(text, SUPPORT_WINDOW_WORDS, SUPPORT_WINDOW_STEP)
 }
 
 /// The shown notes' support passages, embedded, by label.

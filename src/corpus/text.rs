@@ -67,12 +67,18 @@ const WINDOW_OVERLAP_DIVISOR: usize = 5;
 
 /// Splits `text` into windows of at most `window_words` words, overlapping by a fifth.
 pub fn embedding_windows(text: &str, window_words: usize) -> Vec<String> {
-    let words: Vec<&str> = text.split_whitespace().collect();
     let window_words = window_words.max(2);
+    word_windows(text, window_words, window_step(window_words))
+}
+
+/// `text`'s words in windows of `window_words`, one every `step` words, the last one ending
+/// with the text; a text no longer than one window is one window (an empty text, one empty
+/// window). What the embedder's windows and the answer's support passages are both cut by.
+pub fn word_windows(text: &str, window_words: usize, step: usize) -> Vec<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
     if words.len() <= window_words {
         return vec![words.join(" ")];
     }
-    let step = window_step(window_words);
     let mut windows = Vec::new();
     let mut start = 0;
     loop {
@@ -81,7 +87,7 @@ pub fn embedding_windows(text: &str, window_words: usize) -> Vec<String> {
         if end == words.len() {
             break;
         }
-        start += step;
+        start += step.max(1);
     }
     windows
 }

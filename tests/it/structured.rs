@@ -30,9 +30,13 @@ struct Bench {
 }
 
 async fn bench() -> Bench {
-    let scratch = port_campaign();
     let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
     let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(ollama_embedder(&fake, "bge-m3").await);
+    bench_over(port_campaign(), fake, embedder).await
+}
+
+/// `scratch`'s campaign ingested with `embedder`, answered through `fake`.
+async fn bench_over(scratch: Scratch, fake: FakeOllama, embedder: Arc<dyn oraculo::llm::Embedder>) -> Bench {
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
     Bench { fake, scratch, embedder }
 }
@@ -390,7 +394,7 @@ const BRIDGE_SESSION: &str = "# Sesión 7\nLos contrabandistas atacan al amanece
 
 #[tokio::test]
 async fn issue_10_a_sentence_no_passage_of_its_notes_says_is_dropped_by_meaning() {
-    let scratch = crate::support::Scratch::new(&[
+    let scratch = Scratch::new(&[
         (
             "Sesiones/Sesion 6.md",
             "# Sesión 6\nEl grupo llega al puerto y alquila habitaciones en la posada del muelle. Baika teje redes para los pescadores y escucha rumores de contrabandistas que usan el puente viejo de noche.\n",
@@ -402,11 +406,9 @@ async fn issue_10_a_sentence_no_passage_of_its_notes_says_is_dropped_by_meaning(
         ),
     ]);
     // The real e5-small, whose calibrated floor turns the check on.
-    let fake = FakeOllama::start(&["qwen2.5:14b"]).await;
     let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(crate::embedded::e5());
     assert!(embedder.support_floor().is_some());
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
-    let bench = Bench { fake, scratch, embedder };
+    let bench = bench_over(scratch, FakeOllama::start(&["qwen2.5:14b"]).await, embedder).await;
     let oracle = bench.oracle(bench.ollama(), AnswerMode::Structured);
     // Issue 10's unanswerable as the 1.5B answered it: the question restated around a name the
     // cited session holds. No number, no name the session lacks: only its meaning gives it away.
