@@ -3,7 +3,8 @@
 //!
 //! - [`campaign_paths`]: a campaign's notes folder (the embedded sample written out when none
 //!   is configured) and its index folder under the data dir.
-//! - [`open_oracle`]: the CLI's campaign, its models connected.
+//! - [`open_oracle`]: the CLI's campaign, its models connected; [`open_searcher`]: the same
+//!   oracle with no chat model loaded, for `oraculo search` (it never asks one).
 //! - [`connect_embedder`], [`connect_chat`]: the models the configuration names (the only
 //!   place that picks a backend; stages receive trait objects).
 //! - [`ingest_and_annotate`]: the one ingest the CLI and `/reingest` run (with the entity
@@ -48,6 +49,43 @@ pub async fn open_oracle(config: &Config) -> anyhow::Result<Oracle> {
     let embedder = connect_embedder(&config.embedder, &config.data_dir).await?;
     let chat = connect_chat(&config.chat, &config.data_dir).await?;
     Ok(Oracle::new(&index_dir, embedder, chat, AnswerSettings::from_config(config.chat_max_tokens, &config.answer)))
+}
+
+/// The oracle of the CLI's campaign for a search only (`oraculo search`): the configured
+/// embedder, and no chat model loaded (the embedded one costs seconds and a gigabyte; a
+/// search never asks it). The same [`Oracle::search`] the bot runs, `k` as asked.
+pub async fn open_searcher(config: &Config, k: usize) -> anyhow::Result<Oracle> {
+    let (_, index_dir) = campaign_paths(config, &config.campaign)?;
+    let embedder = connect_embedder(&config.embedder, &config.data_dir).await?;
+    let mut settings = AnswerSettings::from_config(config.chat_max_tokens, &config.answer);
+    settings.k = k.max(1);
+    Ok(Oracle::new(&index_dir, embedder, Arc::new(NoChatLoaded), settings))
+}
+
+/// The chat model of an oracle opened for a search: none. Asked anyway, it says so.
+struct NoChatLoaded;
+
+#[async_trait::async_trait]
+impl ChatModel for NoChatLoaded {
+    fn id(&self) -> &str {
+        "none"
+    }
+    fn context_window(&self) -> usize {
+        0
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+    async fn chat(
+        &self,
+        _request: &crate::llm::chat::ChatRequest,
+        _on_token: Option<crate::llm::chat::TokenSink<'_>>,
+    ) -> Result<crate::llm::chat::ChatResponse, LlmError> {
+        Err(LlmError::BadResponse {
+            backend: "none".into(),
+            detail: "this oracle was opened for a search and has no chat model loaded".into(),
+        })
+    }
 }
 
 /// One campaign the bot serves, opened.

@@ -11,7 +11,7 @@ use crate::config::{CliOverrides, Config};
 use crate::index::Index;
 use crate::ingest::{AnnotationReport, IngestProgress, IngestSummary, Quiet, annotate_fragments};
 use crate::oracle::{AskRequest, Oracle};
-use crate::retrieve::{Audience, CompendiumIndex, SearchRequest, Turn, TurnRole};
+use crate::retrieve::{Audience, Turn, TurnRole};
 
 /// Oráculo: answers a campaign's questions from the game master's notes, citing them.
 #[derive(Debug, Parser)]
@@ -392,19 +392,11 @@ async fn compendium(args: &CompendiumArgs) -> anyhow::Result<()> {
 async fn search(args: &SearchArgs) -> anyhow::Result<()> {
     let config = args.campaign.load_config()?;
     let history = read_history(args.history.as_deref())?;
-    let (_, index) = open_campaign_index(&config).await?;
-    let embedder = crate::app::connect_embedder(&config.embedder, &config.data_dir).await?;
-    let compendium = CompendiumIndex::load(&index.store)?;
-    // The oracle's one rule for what can be asked: an empty question is refused, not searched.
-    let question = crate::oracle::check_question(&args.question)?;
-    let request = SearchRequest {
-        question,
-        history: &history,
-        audience: if args.gm { Audience::Gm } else { Audience::Player },
-        k: args.k.max(1),
-        paths: crate::retrieve::PathSet::ALL,
-    };
-    let result = crate::retrieve::search(&index, &compendium, embedder.as_ref(), &request).await?;
+    // The bot's search, through the same oracle (its checks: an empty question is refused, a
+    // missing index is a message), with no chat model loaded.
+    let oracle = crate::app::open_searcher(&config, args.k).await?;
+    let audience = if args.gm { Audience::Gm } else { Audience::Player };
+    let result = oracle.search(&AskRequest { question: &args.question, history: &history, audience }).await?;
     if args.campaign.json {
         println!("{}", serde_json::to_string(&result)?);
         return Ok(());

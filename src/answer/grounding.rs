@@ -495,7 +495,7 @@ fn spanish_words(value: u32) -> Vec<String> {
                 .collect()
         }
         1000 => vec!["mil".into()],
-        _ if value % 1000 == 0 && value <= MAX_SPELLED * 10 => {
+        _ if value.is_multiple_of(1000) && value <= MAX_SPELLED * 10 => {
             below_hundred(value / 1000).into_iter().map(|thousands| format!("{thousands} mil")).collect()
         }
         _ => Vec::new(),
@@ -534,7 +534,7 @@ fn english_words(value: u32) -> Vec<String> {
             let tail = below_hundred(rest);
             heads.iter().flat_map(|head| [format!("{head} {tail}"), format!("{head} and {tail}")]).collect()
         }
-        _ if value % 1000 == 0 && value <= MAX_SPELLED * 10 => {
+        _ if value.is_multiple_of(1000) && value <= MAX_SPELLED * 10 => {
             let mut forms = vec![format!("{} thousand", below_hundred(value / 1000))];
             if value == 1000 {
                 forms.push("a thousand".into());

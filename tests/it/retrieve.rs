@@ -212,6 +212,20 @@ async fn the_search_command_prints_its_json_contract() {
     // «tejedora» and «vende» are both in the notes: the BM25 list keeps its full weight.
     assert_eq!(diagnostics["bm25_terms"], serde_json::json!({"in_notes": 2, "asked": 2, "weight": 1.0}));
 
+    // The search goes through the bot's oracle but loads no chat model: with the embedded one
+    // configured and no model file in this data dir, `search` still answers and `ask` cannot.
+    let mut embedded_search = oraculo(&["search", "--json", "¿Qué vende la Tejedora?"]);
+    embedded_search.env("ORACULO_CHAT", "embedded");
+    let output = tokio::task::spawn_blocking(move || embedded_search.output().unwrap()).await.unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["candidates"][0]["label"], "Sesión 1", "{json}");
+    let mut embedded_ask = oraculo(&["ask", "--json", "¿Qué vende la Tejedora?"]);
+    embedded_ask.env("ORACULO_CHAT", "embedded");
+    let output = tokio::task::spawn_blocking(move || embedded_ask.output().unwrap()).await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("is missing"), "no chat model file here: {stderr}");
+
     // An empty question is refused by the oracle's rule, as the bot and `ask` refuse it; it is
     // not searched.
     let mut empty = oraculo(&["search", "--json", "  "]);
