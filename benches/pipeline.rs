@@ -17,7 +17,7 @@ use oraculo::config::{CampaignConfig, DEFAULT_IGNORED, DEFAULT_MAX_NOTE_BYTES};
 use oraculo::corpus::{self, CorpusConfig, LabelLanguage, default_kind_folders};
 use oraculo::index::{Index, campaign_index_dir};
 use oraculo::ingest::{Quiet, ingest_campaign};
-use oraculo::llm::chat::{ChatModel, ChatRequest, ChatResponse, TokenSink};
+use oraculo::llm::chat::NoChat;
 use oraculo::llm::{EmbedRole, Embedder, LlmError, normalize};
 use oraculo::oracle::{AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::{Audience, CompendiumIndex, DEFAULT_K, PathSet, SearchRequest, search};
@@ -419,25 +419,6 @@ fn e5_embedder() -> Option<std::sync::Arc<dyn Embedder>> {
             println!("(no e5-small figures: {err})");
             None
         }
-    }
-}
-
-/// The search never calls the chat model; this one says so if it is ever asked.
-struct NoChat;
-
-#[async_trait]
-impl ChatModel for NoChat {
-    fn id(&self) -> &str {
-        "bench:no-chat"
-    }
-    fn context_window(&self) -> usize {
-        4096
-    }
-    fn count_tokens(&self, text: &str) -> usize {
-        text.len() / 4
-    }
-    async fn chat(&self, _request: &ChatRequest, _on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
-        Err(LlmError::BadResponse { backend: "bench".into(), detail: "the search bench never asks the model".into() })
     }
 }
 

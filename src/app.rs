@@ -59,33 +59,7 @@ pub async fn open_searcher(config: &Config, k: usize) -> anyhow::Result<Oracle> 
     let embedder = connect_embedder(&config.embedder, &config.data_dir).await?;
     let mut settings = AnswerSettings::from_config(config.chat_max_tokens, &config.answer);
     settings.k = k.max(1);
-    Ok(Oracle::new(&index_dir, embedder, Arc::new(NoChatLoaded), settings))
-}
-
-/// The chat model of an oracle opened for a search: none. Asked anyway, it says so.
-struct NoChatLoaded;
-
-#[async_trait::async_trait]
-impl ChatModel for NoChatLoaded {
-    fn id(&self) -> &str {
-        "none"
-    }
-    fn context_window(&self) -> usize {
-        0
-    }
-    fn count_tokens(&self, text: &str) -> usize {
-        text.split_whitespace().count()
-    }
-    async fn chat(
-        &self,
-        _request: &crate::llm::chat::ChatRequest,
-        _on_token: Option<crate::llm::chat::TokenSink<'_>>,
-    ) -> Result<crate::llm::chat::ChatResponse, LlmError> {
-        Err(LlmError::BadResponse {
-            backend: "none".into(),
-            detail: "this oracle was opened for a search and has no chat model loaded".into(),
-        })
-    }
+    Ok(Oracle::new(&index_dir, embedder, Arc::new(crate::llm::chat::NoChat), settings))
 }
 
 /// One campaign the bot serves, opened.

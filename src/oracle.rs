@@ -995,7 +995,8 @@ impl Oracle {
             };
             let show = async {
                 while let Some(sentence) = checked.recv().await {
-                    let verdict = self.supported(support.as_ref(), &support_verdicts, &sentence, language).await;
+                    let verdict =
+                        self.supported(support.as_ref(), &support_verdicts, &sentence, &grounds, language).await;
                     if let (Ok(()), Some(sink)) = (verdict, on_token) {
                         sink(&format!("{} ", render_sentence(&sentence)));
                     }
@@ -1020,7 +1021,7 @@ impl Oracle {
                     for sentence in answer.sentences {
                         let verdict = match grounded(&sentence) {
                             Ok(attributed) => self
-                                .supported(support.as_ref(), &support_verdicts, &attributed, language)
+                                .supported(support.as_ref(), &support_verdicts, &attributed, &grounds, language)
                                 .await
                                 .map(|()| attributed),
                             Err(reason) => Err(reason),
@@ -1072,19 +1073,13 @@ impl Oracle {
     async fn support_passages(&self, prepared: &Prepared) -> Option<(SupportPassages, SupportFloor)> {
         let floor = self.embedder.support_floor()?;
         let started = Instant::now();
-        let mut texts: HashMap<&str, String> = HashMap::new();
         let shown = prepared.context.full.iter().map(|f| (f.label.as_str(), f.text.as_str()));
         let summaries = prepared.context.summaries.iter().map(|s| (s.label.as_str(), s.summary.as_str()));
-        let mut passages: Vec<(String, String)> = Vec::new();
-        for (label, text) in shown.chain(summaries) {
-            let all = texts.entry(label).or_default();
-            all.push('\n');
-            all.push_str(text);
-            passages.extend(support_windows(text).into_iter().map(|window| (label.to_string(), window)));
-        }
-        let languages =
-            texts.iter().map(|(label, text)| (label.to_string(), crate::lexicon::language_of(text))).collect();
-        let windows: Vec<String> = passages.iter().map(|(_, window)| window.clone()).collect();
+        // Each passage's label, and its text.
+        let (labels, windows): (Vec<String>, Vec<String>) = shown
+            .chain(summaries)
+            .flat_map(|(label, text)| support_windows(text).into_iter().map(move |window| (label.to_string(), window)))
+            .unzip();
         let span = tracing::info_span!("answer.support", n_passages = windows.len());
         match self.embedder.embed(&windows, EmbedRole::Query).instrument(span).await {
             Ok(vectors) if vectors.len() == windows.len() => {
@@ -1093,7 +1088,7 @@ impl Oracle {
                     ms = started.elapsed().as_secs_f64() * 1000.0,
                     "support passages embedded"
                 );
-                Some((SupportPassages::new(&passages, vectors, languages), floor))
+                Some((SupportPassages::new(&labels, vectors), floor))
             }
             Ok(vectors) => {
                 tracing::warn!(
@@ -1113,12 +1108,14 @@ impl Oracle {
     /// Whether a passage of the notes `sentence` cites says what it says ([`SupportPassages`]);
     /// judged once per sentence text and sources (`verdicts`), while streaming and at the end.
     /// `language`: the answer's, which is the question's (a short sentence's own words are too
-    /// few to tell: «Tomás fell on the bridge» has a Spanish accent and a Spanish «a»).
+    /// few to tell: «Tomás fell on the bridge» has a Spanish accent and a Spanish «a»);
+    /// `grounds` tells whether the notes cited are in it, which picks the floor.
     async fn supported(
         &self,
         support: Option<&(SupportPassages, SupportFloor)>,
         verdicts: &std::sync::Mutex<HashMap<String, Result<(), Ungrounded>>>,
         sentence: &Sentence,
+        grounds: &CitedNotes,
         language: LabelLanguage,
     ) -> Result<(), Ungrounded> {
         let Some((passages, floor)) = support else { return Ok(()) };
@@ -1131,7 +1128,8 @@ impl Oracle {
                 let vector = vectors.remove(0);
                 let nearest = passages.nearest(&vector, &sentence.sources);
                 tracing::debug!(sentence = %sentence.text, sources = ?sentence.sources, ?nearest, "support judged");
-                passages.verdict(&vector, language, &sentence.sources, floor.same_language, floor.other_language)
+                let same_language = grounds.all_in_language(&sentence.sources, language);
+                passages.verdict(&vector, same_language, &sentence.sources, floor.same_language, floor.other_language)
             }
             Ok(_) | Err(_) => {
                 tracing::warn!(sentence = %sentence.text, "support not judged: the sentence could not be embedded");

@@ -149,6 +149,13 @@ impl CitedNotes {
         }
     }
 
+    /// Whether every note of `sources` is written in `language` (a label with no text here is
+    /// in none): what decides whether a sentence's words can be looked up in its notes, and
+    /// which of the support floors applies (`super::support`).
+    pub fn all_in_language(&self, sources: &[String], language: LabelLanguage) -> bool {
+        sources.iter().all(|label| self.language.get(label) == Some(&language))
+    }
+
     /// Checks counts against what `question` counts, when it asks how many of something.
     pub fn for_question(mut self, question: &str) -> CitedNotes {
         self.counted = counted_in(question);
@@ -208,7 +215,7 @@ impl CitedNotes {
             }
         }
         let sentence_language = language_of(sentence);
-        let same_language = sources.iter().all(|label| self.language.get(label) == Some(&sentence_language));
+        let same_language = self.all_in_language(sources, sentence_language);
         // The thing counted is a word of the question, matched in the notes' words: only
         // when the sentence is in the notes' language («siblings» is not found as «hermanos»).
         if same_language && let Some(counted) = &self.counted {

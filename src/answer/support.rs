@@ -22,7 +22,6 @@
 
 use std::collections::HashMap;
 
-use crate::corpus::LabelLanguage;
 use crate::corpus::text::word_windows;
 
 use super::grounding::Ungrounded;
@@ -48,22 +47,16 @@ pub fn support_windows(text: &str) -> Vec<String> {
 #[derive(Debug, Default)]
 pub struct SupportPassages {
     by_label: HashMap<String, Vec<Vec<f32>>>,
-    language: HashMap<String, LabelLanguage>,
 }
 
 impl SupportPassages {
-    /// `vectors[i]` is the embedding of `passages[i]`'s text; `passages` pairs each passage
-    /// with its label; `languages`: the language each label's notes are written in.
-    pub fn new(
-        passages: &[(String, String)],
-        vectors: Vec<Vec<f32>>,
-        languages: HashMap<String, LabelLanguage>,
-    ) -> SupportPassages {
+    /// `vectors[i]` is the embedding of a passage of the notes labelled `labels[i]`.
+    pub fn new(labels: &[String], vectors: Vec<Vec<f32>>) -> SupportPassages {
         let mut by_label: HashMap<String, Vec<Vec<f32>>> = HashMap::new();
-        for ((label, _), vector) in passages.iter().zip(vectors) {
+        for (label, vector) in labels.iter().zip(vectors) {
             by_label.entry(label.clone()).or_default().push(vector);
         }
-        SupportPassages { by_label, language: languages }
+        SupportPassages { by_label }
     }
 
     /// The cosine of `sentence` (its vector, unit length) to the nearest passage of the notes
@@ -77,20 +70,19 @@ impl SupportPassages {
             .reduce(f32::max)
     }
 
-    /// Whether `sentence` (written in `sentence_language`) is supported by `sources`: its
-    /// nearest passage at `same_language_floor` when all the notes it cites are in its
-    /// language, else at `other_language_floor`. A sentence with no passage to judge by is
-    /// taken at its word.
+    /// Whether `sentence` is supported by `sources`: its nearest passage at
+    /// `same_language_floor` when all the notes it cites are in its language (`same_language`,
+    /// as `CitedNotes::all_in_language` tells), else at `other_language_floor`. A sentence
+    /// with no passage to judge by is taken at its word.
     pub fn verdict(
         &self,
         sentence: &[f32],
-        sentence_language: LabelLanguage,
+        same_language: bool,
         sources: &[String],
         same_language_floor: f32,
         other_language_floor: f32,
     ) -> Result<(), Ungrounded> {
         let Some(nearest) = self.nearest(sentence, sources) else { return Ok(()) };
-        let same_language = sources.iter().all(|label| self.language.get(label) == Some(&sentence_language));
         let floor = if same_language { same_language_floor } else { other_language_floor };
         if nearest >= floor {
             Ok(())
@@ -124,36 +116,28 @@ mod tests {
 
     #[test]
     fn a_sentence_far_from_every_passage_it_cites_is_unsupported() {
-        let languages: HashMap<String, LabelLanguage> =
-            [("Sesión 1".to_string(), LabelLanguage::Es), ("Ficha: Inés".to_string(), LabelLanguage::Es)].into();
-        let passages = vec![
-            ("Sesión 1".to_string(), "a".to_string()),
-            ("Sesión 1".to_string(), "b".to_string()),
-            ("Ficha: Inés".to_string(), "c".to_string()),
-        ];
+        // Sesión 1's passages a and b, the sheet's c.
+        let labels = ["Sesión 1", "Sesión 1", "Ficha: Inés"].map(String::from);
         let vectors = vec![unit(&[1.0, 0.0, 0.0]), unit(&[0.0, 1.0, 0.0]), unit(&[0.0, 0.0, 1.0])];
-        let support = SupportPassages::new(&passages, vectors, languages);
+        let support = SupportPassages::new(&labels, vectors);
         let floor = (0.83, 0.80);
         let cites = |labels: &[&str]| labels.iter().map(|l| l.to_string()).collect::<Vec<_>>();
         // Near Sesión 1's second passage.
         let near_b = unit(&[0.1, 0.95, 0.1]);
-        assert_eq!(support.verdict(&near_b, LabelLanguage::Es, &cites(&["Sesión 1"]), floor.0, floor.1), Ok(()));
+        assert_eq!(support.verdict(&near_b, true, &cites(&["Sesión 1"]), floor.0, floor.1), Ok(()));
         // The same sentence cited to the sheet only: nothing there says it.
         assert_eq!(
-            support.verdict(&near_b, LabelLanguage::Es, &cites(&["Ficha: Inés"]), floor.0, floor.1),
+            support.verdict(&near_b, true, &cites(&["Ficha: Inés"]), floor.0, floor.1),
             Err(Ungrounded::Unsupported { nearest_milli: 104, floor_milli: 830 })
         );
         // Any of its sources may support it.
-        assert_eq!(
-            support.verdict(&near_b, LabelLanguage::Es, &cites(&["Ficha: Inés", "Sesión 1"]), floor.0, floor.1),
-            Ok(())
-        );
-        // Between the two floors: supported only as a translation.
+        assert_eq!(support.verdict(&near_b, true, &cites(&["Ficha: Inés", "Sesión 1"]), floor.0, floor.1), Ok(()));
+        // Between the two floors: supported only as a translation (notes in another language).
         let between = unit(&[0.82, 0.5724, 0.0]);
         assert!(support.nearest(&between, &cites(&["Sesión 1"])).is_some_and(|c| (0.80..0.83).contains(&c)));
-        assert!(support.verdict(&between, LabelLanguage::Es, &cites(&["Sesión 1"]), floor.0, floor.1).is_err());
-        assert_eq!(support.verdict(&between, LabelLanguage::En, &cites(&["Sesión 1"]), floor.0, floor.1), Ok(()));
+        assert!(support.verdict(&between, true, &cites(&["Sesión 1"]), floor.0, floor.1).is_err());
+        assert_eq!(support.verdict(&between, false, &cites(&["Sesión 1"]), floor.0, floor.1), Ok(()));
         // A label with no passages here: taken at its word.
-        assert_eq!(support.verdict(&near_b, LabelLanguage::Es, &cites(&["Mundo: Dioses"]), floor.0, floor.1), Ok(()));
+        assert_eq!(support.verdict(&near_b, true, &cites(&["Mundo: Dioses"]), floor.0, floor.1), Ok(()));
     }
 }

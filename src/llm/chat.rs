@@ -222,3 +222,26 @@ pub trait ChatModel: Send + Sync {
     /// Generates one answer. `on_token`, when given, receives the text as it streams.
     async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError>;
 }
+
+/// The chat model of an oracle opened only to search (`oraculo search`, the pipeline bench):
+/// none is loaded, since a search never asks one. Asked anyway, it says so.
+pub struct NoChat;
+
+#[async_trait]
+impl ChatModel for NoChat {
+    fn id(&self) -> &str {
+        "none"
+    }
+    fn context_window(&self) -> usize {
+        0
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+    async fn chat(&self, _request: &ChatRequest, _on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
+        Err(LlmError::BadResponse {
+            backend: "none".into(),
+            detail: "this oracle was opened to search and has no chat model loaded".into(),
+        })
+    }
+}
