@@ -409,8 +409,19 @@ async fn search(args: &SearchArgs) -> anyhow::Result<()> {
     }
     println!("Follow-up rule: {}", result.diagnostics.followup.reason);
     if !result.entities.is_empty() {
-        let named: Vec<String> =
-            result.entities.iter().map(|e| format!("{} [{}] as \"{}\"", e.name, e.kind, e.alias)).collect();
+        let named: Vec<String> = result
+            .entities
+            .iter()
+            .map(|e| match (&e.asked_as, e.similarity) {
+                (Some(asked_as), Some(similarity)) => {
+                    format!(
+                        "{} [{}] as \"{}\", asked as \"{asked_as}\" (cosine {similarity:.3})",
+                        e.name, e.kind, e.alias
+                    )
+                }
+                _ => format!("{} [{}] as \"{}\"", e.name, e.kind, e.alias),
+            })
+            .collect();
         println!("Entities: {}", named.join("; "));
     }
     if let Some(evidence) = &result.diagnostics.entity_path {

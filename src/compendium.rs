@@ -29,8 +29,8 @@ use aho_corasick::AhoCorasick;
 use serde::{Deserialize, Serialize};
 use unicode_normalization::char::{decompose_canonical, is_combining_mark};
 
-use crate::corpus::{CorpusConfig, Fragment, Note, NoteKind, Visibility, fold, session_from_file_name};
-use crate::lexicon::is_stopword;
+use crate::corpus::{CorpusConfig, Fragment, LabelLanguage, Note, NoteKind, Visibility, fold, session_from_file_name};
+use crate::lexicon::{article_language, is_stopword};
 
 /// An entity's description is a glance, not a summary: the first sentence or two of its note.
 pub const DESCRIPTION_MAX_CHARS: usize = 200;
@@ -296,6 +296,46 @@ impl Compendium {
     pub fn find(&self, name_or_alias: &str) -> Option<usize> {
         NameIndex::new(&self.entities).find(&[alias_key(name_or_alias)])
     }
+
+    /// The names and aliases a player may say in another language: those that open with a
+    /// definite article and hold a word that is not a stopword («el Archiduque», «La Corona de
+    /// Sal», "the Thunderlord"). A title or a descriptive name is translated by whoever asks in
+    /// English about Spanish notes («the archduke»); a bare proper name («Leandro») is not,
+    /// and the lexical matcher already finds it in any language.
+    pub fn translatable_names(&self) -> Vec<TranslatableName> {
+        let mut names = Vec::new();
+        for (entity_idx, entity) in self.entities.iter().enumerate() {
+            for written in std::iter::once(&entity.name).chain(&entity.aliases) {
+                let key = alias_key(written);
+                let mut words = key.split(' ');
+                let Some(language) = words.next().and_then(article_language) else {
+                    continue;
+                };
+                if key.chars().count() < MIN_ALIAS_CHARS || words.all(is_stopword) {
+                    continue;
+                }
+                if !names
+                    .iter()
+                    .any(|name: &TranslatableName| name.entity == entity_idx && alias_key(&name.written) == key)
+                {
+                    names.push(TranslatableName { entity: entity_idx, written: written.clone(), language });
+                }
+            }
+        }
+        names
+    }
+}
+
+/// A name or alias that opens with an article, so a question in the other language may name
+/// its entity by translating it (see [`Compendium::translatable_names`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranslatableName {
+    /// Index into `Compendium::entities`.
+    pub entity: usize,
+    /// As the notes write it: «el Archiduque».
+    pub written: String,
+    /// The language of its article.
+    pub language: LabelLanguage,
 }
 
 impl EntityMatcher {
@@ -1306,6 +1346,31 @@ Irek (pc) [ella] llm",
             .map(|(fragment_idx, counts)| format!("{}: {}", fragments[*fragment_idx].label, counts.join(", ")))
             .collect();
         assert_eq!(rendered.join("\n"), expect.trim(), "\n--- actual ---\n{}", rendered.join("\n"));
+    }
+
+    #[test]
+    fn translatable_names_are_the_ones_that_open_with_an_article() {
+        let mut leandro = new_entity("Leandro de Valdemora", EntityKind::Npc, EntitySource::Sheet);
+        for alias in ["Leandro", "el Archiduque", "el Heraldo de la Marea Baja", "la de"] {
+            add_alias(&mut leandro, alias);
+        }
+        let crown = new_entity("La Corona de Sal", EntityKind::Item, EntitySource::World);
+        let mut grog = new_entity("Grog Strongjaw", EntityKind::Pc, EntitySource::Sheet);
+        add_alias(&mut grog, "the Thunderlord");
+        let compendium = Compendium { entities: vec![leandro, crown, grog] };
+        let translatable = compendium.translatable_names();
+        let names: Vec<(usize, &str, LabelLanguage)> =
+            translatable.iter().map(|name| (name.entity, name.written.as_str(), name.language)).collect();
+        assert_eq!(
+            names,
+            [
+                (0, "el Archiduque", LabelLanguage::Es),
+                (0, "el Heraldo de la Marea Baja", LabelLanguage::Es),
+                (1, "La Corona de Sal", LabelLanguage::Es),
+                (2, "the Thunderlord", LabelLanguage::En),
+            ],
+            "a bare name and an article followed by stopwords only are not translatable"
+        );
     }
 
     #[test]

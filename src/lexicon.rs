@@ -50,6 +50,18 @@ pub fn language_of(text: &str) -> LabelLanguage {
     if english > spanish { LabelLanguage::En } else { LabelLanguage::Es }
 }
 
+/// The language a folded definite article belongs to: «el», «la», «los», «las» are Spanish,
+/// "the" is English. What marks a title («el Archiduque», "the Thunderlord") and the phrase a
+/// question names it with, so that a title is only looked for across languages
+/// (`retrieve::entity`'s translated names).
+pub fn article_language(folded_word: &str) -> Option<LabelLanguage> {
+    match folded_word {
+        "el" | "la" | "los" | "las" => Some(LabelLanguage::Es),
+        "the" => Some(LabelLanguage::En),
+        _ => None,
+    }
+}
+
 /// Spanish, by word class. Accented forms appear once, folded (`qué` → `que`, `él` → `el`).
 #[rustfmt::skip]
 const SPANISH: &[&[&str]] = &[

@@ -177,6 +177,21 @@ pub trait Embedder: Send + Sync {
     fn support_floor(&self) -> Option<SupportFloor> {
         None
     }
+    /// The cosines at which a question's phrase in one language names a title written in the
+    /// other («the archduke» for «el Archiduque»: `retrieve::entity`), where this embedder was
+    /// calibrated for it; `None` leaves titles to the lexical matcher alone.
+    fn name_floor(&self) -> Option<NameFloor> {
+        None
+    }
+}
+
+/// An embedder's floor for naming a title across languages: the phrase's nearest title must
+/// reach `least`, and stand `margin` above the nearest title of any other entity (a phrase
+/// about equally near two entities names neither).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NameFloor {
+    pub least: f32,
+    pub margin: f32,
 }
 
 /// An embedder's floors for `answer::support`: the least cosine between a sentence and its

@@ -12,18 +12,30 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
+use tokio::sync::OnceCell;
+use tracing::Instrument as _;
+
 use super::MAX_POOL;
-use crate::compendium::{Compendium, EntityMatcher};
-use crate::corpus::{SessionNumber, Visibility};
+use crate::compendium::{Compendium, EntityMatcher, TranslatableName};
+use crate::corpus::{LabelLanguage, SessionNumber, Visibility, fold};
 use crate::index::{EntityMention, IndexError, Store};
+use crate::lexicon::{article_language, is_stopword};
+use crate::llm::{EmbedRole, Embedder, LlmError, NameFloor};
 
 /// An entity the question names.
 #[derive(Debug, Clone, Serialize)]
 pub struct DetectedEntity {
     pub name: String,
     pub kind: String,
-    /// How the question named it.
+    /// The name or alias of the notes the question matched.
     pub alias: String,
+    /// For a title named in another language: the question's words («the archduke» for
+    /// «el Archiduque»).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asked_as: Option<String>,
+    /// For a title named in another language: the cosine between those words and the title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f32>,
 }
 
 /// The compendium as the index stores it, ready to match questions against.
@@ -32,13 +44,180 @@ pub struct CompendiumIndex {
     /// Store id of `compendium.entities[i]`.
     pub entity_ids: Vec<i64>,
     matcher: EntityMatcher,
+    /// The names a question may translate ([`Compendium::translatable_names`]).
+    translatable: Vec<TranslatableName>,
+    /// Their vectors, embedded as queries the first time a question could name one, with the
+    /// id of the embedder that made them.
+    translatable_vectors: OnceCell<(String, Vec<Vec<f32>>)>,
+}
+
+/// The words after an article that a phrase may hold: «the Salt Flats of Oruel» is four with
+/// its «of», and a title is rarely longer.
+pub const MAX_PHRASE_WORDS: usize = 4;
+
+/// A definite article and the words that follow it in a question, up to a stopword: the
+/// phrase that may name a title in translation ("the archduke").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArticlePhrase {
+    pub text: String,
+    pub language: LabelLanguage,
+}
+
+/// Every phrase of `question` that opens with a definite article, each article giving its
+/// phrases of one to [`MAX_PHRASE_WORDS`] words ("the archduke", "the archduke pay"): which one
+/// names the title is for the embedder to tell. A stopword ends a phrase, except «de»/"of"
+/// between two words of it («the Salt Flats of Oruel»).
+pub fn article_phrases(question: &str) -> Vec<ArticlePhrase> {
+    let words: Vec<&str> = question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let mut phrases = Vec::new();
+    for (at, article) in words.iter().enumerate() {
+        let Some(language) = article_language(&fold(article)) else {
+            continue;
+        };
+        let mut taken: Vec<&str> = Vec::new();
+        for word in words.iter().skip(at + 1).take(MAX_PHRASE_WORDS) {
+            let folded = fold(word);
+            let joins_words = matches!(folded.as_str(), "de" | "of") && !taken.is_empty();
+            let is_content_word = !is_stopword(&folded);
+            if !is_content_word && !joins_words {
+                break;
+            }
+            taken.push(word);
+            if is_content_word {
+                phrases.push(ArticlePhrase { text: format!("{article} {}", taken.join(" ")), language });
+            }
+        }
+    }
+    phrases
+}
+
+/// The translatable name `phrase` (one vector per name, all from one embedder) names, with its
+/// cosine: the nearest name in another language than the phrase's, when it reaches
+/// `floor.least` and the nearest name of any other entity stays `floor.margin` below it.
+pub fn nearest_name(
+    phrase: &[f32],
+    language: LabelLanguage,
+    names: &[TranslatableName],
+    vectors: &[Vec<f32>],
+    floor: NameFloor,
+) -> Option<(usize, f32)> {
+    let cosine = |vector: &Vec<f32>| phrase.iter().zip(vector).map(|(a, b)| a * b).sum::<f32>();
+    let scored: Vec<(usize, f32)> = names
+        .iter()
+        .zip(vectors)
+        .enumerate()
+        .filter(|(_, (name, _))| name.language != language)
+        .map(|(at, (_, vector))| (at, cosine(vector)))
+        .collect();
+    let &(best, best_cosine) = scored.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let runner_up = scored
+        .iter()
+        .filter(|(at, _)| names[*at].entity != names[best].entity)
+        .map(|(_, cosine)| *cosine)
+        .fold(f32::MIN, f32::max);
+    (best_cosine >= floor.least && best_cosine - runner_up >= floor.margin).then_some((best, best_cosine))
 }
 
 impl CompendiumIndex {
     pub fn load(store: &Store) -> Result<CompendiumIndex, IndexError> {
         let (compendium, entity_ids) = store.load_compendium()?;
         let matcher = EntityMatcher::new(&compendium);
-        Ok(CompendiumIndex { compendium, entity_ids, matcher })
+        let translatable = compendium.translatable_names();
+        Ok(CompendiumIndex { compendium, entity_ids, matcher, translatable, translatable_vectors: OnceCell::new() })
+    }
+
+    /// The titles `question` names in another language than the notes write them («How much
+    /// did the archduke pay…?» over «el Archiduque»), besides the entities in `named` (what
+    /// [`CompendiumIndex::detect`] found). Only where the embedder has a calibrated
+    /// [`NameFloor`]; an embedding that fails leaves the question to the lexical matcher.
+    pub async fn detect_translated(
+        &self,
+        question: &str,
+        embedder: &dyn Embedder,
+        named: &[(i64, DetectedEntity)],
+    ) -> Vec<(i64, DetectedEntity)> {
+        let Some(floor) = embedder.name_floor() else {
+            return Vec::new();
+        };
+        let phrases: Vec<ArticlePhrase> = article_phrases(question)
+            .into_iter()
+            .filter(|phrase| self.translatable.iter().any(|name| name.language != phrase.language))
+            .collect();
+        if phrases.is_empty() {
+            return Vec::new();
+        }
+        let span = tracing::info_span!("retrieve.entity.translated", n_phrases = phrases.len());
+        self.match_phrases(&phrases, embedder, floor, named).instrument(span).await
+    }
+
+    /// [`CompendiumIndex::detect_translated`] once the question has phrases worth embedding.
+    async fn match_phrases(
+        &self,
+        phrases: &[ArticlePhrase],
+        embedder: &dyn Embedder,
+        floor: NameFloor,
+        named: &[(i64, DetectedEntity)],
+    ) -> Vec<(i64, DetectedEntity)> {
+        let vectors = match self.translatable_vectors(embedder).await {
+            Ok(vectors) => vectors,
+            Err(error) => {
+                tracing::warn!(%error, "titles not embedded; names matched by spelling only");
+                return Vec::new();
+            }
+        };
+        let texts: Vec<String> = phrases.iter().map(|phrase| phrase.text.clone()).collect();
+        let phrase_vectors = match embedder.embed(&texts, EmbedRole::Query).await {
+            Ok(phrase_vectors) => phrase_vectors,
+            Err(error) => {
+                tracing::warn!(%error, "question phrases not embedded; names matched by spelling only");
+                return Vec::new();
+            }
+        };
+        let mut found: Vec<(i64, DetectedEntity)> = Vec::new();
+        for (phrase, vector) in phrases.iter().zip(&phrase_vectors) {
+            let Some((at, similarity)) = nearest_name(vector, phrase.language, &self.translatable, vectors, floor)
+            else {
+                continue;
+            };
+            let name = &self.translatable[at];
+            let (Some(&id), Some(entity)) =
+                (self.entity_ids.get(name.entity), self.compendium.entities.get(name.entity))
+            else {
+                continue;
+            };
+            if named.iter().chain(&found).any(|(known, _)| *known == id) {
+                continue;
+            }
+            tracing::debug!(phrase = %phrase.text, title = %name.written, similarity, "title named in another language");
+            found.push((
+                id,
+                DetectedEntity {
+                    name: entity.name.clone(),
+                    kind: entity.kind.as_str().to_string(),
+                    alias: name.written.clone(),
+                    asked_as: Some(phrase.text.clone()),
+                    similarity: Some(similarity),
+                },
+            ));
+        }
+        found
+    }
+
+    /// The translatable names' vectors from `embedder`: made once per compendium (one call),
+    /// again only for another embedder than the one that made them.
+    async fn translatable_vectors(&self, embedder: &dyn Embedder) -> Result<&Vec<Vec<f32>>, LlmError> {
+        let texts: Vec<String> = self.translatable.iter().map(|name| name.written.clone()).collect();
+        let (made_by, vectors) = self
+            .translatable_vectors
+            .get_or_try_init(|| async {
+                let vectors = embedder.embed(&texts, EmbedRole::Query).await?;
+                Ok::<_, LlmError>((embedder.id().to_string(), vectors))
+            })
+            .await?;
+        if made_by != embedder.id() || vectors.len() != texts.len() {
+            return Err(LlmError::Worker(format!("titles were embedded by {made_by}, not {}", embedder.id())));
+        }
+        Ok(vectors)
     }
 
     /// Entity names and aliases containing what was typed (accents and case ignored), names
@@ -76,6 +255,8 @@ impl CompendiumIndex {
                         name: entity.name.clone(),
                         kind: entity.kind.as_str().to_string(),
                         alias: found.alias,
+                        asked_as: None,
+                        similarity: None,
                     },
                 ))
             })
@@ -276,6 +457,73 @@ mod tests {
     const VEX: i64 = 1;
     const SAUNDOR: i64 = 2;
     const BAIKA: i64 = 3;
+
+    #[test]
+    fn article_phrases_are_the_words_after_each_article_up_to_a_stopword() {
+        let texts = |question: &str| -> Vec<(String, LabelLanguage)> {
+            article_phrases(question).into_iter().map(|phrase| (phrase.text, phrase.language)).collect()
+        };
+        let en = |text: &str| (text.to_string(), LabelLanguage::En);
+        let es = |text: &str| (text.to_string(), LabelLanguage::Es);
+        let cases: Vec<(&str, Vec<(String, LabelLanguage)>)> = vec![
+            (
+                "How much did the archduke pay the party in advance?",
+                vec![en("the archduke"), en("the archduke pay"), en("the party")],
+            ),
+            (
+                "Where are the Salt Flats of Oruel?",
+                vec![en("the Salt"), en("the Salt Flats"), en("the Salt Flats of Oruel")],
+            ),
+            // «de» ends a phrase that has no word yet; a stopword ends it anywhere else.
+            (
+                "¿Qué dijo la Abadesa de Piedraluz sobre el mapa?",
+                vec![es("la Abadesa"), es("la Abadesa de Piedraluz"), es("el mapa")],
+            ),
+            // Never more than MAX_PHRASE_WORDS words after the article.
+            (
+                "What did the old grey salt merchant sell?",
+                vec![en("the old"), en("the old grey"), en("the old grey salt"), en("the old grey salt merchant")],
+            ),
+            ("Who is Leandro?", vec![]),
+            ("the", vec![]),
+            ("", vec![]),
+        ];
+        for (question, expected) in cases {
+            assert_eq!(texts(question), expected, "{question}");
+        }
+    }
+
+    #[test]
+    fn a_title_is_named_across_languages_only_above_the_floor_and_clear_of_other_entities() {
+        let name =
+            |entity: usize, written: &str, language| TranslatableName { entity, written: written.into(), language };
+        let names = vec![
+            name(0, "el Archiduque", LabelLanguage::Es),
+            name(0, "el Heraldo", LabelLanguage::Es),
+            name(1, "la Regente", LabelLanguage::Es),
+            name(2, "the Thunderlord", LabelLanguage::En),
+        ];
+        // Unit vectors along one axis each; a phrase's cosine to name i is its i-th coordinate.
+        let vectors: Vec<Vec<f32>> =
+            (0..names.len()).map(|i| (0..names.len()).map(|j| if i == j { 1.0 } else { 0.0 }).collect()).collect();
+        let floor = NameFloor { least: 0.90, margin: 0.04 };
+        let check = |phrase: [f32; 4], language, expected: Option<usize>| {
+            let found = nearest_name(&phrase, language, &names, &vectors, floor).map(|(at, _)| at);
+            assert_eq!(found, expected, "{phrase:?} in {language:?}");
+        };
+        check([0.93, 0.0, 0.85, 0.0], LabelLanguage::En, Some(0));
+        // Below the floor.
+        check([0.89, 0.0, 0.80, 0.0], LabelLanguage::En, None);
+        // As near another entity's title (within the margin): neither.
+        check([0.93, 0.0, 0.91, 0.0], LabelLanguage::En, None);
+        // Two titles of the same entity close together are no ambiguity.
+        check([0.93, 0.92, 0.80, 0.0], LabelLanguage::En, Some(0));
+        // A phrase is never compared with a title in its own language: spelling is the
+        // lexical matcher's job, and a near-spelling there is another word.
+        check([0.99, 0.0, 0.0, 0.0], LabelLanguage::Es, None);
+        check([0.0, 0.0, 0.0, 0.95], LabelLanguage::Es, Some(3));
+        check([0.0, 0.0, 0.0, 0.95], LabelLanguage::En, None);
+    }
 
     /// A ten-session campaign: fragment `n` is session `n`. Vex (a PC) is in sessions 1–9,
     /// named three times in each; Saundor in 5 and 10; Baika in 3 and 7, once each; session 8

@@ -266,3 +266,72 @@ async fn issue_11_a_ubiquitous_entity_weighs_little_unless_the_question_is_about
     assert!(plain.diagnostics.entity_path.is_none());
     assert_eq!(plain.diagnostics.followup.reason, "no previous user turn");
 }
+
+/// A small campaign whose NPCs go by Spanish titles, ingested with the real e5-small, and a
+/// secret one under `Secretos/`.
+async fn titled_campaign() -> (crate::support::Scratch, E5Embedder) {
+    let scratch = crate::support::Scratch::new(&[
+        (
+            "Fichas/Leandro de Valdemora.md",
+            "---\naliases:\n  - el Archiduque\n  - Leandro\n---\n# Leandro de Valdemora\n\nArchiduque de Puerto Salobre, joven y con prisa.\n",
+        ),
+        (
+            "Fichas/Celia Urquijo.md",
+            "---\naliases:\n  - la Abadesa\n---\n# Celia Urquijo\n\nAbadesa del monasterio de Piedraluz.\n",
+        ),
+        ("Secretos/Mirela.md", "---\naliases:\n  - la Regente\n---\n# Mirela\n\nGobierna la ciudad en la sombra.\n"),
+        (
+            "Sesiones/Sesión 1.md",
+            "# Sesión 1\n\nEl archiduque contrata al grupo para buscar las caravanas perdidas: trescientas coronas, cien por adelantado.\n",
+        ),
+        ("Sesiones/Sesión 2.md", "# Sesión 2\n\nLa abadesa les enseña el mapa de las salinas y les pide discreción.\n"),
+        ("Sesiones/Sesión 3.md", "# Sesión 3\n\nPelea con contrabandistas en los muelles; Odo pierde el sombrero.\n"),
+    ]);
+    let embedder = crate::embedded::e5();
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
+        .await
+        .unwrap();
+    (scratch, embedder)
+}
+
+#[tokio::test]
+async fn issue_11_a_title_asked_in_english_names_the_npc_the_spanish_notes_call_by_it() {
+    let (scratch, embedder) = titled_campaign().await;
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let ask = |question: &'static str, audience: Audience| {
+        let (index, compendium, embedder) = (&index, &compendium, &embedder);
+        async move {
+            let request = SearchRequest { question, history: &[], audience, k: DEFAULT_K, paths: PathSet::ALL };
+            search(index, compendium, embedder, &request).await.unwrap()
+        }
+    };
+    let named = |result: &SearchResult| -> Vec<(String, String, Option<String>)> {
+        result.entities.iter().map(|e| (e.name.clone(), e.alias.clone(), e.asked_as.clone())).collect()
+    };
+
+    let paid = ask("How much did the archduke pay the party in advance?", Audience::Player).await;
+    assert_eq!(
+        named(&paid),
+        [("Leandro de Valdemora".into(), "el Archiduque".into(), Some("the archduke".into()))],
+        "«archduke» is in no note: only its translation names him"
+    );
+    assert!(paid.entities[0].similarity.is_some_and(|cosine| cosine >= 0.90), "{:?}", paid.entities);
+    assert!(labels(&paid, |r| r.entity).contains(&"Sesión 1".to_string()), "the entity path brings his session");
+
+    let abbess = ask("What did the abbess show them?", Audience::Player).await;
+    assert_eq!(named(&abbess), [("Celia Urquijo".into(), "la Abadesa".into(), Some("the abbess".into()))]);
+
+    // Phrases that translate no title name nobody.
+    let tavern = ask("What happened at the party in the tavern?", Audience::Player).await;
+    assert!(tavern.entities.is_empty(), "{:?}", tavern.entities);
+    // A misspelt title in the notes' own language is not a translation: not matched.
+    let misspelt = ask("¿Cuánto pagó el archiduqe por adelantado?", Audience::Player).await;
+    assert!(misspelt.entities.is_empty(), "{:?}", misspelt.entities);
+    // A GM secret's title never enters the compendium, so no translation of it names anyone,
+    // for players or for the GM.
+    for audience in [Audience::Player, Audience::Gm] {
+        let regent = ask("Who is the Regent?", audience).await;
+        assert!(regent.entities.is_empty(), "{audience:?}: {:?}", regent.entities);
+    }
+}
