@@ -121,9 +121,14 @@ pub fn nearest_name(
 impl CompendiumIndex {
     pub fn load(store: &Store) -> Result<CompendiumIndex, IndexError> {
         let (compendium, entity_ids) = store.load_compendium()?;
+        Ok(CompendiumIndex::new(compendium, entity_ids))
+    }
+
+    /// `compendium` with the store id of each of its entities, in order.
+    pub fn new(compendium: Compendium, entity_ids: Vec<i64>) -> CompendiumIndex {
         let matcher = EntityMatcher::new(&compendium);
         let translatable = compendium.translatable_names();
-        Ok(CompendiumIndex { compendium, entity_ids, matcher, translatable, translatable_vectors: OnceCell::new() })
+        CompendiumIndex { compendium, entity_ids, matcher, translatable, translatable_vectors: OnceCell::new() }
     }
 
     /// The titles `question` names in another language than the notes write them («How much
@@ -523,6 +528,105 @@ mod tests {
         check([0.99, 0.0, 0.0, 0.0], LabelLanguage::Es, None);
         check([0.0, 0.0, 0.0, 0.95], LabelLanguage::Es, Some(3));
         check([0.0, 0.0, 0.0, 0.95], LabelLanguage::En, None);
+    }
+
+    /// An embedder with e5's name floor whose vectors are looked up by text (unknown texts get
+    /// a vector of their own), counting its calls; it fails every call when told to.
+    struct TableEmbedder {
+        vectors: Vec<(&'static str, [f32; 3])>,
+        floor: Option<NameFloor>,
+        fail: bool,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl Embedder for TableEmbedder {
+        fn id(&self) -> &str {
+            "table"
+        }
+        fn dimension(&self) -> usize {
+            3
+        }
+        fn window_words(&self) -> usize {
+            250
+        }
+        async fn embed(&self, texts: &[String], _role: EmbedRole) -> Result<Vec<Vec<f32>>, LlmError> {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if self.fail {
+                return Err(LlmError::Worker("injected failure".into()));
+            }
+            let lookup = |text: &String| self.vectors.iter().find(|(known, _)| known == text).map(|(_, v)| v.to_vec());
+            Ok(texts.iter().map(|text| lookup(text).unwrap_or_else(|| vec![0.0, 0.0, 1.0])).collect())
+        }
+        fn name_floor(&self) -> Option<NameFloor> {
+            self.floor
+        }
+    }
+
+    fn titled_compendium() -> CompendiumIndex {
+        let leandro = crate::compendium::Entity {
+            name: "Leandro de Valdemora".into(),
+            kind: crate::compendium::EntityKind::Npc,
+            aliases: vec!["el Archiduque".into()],
+            description: String::new(),
+            sources: vec![crate::compendium::EntitySource::Sheet],
+            note_path: None,
+        };
+        let celia = crate::compendium::Entity {
+            name: "Celia Urquijo".into(),
+            aliases: vec!["la Abadesa".into()],
+            ..leandro.clone()
+        };
+        CompendiumIndex::new(Compendium { entities: vec![leandro, celia] }, vec![11, 12])
+    }
+
+    fn table_embedder(floor: Option<NameFloor>, fail: bool) -> TableEmbedder {
+        TableEmbedder {
+            vectors: vec![
+                ("el Archiduque", [1.0, 0.0, 0.0]),
+                ("la Abadesa", [0.0, 1.0, 0.0]),
+                ("the archduke", [0.96, 0.28, 0.0]),
+            ],
+            floor,
+            fail,
+            calls: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    #[tokio::test]
+    async fn titles_are_embedded_once_per_compendium_and_a_failure_only_loses_the_translation() {
+        let compendium = titled_compendium();
+        let floor = Some(NameFloor { least: 0.90, margin: 0.04 });
+        let embedder = table_embedder(floor, false);
+        let found = compendium.detect_translated("How much did the archduke pay?", &embedder, &[]).await;
+        let named: Vec<(i64, &str, Option<&str>)> =
+            found.iter().map(|(id, e)| (*id, e.alias.as_str(), e.asked_as.as_deref())).collect();
+        assert_eq!(named, [(11, "el Archiduque", Some("the archduke"))]);
+        assert_eq!(embedder.calls.load(std::sync::atomic::Ordering::SeqCst), 2, "the titles, then the phrases");
+        // The next question embeds its phrases only; one the lexical matcher already named is not repeated.
+        let already = compendium.detect_translated("Did the archduke pay?", &embedder, &found).await;
+        assert!(already.is_empty(), "{already:?}");
+        assert_eq!(embedder.calls.load(std::sync::atomic::Ordering::SeqCst), 3);
+        // No article-led phrase, or one in the titles' own language: nothing to embed.
+        for question in ["Who is Leandro?", "¿Qué pagó el archiduque?"] {
+            assert!(compendium.detect_translated(question, &embedder, &[]).await.is_empty());
+        }
+        assert_eq!(embedder.calls.load(std::sync::atomic::Ordering::SeqCst), 3);
+
+        // An embedder without a floor leaves titles to spelling, and calls nothing.
+        let uncalibrated = table_embedder(None, false);
+        assert!(
+            titled_compendium()
+                .detect_translated("How much did the archduke pay?", &uncalibrated, &[])
+                .await
+                .is_empty()
+        );
+        assert_eq!(uncalibrated.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+        // A failing embedder loses the translation, not the search.
+        let failing = table_embedder(floor, true);
+        assert!(
+            titled_compendium().detect_translated("How much did the archduke pay?", &failing, &[]).await.is_empty()
+        );
     }
 
     /// A ten-session campaign: fragment `n` is session `n`. Vex (a PC) is in sessions 1–9,
