@@ -36,6 +36,11 @@ const STEM_CHARS: usize = 5;
 /// What lying in the fragment's best dense window adds to a paragraph's score: as much as a
 /// question word, less than an entity's name (2), so words and names still lead.
 const DENSE_MATCH_WEIGHT: u32 = 1;
+/// A paragraph longer than this many words is chosen from in pieces of whole sentences up
+/// to this long: a long campaign's synopses run 500 to 800 words a paragraph, and a share of
+/// ~250 tokens then showed only the opening of the one paragraph that fit, cut at a word,
+/// while the sentence naming the answer lay further on. About three sentences of notes.
+const PIECE_MAX_WORDS: usize = 80;
 /// What a gap between two selected paragraphs looks like in the material.
 pub const GAP_MARK: &str = "(…)";
 
@@ -104,6 +109,10 @@ struct Paragraph<'a> {
     text: String,
     /// Its words among the fragment's whitespace-separated words (where a dense window lies).
     words: Range<usize>,
+    /// For a piece of a long paragraph after its first ([`pieces`]): what joins it to the
+    /// piece before (a space after a sentence, a line break after a line), so that two pieces
+    /// shown together read as the one paragraph they are.
+    continues: Option<char>,
 }
 
 fn paragraphs(text: &str) -> Vec<Paragraph<'_>> {
@@ -123,6 +132,7 @@ fn paragraphs(text: &str) -> Vec<Paragraph<'_>> {
                 headings: headings_now,
                 text: current.lines.join("\n"),
                 words: current.first_word..next_word,
+                continues: None,
             });
             current.lines.clear();
         }
@@ -152,6 +162,65 @@ fn paragraphs(text: &str) -> Vec<Paragraph<'_>> {
     found
 }
 
+/// `paragraphs` with each one longer than `max_words` cut into pieces of whole sentences (or
+/// whole lines, for a list) of at most `max_words` words; a longer sentence is a piece of its
+/// own. Each piece keeps the paragraph's headings and knows where its words lie.
+fn pieces(paragraphs: Vec<Paragraph<'_>>, max_words: usize) -> Vec<Paragraph<'_>> {
+    let mut found = Vec::with_capacity(paragraphs.len());
+    for paragraph in paragraphs {
+        if paragraph.words.len() <= max_words {
+            found.push(paragraph);
+            continue;
+        }
+        // Each word, and whether it ends its line (a piece may end after it, or after a
+        // sentence's last word).
+        let mut words: Vec<(&str, bool)> = Vec::new();
+        for line in paragraph.text.lines() {
+            let line_words: Vec<&str> = line.split_whitespace().collect();
+            let n = line_words.len();
+            words.extend(line_words.into_iter().enumerate().map(|(at, word)| (word, at + 1 == n)));
+        }
+        let mut start = 0;
+        let mut last_end = 0;
+        for (at, &(word, ends_line)) in words.iter().enumerate() {
+            let end = at + 1;
+            if ends_line || ends_sentence(word) {
+                if end - start > max_words && last_end > start {
+                    found.push(piece(&paragraph, &words, start..last_end));
+                    start = last_end;
+                }
+                last_end = end;
+            }
+        }
+        if start < words.len() {
+            found.push(piece(&paragraph, &words, start..words.len()));
+        }
+    }
+    found
+}
+
+/// Whether `word` closes a sentence: its last letter is followed by `.`, `!`, `?` or `…`,
+/// perhaps inside closing quotes, brackets or emphasis.
+fn ends_sentence(word: &str) -> bool {
+    word.trim_end_matches(['»', '"', '\'', ')', '*', '_']).ends_with(['.', '!', '?', '…'])
+}
+
+/// `words[range]` of `paragraph` as a piece: its lines kept, its words placed in the fragment.
+fn piece<'a>(paragraph: &Paragraph<'a>, words: &[(&str, bool)], range: Range<usize>) -> Paragraph<'a> {
+    let mut text = String::new();
+    let mut after_line_end = false;
+    for &(word, ends_line) in &words[range.clone()] {
+        if !text.is_empty() {
+            text.push(if after_line_end { '\n' } else { ' ' });
+        }
+        text.push_str(word);
+        after_line_end = ends_line;
+    }
+    let first = paragraph.words.start;
+    let continues = range.start.checked_sub(1).map(|before| if words[before].1 { '\n' } else { ' ' });
+    Paragraph { headings: paragraph.headings.clone(), text, words: first + range.start..first + range.end, continues }
+}
+
 /// The paragraphs of `text` that matter for `terms`, within `max_tokens`: the best scoring
 /// first (ties: the earlier), shown in their original order under their headings, a
 /// [`GAP_MARK`] where paragraphs were left out. A paragraph mostly inside `dense_match` (the
@@ -168,7 +237,7 @@ pub fn select_passages(
     if count_tokens(text) <= max_tokens {
         return text.to_string();
     }
-    let paragraphs = paragraphs(text);
+    let paragraphs = pieces(paragraphs(text), PIECE_MAX_WORDS);
     let in_dense_match = |paragraph: &Paragraph<'_>| {
         dense_match.as_ref().is_some_and(|window| {
             let inside = paragraph.words.end.min(window.end).saturating_sub(paragraph.words.start.max(window.start));
@@ -223,7 +292,14 @@ pub fn select_passages(
                 shown_headings.push(heading);
             }
         }
-        rendered.push(paragraph.text.clone());
+        match rendered.last_mut() {
+            // The next piece of the paragraph just shown: the same paragraph, one line.
+            Some(shown) if !skipped && let Some(joiner) = paragraph.continues => {
+                shown.push(joiner);
+                shown.push_str(&paragraph.text);
+            }
+            _ => rendered.push(paragraph.text.clone()),
+        }
         previous = Some(idx);
     }
     if previous.is_some_and(|last| last + 1 < paragraphs.len()) {
@@ -457,6 +533,38 @@ Rook se queda fuera vigilando los carros.";
         let terms = QueryTerms::new("¿Dónde compraron las cuerdas?", &[]);
         let with = select_passages(SESSION, &terms, Some(38..46), 12, &words);
         assert!(with.contains("Compran cuerdas") && !with.contains("Rook"), "{with}");
+    }
+
+    #[test]
+    fn issue_11_a_long_paragraph_is_chosen_from_by_its_sentences() {
+        // A synopsis paragraph of ~250 words whose answer («Kiri») is in its last sentences:
+        // whole, it does not fit a share of 100, and cut at a word it showed only its opening.
+        let filler =
+            |tag: &str| format!("The party walks through the {tag} and talks about the road ahead for a while.");
+        let mut sentences: Vec<String> = (0..14).map(|i| filler(&format!("swamp{i}"))).collect();
+        sentences
+            .push("In the hut they find a kenku girl who calls herself Kiri and speaks in borrowed voices.".into());
+        sentences.push("She is four years old, she says, in her mother's voice.".into());
+        let synopsis = format!("## Episode 20\n{}\n\nThey camp at the edge of the bog.", sentences.join(" "));
+        let terms = QueryTerms::new("What is the name of the kenku girl?", &[]);
+        let shown = select_passages(&synopsis, &terms, None, 100, &words);
+        assert!(shown.contains("calls herself Kiri"), "{shown}");
+        assert!(shown.starts_with("(…)\n\n## Episode 20\n\n"), "the opening is left out: {shown}");
+        // Two pieces of one paragraph shown together are one paragraph again.
+        let shown = select_passages(&synopsis, &terms, None, 200, &words);
+        assert!(shown.contains("Kiri and speaks in borrowed voices. She is four"), "{shown}");
+        // A list is cut at its lines, and its pieces keep them.
+        let list: String =
+            (0..30).map(|i| format!("- Item {i} of the loot from the wreck, kept by Odo.\n")).collect::<String>()
+                + "- The brass key of the lighthouse, kept by Rook.";
+        let terms = QueryTerms::new("Who kept the brass key?", &[]);
+        let shown = select_passages(&list, &terms, None, 40, &words);
+        assert_eq!(shown, "(…)\n\n- The brass key of the lighthouse, kept by Rook.");
+        let cut = pieces(paragraphs(&list), PIECE_MAX_WORDS);
+        assert_eq!(cut.len(), 6, "six items of 12 words a piece, then the key");
+        assert!(cut[..5].iter().all(|piece| piece.text.lines().count() == 6 && piece.words.len() == 72));
+        assert_eq!(cut[1].continues, Some('\n'));
+        assert_eq!(cut[1].words, 72..144, "each piece knows where its words lie (the dense window)");
     }
 
     #[test]
