@@ -304,6 +304,7 @@ impl Compendium {
     /// and the lexical matcher already finds it in any language.
     pub fn translatable_names(&self) -> Vec<TranslatableName> {
         let mut names = Vec::new();
+        let mut seen: HashSet<(usize, String)> = HashSet::new();
         for (entity_idx, entity) in self.entities.iter().enumerate() {
             for written in std::iter::once(&entity.name).chain(&entity.aliases) {
                 let key = alias_key(written);
@@ -314,10 +315,7 @@ impl Compendium {
                 if key.chars().count() < MIN_ALIAS_CHARS || words.all(is_stopword) {
                     continue;
                 }
-                if !names
-                    .iter()
-                    .any(|name: &TranslatableName| name.entity == entity_idx && alias_key(&name.written) == key)
-                {
+                if seen.insert((entity_idx, key)) {
                     names.push(TranslatableName { entity: entity_idx, written: written.clone(), language });
                 }
             }

@@ -41,6 +41,8 @@ const DENSE_MATCH_WEIGHT: u32 = 1;
 /// ~250 tokens then showed only the opening of the one paragraph that fit, cut at a word,
 /// while the sentence naming the answer lay further on. About three sentences of notes.
 const PIECE_MAX_WORDS: usize = 80;
+/// The marks that end a sentence (followed by a space or the end of the text).
+const SENTENCE_ENDS: [char; 4] = ['.', '!', '?', '…'];
 /// What a gap between two selected paragraphs looks like in the material.
 pub const GAP_MARK: &str = "(…)";
 
@@ -202,7 +204,7 @@ fn pieces(paragraphs: Vec<Paragraph<'_>>, max_words: usize) -> Vec<Paragraph<'_>
 /// Whether `word` closes a sentence: its last letter is followed by `.`, `!`, `?` or `…`,
 /// perhaps inside closing quotes, brackets or emphasis.
 fn ends_sentence(word: &str) -> bool {
-    word.trim_end_matches(['»', '"', '\'', ')', '*', '_']).ends_with(['.', '!', '?', '…'])
+    word.trim_end_matches(['»', '"', '\'', ')', '*', '_']).ends_with(SENTENCE_ENDS)
 }
 
 /// `words[range]` of `paragraph` as a piece: its lines kept, its words placed in the fragment.
@@ -444,7 +446,7 @@ pub(crate) fn sentences(text: &str) -> Vec<String> {
         let chars: Vec<(usize, char)> = joined.char_indices().collect();
         for (position, &(offset, c)) in chars.iter().enumerate() {
             let next_is_space = chars.get(position + 1).is_none_or(|(_, next)| next.is_whitespace());
-            if matches!(c, '.' | '!' | '?' | '…') && next_is_space {
+            if SENTENCE_ENDS.contains(&c) && next_is_space {
                 let end = offset + c.len_utf8();
                 push_sentence(&mut found, &joined[start..end]);
                 start = end;

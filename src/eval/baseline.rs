@@ -13,7 +13,7 @@ use anyhow::Context as _;
 
 use crate::corpus::{Visibility, content_hash};
 use crate::index::Index;
-use crate::llm::{EmbedRole, Embedder};
+use crate::llm::{EmbedRole, Embedder, cosine};
 
 /// "Fixed 300-word windows": the tutorial's chunk size, no overlap.
 pub const BASELINE_WINDOW_WORDS: usize = 300;
@@ -147,12 +147,8 @@ impl Baseline {
             .context("embedding the question for the baseline")?
             .pop()
             .unwrap_or_default();
-        let mut scored: Vec<(f32, usize)> = self
-            .windows
-            .iter()
-            .enumerate()
-            .map(|(n, window)| (window.vector.iter().zip(&query).map(|(a, b)| a * b).sum::<f32>(), n))
-            .collect();
+        let mut scored: Vec<(f32, usize)> =
+            self.windows.iter().enumerate().map(|(n, window)| (cosine(&window.vector, &query), n)).collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut labels: Vec<String> = Vec::new();
         for (_, n) in scored.into_iter().take(k) {

@@ -204,6 +204,11 @@ pub struct SupportFloor {
     pub other_language: f32,
 }
 
+/// The cosine of two vectors an embedder returned (L2-normalised: their dot product).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
 /// Scales `vector` to unit length (cosine distance then equals 1 - dot product).
 pub fn normalize(vector: &mut [f32]) {
     let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();

@@ -20,7 +20,7 @@ use crate::compendium::{Compendium, EntityMatcher, TranslatableName};
 use crate::corpus::{LabelLanguage, SessionNumber, Visibility, fold};
 use crate::index::{EntityMention, IndexError, Store};
 use crate::lexicon::{article_language, is_stopword};
-use crate::llm::{EmbedRole, Embedder, LlmError, NameFloor};
+use crate::llm::{EmbedRole, Embedder, LlmError, NameFloor, cosine};
 
 /// An entity the question names.
 #[derive(Debug, Clone, Serialize)]
@@ -101,13 +101,12 @@ pub fn nearest_name(
     vectors: &[Vec<f32>],
     floor: NameFloor,
 ) -> Option<(usize, f32)> {
-    let cosine = |vector: &Vec<f32>| phrase.iter().zip(vector).map(|(a, b)| a * b).sum::<f32>();
     let scored: Vec<(usize, f32)> = names
         .iter()
         .zip(vectors)
         .enumerate()
         .filter(|(_, (name, _))| name.language != language)
-        .map(|(at, (_, vector))| (at, cosine(vector)))
+        .map(|(at, (_, vector))| (at, cosine(phrase, vector)))
         .collect();
     let &(best, best_cosine) = scored.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
     let runner_up = scored
@@ -211,15 +210,15 @@ impl CompendiumIndex {
     /// The translatable names' vectors from `embedder`: made once per compendium (one call),
     /// again only for another embedder than the one that made them.
     async fn translatable_vectors(&self, embedder: &dyn Embedder) -> Result<&Vec<Vec<f32>>, LlmError> {
-        let texts: Vec<String> = self.translatable.iter().map(|name| name.written.clone()).collect();
         let (made_by, vectors) = self
             .translatable_vectors
             .get_or_try_init(|| async {
+                let texts: Vec<String> = self.translatable.iter().map(|name| name.written.clone()).collect();
                 let vectors = embedder.embed(&texts, EmbedRole::Query).await?;
                 Ok::<_, LlmError>((embedder.id().to_string(), vectors))
             })
             .await?;
-        if made_by != embedder.id() || vectors.len() != texts.len() {
+        if made_by != embedder.id() || vectors.len() != self.translatable.len() {
             return Err(LlmError::Worker(format!("titles were embedded by {made_by}, not {}", embedder.id())));
         }
         Ok(vectors)
