@@ -80,6 +80,11 @@ pub struct EvalArgs {
     /// Fragments shown in full.
     #[arg(long, default_value_t = crate::retrieve::DEFAULT_K)]
     pub k: usize,
+    /// Answer as a machine this slow would: the embedded model reads PROMPT tokens a second
+    /// and writes GENERATED (default: PROMPT × 0.31, the ratio of a slow 2-core machine),
+    /// waiting where this one is faster, and the context is planned for that speed.
+    #[arg(long, value_name = "PROMPT[/GENERATED]", value_parser = parse_pace)]
+    pub pace: Option<crate::llm::chat::ModelSpeed>,
 }
 
 #[derive(Debug, Args)]
@@ -153,6 +158,9 @@ pub struct SearchArgs {
     /// `ask` only: answer with the notes' own sentences, each with its label, and no model.
     #[arg(long)]
     pub extractive: bool,
+    /// `ask` only: answer as a machine this slow would (see `eval --pace`).
+    #[arg(long, value_name = "PROMPT[/GENERATED]", value_parser = parse_pace)]
+    pub pace: Option<crate::llm::chat::ModelSpeed>,
     /// The question.
     pub question: String,
 }
@@ -493,6 +501,9 @@ async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
     if args.extractive {
         oracle.set_mode(crate::answer::AnswerMode::Extractive);
     }
+    if let Some(speed) = args.pace {
+        oracle.set_pace(speed);
+    }
     let request = AskRequest {
         question: &args.question,
         history: &history,
@@ -621,6 +632,27 @@ fn parse_language(text: &str) -> Result<crate::corpus::LabelLanguage, String> {
     }
 }
 
+/// Generated tokens a second per prompt token a second when `--pace` gives only the prompt
+/// speed: what a slow 2-core machine measured for the embedded 1.5B (20 and 6.2).
+const PACE_GENERATED_PER_PROMPT: f64 = 0.31;
+
+/// `--pace 20` or `--pace 20/6.2`: prompt (and generated) tokens a second.
+fn parse_pace(text: &str) -> Result<crate::llm::chat::ModelSpeed, String> {
+    let number = |part: &str| {
+        part.trim().parse::<f64>().ok().filter(|speed| speed.is_finite() && *speed > 0.0).ok_or_else(|| {
+            format!("`{part}` is not a speed: give tokens a second, as PROMPT or PROMPT/GENERATED (e.g. 20/6.2)")
+        })
+    };
+    let (prompt, generated) = match text.split_once('/') {
+        Some((prompt, generated)) => (number(prompt)?, number(generated)?),
+        None => {
+            let prompt = number(text)?;
+            (prompt, prompt * PACE_GENERATED_PER_PROMPT)
+        }
+    };
+    Ok(crate::llm::chat::ModelSpeed { prompt_tokens_per_s: prompt, generated_tokens_per_s: generated })
+}
+
 fn parse_answer_mode(text: &str) -> Result<crate::answer::AnswerMode, String> {
     match text {
         "structured" => Ok(crate::answer::AnswerMode::Structured),
@@ -644,16 +676,21 @@ fn render_footer(answer: &crate::oracle::Answer) -> String {
     };
     let mut footer = format!("— {seconds:.1} s · {mode} · {model}");
     let plan = &answer.context_plan;
-    if plan.limited_by == "time" {
+    if let (Some(budget), Some(prompt), Some(generated)) =
+        (plan.answer_seconds, plan.prompt_tokens_per_s, plan.generated_tokens_per_s)
+    {
+        let story = if plan.arc_lines > 0 { format!("{} story line(s), ", plan.arc_lines) } else { String::new() };
         footer.push_str(&format!(
-            " · context planned for {:.0} s at {:.0} prompt tok/s ({} fragment(s) as passages)",
-            plan.answer_seconds.unwrap_or_default(),
-            plan.prompt_tokens_per_s.unwrap_or_default(),
-            plan.fragments_as_passages
+            " · planned for {budget:.0} s at {prompt:.0}/{generated:.1} tok/s ({story}{} fragment(s) as passages{})",
+            plan.fragments_as_passages,
+            if plan.prompt == crate::prompt::StructuredPrompt::Brief { ", brief prompt" } else { "" },
         ));
     }
     if let Some(reason) = &answer.fallback {
         footer.push_str(&format!("\n  (the model did not answer: {reason})"));
+    }
+    if let Some(reason) = &answer.cut_short {
+        footer.push_str(&format!("\n  (the model was stopped: {reason}; the sentences it had written are shown)"));
     }
     for missing in &answer.missing_paths {
         footer.push_str(&format!(
@@ -753,6 +790,9 @@ async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     oracle.set_k(args.k.max(1));
     if let Some(mode) = args.answer_mode {
         oracle.set_mode(mode);
+    }
+    if let Some(speed) = args.pace {
+        oracle.set_pace(speed);
     }
     let answers = match (args.retrieval_only, args.answers_per_kind) {
         (true, _) => crate::eval::AnswerScope::None,

@@ -297,6 +297,24 @@ impl Compendium {
         NameIndex::new(&self.entities).find(&[alias_key(name_or_alias)])
     }
 
+    /// The entity a person typed, as a question reads names: [`Compendium::find`] first, then
+    /// with a leading article ignored on either side, so «archiduque», «Archiduque» and «the
+    /// archduke's»… find «el Archiduque» the way «¿qué pasó con el archiduque?» does. An exact
+    /// spelling wins over an article-less one («Heraldo» is the entity so named, if any).
+    pub fn find_typed(&self, typed: &str) -> Option<usize> {
+        if let Some(found) = self.find(typed) {
+            return Some(found);
+        }
+        let typed_key = alias_key(typed);
+        let wanted = without_article(&typed_key);
+        if wanted.chars().count() < MIN_ALIAS_CHARS {
+            return None;
+        }
+        let same = |written: &String| without_article(&alias_key(written)) == wanted;
+        let by_name = self.entities.iter().position(|entity| same(&entity.name));
+        by_name.or_else(|| self.entities.iter().position(|entity| entity.aliases.iter().any(same)))
+    }
+
     /// The names and aliases a player may say in another language: those that open with a
     /// definite article and hold a word that is not a stopword («el Archiduque», «La Corona de
     /// Sal», "the Thunderlord"). A title or a descriptive name is translated by whoever asks in
@@ -416,6 +434,17 @@ impl EntityMatcher {
             }
         }
         entity_matches
+    }
+
+    /// Byte spans in `text` of every whole-word mention of the entity at `entity_idx` (any of
+    /// its names and aliases), in order.
+    pub fn spans_of(&self, text: &str, entity_idx: usize) -> Vec<(usize, usize)> {
+        let folded = FoldedText::new(text, true);
+        self.find_aliases(&folded.text)
+            .into_iter()
+            .filter(|&(pattern_idx, _, _)| self.patterns[pattern_idx].entities.contains(&entity_idx))
+            .map(|(_, start, end)| folded.original_span(text, start, end))
+            .collect()
     }
 
     /// Whole-word mentions of every entity in `text`, sorted by entity.
@@ -942,6 +971,14 @@ fn is_meaningful_alias(written: &str, key: &str, is_note_name: bool) -> bool {
 
 /// The comparison form of a name: folded, `_` read as a space, whitespace collapsed, and
 /// no punctuation at either end (`«la guardiana»` → `la guardiana`).
+/// A folded name without its leading definite article («el archiduque» → «archiduque»).
+fn without_article(folded: &str) -> &str {
+    match folded.split_once(' ') {
+        Some((first, rest)) if article_language(first).is_some() => rest,
+        _ => folded,
+    }
+}
+
 fn alias_key(name: &str) -> String {
     FoldedText::new(name, false).text.trim_matches(|c: char| !c.is_alphanumeric()).to_string()
 }
@@ -1369,6 +1406,30 @@ Irek (pc) [ella] llm",
             ],
             "a bare name and an article followed by stopwords only are not translatable"
         );
+    }
+
+    #[test]
+    fn a_typed_name_is_found_without_its_article_and_an_exact_spelling_wins() {
+        let mut leandro = new_entity("Leandro de Valdemora", EntityKind::Npc, EntitySource::Sheet);
+        add_alias(&mut leandro, "el Archiduque");
+        let crown = new_entity("La Corona de Sal", EntityKind::Item, EntitySource::World);
+        let mut herald = new_entity("Heraldo", EntityKind::Npc, EntitySource::Sheet);
+        add_alias(&mut herald, "el mensajero");
+        let mut other = new_entity("Odo Brezo", EntityKind::Pc, EntitySource::Sheet);
+        add_alias(&mut other, "el Heraldo");
+        let compendium = Compendium { entities: vec![leandro, crown, herald, other] };
+        let found = |typed: &str| compendium.find_typed(typed).map(|idx| compendium.entities[idx].name.as_str());
+        assert_eq!(found("archiduque"), Some("Leandro de Valdemora"));
+        assert_eq!(found("  ARCHIDUQUE "), Some("Leandro de Valdemora"));
+        assert_eq!(found("el archiduque"), Some("Leandro de Valdemora"));
+        assert_eq!(found("corona de sal"), Some("La Corona de Sal"));
+        assert_eq!(found("the Corona de Sal"), Some("La Corona de Sal"), "either language's article");
+        assert_eq!(found("mensajero"), Some("Heraldo"));
+        // «Heraldo» is one entity's exact name; «el Heraldo» is another's alias.
+        assert_eq!(found("Heraldo"), Some("Heraldo"));
+        assert_eq!(found("el Heraldo"), Some("Odo Brezo"));
+        assert_eq!(found("el"), None, "an article alone names nothing");
+        assert_eq!(found("duque"), None, "a part of a word is not the word");
     }
 
     #[test]

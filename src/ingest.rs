@@ -16,8 +16,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use tracing::{Instrument, info, info_span, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 
+use crate::answer::passages::central_sentences;
 use crate::compendium::{Compendium, EntityMatcher, ExtractedEntity};
 use crate::config::CampaignConfig;
 use crate::corpus::text::embedding_windows;
@@ -75,6 +76,9 @@ pub struct IngestSummary {
     pub embedding_calls: usize,
     pub windows_embedded: usize,
     pub vectors_dropped: usize,
+    /// Extractive annotations made (a fragment's most central sentences, no model): one for
+    /// every new fragment, so the summaries have a headline where no model wrote one.
+    pub extractive_annotations: usize,
     /// The annotation pass that followed, when one ran.
     pub annotations: Option<AnnotationReport>,
     pub seconds: f64,
@@ -189,6 +193,7 @@ pub async fn ingest_campaign(
         for diagnostic in &diagnostics {
             warn!(path = %diagnostic.path, line = diagnostic.line, "{}", diagnostic.message);
         }
+        let matcher = EntityMatcher::new(&compendium.compendium);
         let changes = IngestChanges {
             upserts,
             removals,
@@ -197,6 +202,7 @@ pub async fn ingest_campaign(
             compendium: compendium_stale.then_some(compendium),
         };
         index.store.apply_ingest(&changes)?;
+        summary.extractive_annotations = annotate_extractively(index, &matcher)?;
 
         // Only now may vectors go: nothing committed refers to them any more.
         let keep: HashSet<String> = index.store.content_hashes()?.into_iter().collect();
@@ -219,6 +225,24 @@ pub async fn ingest_campaign(
     }
     .instrument(span)
     .await
+}
+
+/// Gives every fragment without one its extractive annotation (its most central sentences,
+/// `answer::passages::central_sentences`), all in one transaction: no model, a few
+/// milliseconds for a campaign. Returns how many were made.
+fn annotate_extractively(index: &mut Index, matcher: &EntityMatcher) -> Result<usize, IngestError> {
+    use crate::index::store::{EXTRACTIVE_ANNOTATION_VERSION, EXTRACTIVE_ANNOTATOR};
+    let _span = info_span!("ingest.annotate_extractively").entered();
+    let pending = index.store.fragments_missing_annotation(EXTRACTIVE_ANNOTATOR, EXTRACTIVE_ANNOTATION_VERSION)?;
+    let names_in = |sentence: &str| matcher.count_mentions(sentence).iter().map(|(_, n)| *n as usize).sum();
+    let made: Vec<(String, String)> = pending
+        .iter()
+        .map(|stored| (stored.fragment.content_hash.clone(), central_sentences(&stored.fragment.text, &names_in)))
+        .filter(|(_, annotation)| !annotation.is_empty())
+        .collect();
+    index.store.put_annotations(&made, EXTRACTIVE_ANNOTATOR, EXTRACTIVE_ANNOTATION_VERSION)?;
+    debug!(n_made = made.len(), "extractive annotations");
+    Ok(made.len())
 }
 
 /// Tokens for a one-or-two-sentence annotation (~40 words) with room to finish the sentence.

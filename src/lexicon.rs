@@ -50,6 +50,122 @@ pub fn language_of(text: &str) -> LabelLanguage {
     if english > spanish { LabelLanguage::En } else { LabelLanguage::Es }
 }
 
+/// Stems of the words that tell a change in someone's story, Spanish and English, folded:
+/// what «¿qué pasó con X?» asks for in each session where X appears. The sentence of a
+/// session that says X vanished, died, came back, fled, betrayed, was freed or became
+/// someone else answers it; the sentence that only names X (X opens the ball, X greets the
+/// party) does not. Kept to verbs and nouns of change that are rarely anything else.
+const CHANGE_STEMS: &[&str] = &[
+    // Spanish
+    "desaparec",
+    "esfum",
+    "muri",
+    "muer",
+    "asesin",
+    "cayo",
+    "volvi",
+    "vuelve",
+    "regres",
+    "reaparec",
+    "huy",
+    "hui",
+    "escap",
+    "traicion",
+    "captur",
+    "secuestr",
+    "encarcel",
+    "liber",
+    "rescat",
+    "convirt",
+    "conviert",
+    "transform",
+    "cristaliz",
+    "destierr",
+    "desterr",
+    "abdic",
+    "derrot",
+    "revel",
+    "descubr",
+    "perdi",
+    "pierde",
+    "hered",
+    // English
+    "disappear",
+    "vanish",
+    "died",
+    "dies",
+    "death",
+    "dead",
+    "kill",
+    "murder",
+    "return",
+    "came back",
+    "fled",
+    "flee",
+    "escap",
+    "betray",
+    "captur",
+    "kidnap",
+    "imprison",
+    "freed",
+    "releas",
+    "rescu",
+    "became",
+    "becom",
+    "turned into",
+    "transform",
+    "banish",
+    "exile",
+    "abdicat",
+    "defeat",
+    "reveal",
+    "discover",
+    "lost",
+    "inherit",
+];
+
+/// Words before and after a mention of someone where a change told is theirs: «ha
+/// desaparecido el archiduque», «Leandro de Valdemora ha desaparecido»; not the caravans that
+/// vanished nine words after the archduke was named.
+const CHANGE_WORDS_BEFORE: usize = 3;
+const CHANGE_WORDS_AFTER: usize = 5;
+
+/// Whether `text` tells a change in someone's story ([`CHANGE_STEMS`]): one of its words (or
+/// two-word phrases) starts with a stem.
+pub fn tells_a_change(text: &str) -> bool {
+    let words: Vec<String> =
+        fold(text).split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(str::to_string).collect();
+    // «se volvió» is a turn of the head, «volvió» a return.
+    let reflexive = |at: usize| at > 0 && words[at - 1] == "se";
+    CHANGE_STEMS.iter().any(|stem| match stem.split_once(' ') {
+        Some((first, second)) => words.windows(2).any(|pair| pair[0] == first && pair[1].starts_with(second)),
+        None => words
+            .iter()
+            .enumerate()
+            .any(|(at, word)| word.starts_with(stem) && !(REFLEXIVE_TURNS.contains(stem) && reflexive(at))),
+    })
+}
+
+/// Change stems whose reflexive form is no change: «se volvió» (turned round), «se vuelve».
+const REFLEXIVE_TURNS: &[&str] = &["volvi", "vuelve"];
+
+/// Whether `text` tells a change of the one named at `mentions` (byte spans): a change word
+/// among the [`CHANGE_WORDS_BEFORE`] words before a mention or the [`CHANGE_WORDS_AFTER`]
+/// after it.
+pub fn tells_a_change_of(text: &str, mentions: &[(usize, usize)]) -> bool {
+    mentions.iter().any(|&(start, end)| {
+        let (Some(before), Some(after)) = (text.get(..start), text.get(end..)) else { return false };
+        let before: Vec<&str> = before.split_whitespace().collect();
+        let after: Vec<&str> = after.split_whitespace().collect();
+        let near: Vec<&str> = before[before.len().saturating_sub(CHANGE_WORDS_BEFORE)..]
+            .iter()
+            .chain(after.iter().take(CHANGE_WORDS_AFTER))
+            .copied()
+            .collect();
+        tells_a_change(&near.join(" "))
+    })
+}
+
 /// The language a folded definite article belongs to: «el», «la», «los», «las» are Spanish,
 /// "the" is English. What marks a title («el Archiduque», "the Thunderlord") and the phrase a
 /// question names it with, so that a title is only looked for across languages
@@ -205,6 +321,39 @@ const ENGLISH: &[&[&str]] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_in_a_story_is_told_by_its_words_not_by_a_name() {
+        for text in [
+            "Leandro de Valdemora desaparece de sus aposentos.",
+            "A las once, el archiduque ha DESAPARECIDO.",
+            "Tomás cayó en el puente.",
+            "Un año después volvió como el Heraldo.",
+            "She came back as the Herald of the Low Tide.",
+            "Kiri was left with the Schusters and turned into a hen.",
+            "Destierra a su hermana de la ciudad.",
+        ] {
+            assert!(tells_a_change(text), "{text}");
+        }
+        // Only a change of the one named, near the name.
+        let of = |text: &str, name: &str| {
+            let start = text.find(name).expect("named");
+            tells_a_change_of(text, &[(start, start + name.len())])
+        };
+        assert!(of("A las once, Leandro de Valdemora desaparece de sus aposentos.", "Leandro de Valdemora"));
+        assert!(of("Ha desaparecido el archiduque.", "el archiduque"));
+        assert!(!of("El archiduque ofrece 300 coronas por investigar las caravanas desaparecidas.", "El archiduque"));
+        for text in [
+            "El archiduque abre el baile con su hermana.",
+            "Los recibe en la lonja y les ofrece trescientas coronas.",
+            "La Corona de Sal brilla en el altar.",
+            "The archduke greets the party.",
+            "Se esconden en el matorral.",
+            "Una vieja le tiró un farolillo y el Heraldo ni se volvió.",
+        ] {
+            assert!(!tells_a_change(text), "{text}");
+        }
+    }
 
     /// One row per word: whether it is a stopword once folded.
     fn check(cases: &[(&str, bool)]) {

@@ -18,20 +18,26 @@ use crate::llm::chat::{ChatMessage, ChatRole};
 
 use crate::answer::Context;
 
-pub const ANSWER_PROMPT_VERSION: &str = "answer.v2";
-pub const STRUCTURED_ANSWER_PROMPT_VERSION: &str = "answer-structured.v3";
+pub const ANSWER_PROMPT_VERSION: &str = "answer.v3";
+pub const STRUCTURED_ANSWER_PROMPT_VERSION: &str = "answer-structured.v4";
+pub const BRIEF_STRUCTURED_ANSWER_PROMPT_VERSION: &str = "answer-structured-brief.v1";
 pub const ANNOTATE_PROMPT_VERSION: &str = "annotate.v1";
 pub const RERANK_PROMPT_VERSION: &str = "rerank.v1";
 /// Entity extraction for the compendium; cached with the annotations under this version.
 pub const ENTITIES_PROMPT_VERSION: &str = "entities.v1";
 
-/// `prompts/answer.v2.md`: the answer's system prompt and the user message carrying the
+/// `prompts/answer.v3.md`: the answer's system prompt and the user message carrying the
 /// material and the question.
-pub const ANSWER_PROMPT: &str = include_str!("../prompts/answer.v2.md");
-/// `prompts/answer-structured.v3.md`: the answer as JSON sentences, each with its labels
+pub const ANSWER_PROMPT: &str = include_str!("../prompts/answer.v3.md");
+/// `prompts/answer-structured.v4.md`: the answer as JSON sentences, each with its labels
 /// (`answer::structured`). The system prompt comes first and never changes between
 /// questions, so llama.cpp reuses its cached keys and values.
-pub const STRUCTURED_ANSWER_PROMPT: &str = include_str!("../prompts/answer-structured.v3.md");
+pub const STRUCTURED_ANSWER_PROMPT: &str = include_str!("../prompts/answer-structured.v4.md");
+/// `prompts/answer-structured-brief.v1.md`: the same contract in a third of the words, for a
+/// machine that would spend more than a quarter of the answer's time reading the full one
+/// (about 850 tokens: 42 s at 20 prompt tokens a second). The schema holds the model to the
+/// form either way; the brief prompt keeps the rules that decide what is written.
+pub const BRIEF_STRUCTURED_ANSWER_PROMPT: &str = include_str!("../prompts/answer-structured-brief.v1.md");
 /// `prompts/annotate.v1.md`: the one-or-two-sentence description of a fragment.
 pub const ANNOTATE_PROMPT: &str = include_str!("../prompts/annotate.v1.md");
 /// `prompts/rerank.v1.md`: the best ids among the candidates' annotations, as JSON.
@@ -43,6 +49,7 @@ pub const ENTITIES_PROMPT: &str = include_str!("../prompts/entities.v1.md");
 pub const PROMPT_FILES: &[(&str, &str)] = &[
     (ANSWER_PROMPT_VERSION, ANSWER_PROMPT),
     (STRUCTURED_ANSWER_PROMPT_VERSION, STRUCTURED_ANSWER_PROMPT),
+    (BRIEF_STRUCTURED_ANSWER_PROMPT_VERSION, BRIEF_STRUCTURED_ANSWER_PROMPT),
     (ANNOTATE_PROMPT_VERSION, ANNOTATE_PROMPT),
     (RERANK_PROMPT_VERSION, RERANK_PROMPT),
     (ENTITIES_PROMPT_VERSION, ENTITIES_PROMPT),
@@ -60,8 +67,27 @@ pub fn answer_messages(question: &str, history: &[ChatMessage], context: &Contex
 
 /// The structured answer conversation: as [`answer_messages`], with the prompt that asks for
 /// the JSON of `answer::structured`.
-pub fn structured_answer_messages(question: &str, history: &[ChatMessage], context: &Context) -> Vec<ChatMessage> {
-    conversation(STRUCTURED_ANSWER_PROMPT, question, history, context)
+pub fn structured_answer_messages(
+    question: &str,
+    history: &[ChatMessage],
+    context: &Context,
+    prompt: StructuredPrompt,
+) -> Vec<ChatMessage> {
+    let file = match prompt {
+        StructuredPrompt::Full => STRUCTURED_ANSWER_PROMPT,
+        StructuredPrompt::Brief => BRIEF_STRUCTURED_ANSWER_PROMPT,
+    };
+    conversation(file, question, history, context)
+}
+
+/// Which wording of the structured answer's system prompt a question is asked with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StructuredPrompt {
+    /// `answer-structured.v4`: the rules with two worked replies.
+    Full,
+    /// `answer-structured-brief.v1`: the rules alone, for a slow machine's time plan.
+    Brief,
 }
 
 /// An answer prompt file's conversation: its system prompt first (the stable prefix a
@@ -209,7 +235,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
-    use crate::answer::context::{FULL_BLOCK_NAME, SUMMARIES_BLOCK_NAME};
+    use crate::answer::context::{ARC_BLOCK_NAME, FULL_BLOCK_NAME, SUMMARIES_BLOCK_NAME};
 
     /// Renders messages as `role: content` blocks separated by `---` lines and compares.
     fn check(messages: &[ChatMessage], expect: &str) {
@@ -270,6 +296,7 @@ mod tests {
             assert!(!system.is_empty() && !user.is_empty(), "{version}");
         }
         let context = Context {
+            arc: None,
             full: vec![],
             summaries: vec![],
             text: "MATERIAL".to_string(),
@@ -278,7 +305,8 @@ mod tests {
         };
         let built = [
             answer_messages("q", &[], &context),
-            structured_answer_messages("q", &[], &context),
+            structured_answer_messages("q", &[], &context, StructuredPrompt::Full),
+            structured_answer_messages("q", &[], &context, StructuredPrompt::Brief),
             annotate_messages("l", "t"),
             rerank_messages("q", &[(1, "a")], 8),
         ];
@@ -312,10 +340,23 @@ mod tests {
     #[test]
     fn answer_prompt_names_the_blocks_and_the_rules() {
         let (system, user) = split_prompt(ANSWER_PROMPT);
-        for required in
-            [FULL_BLOCK_NAME, SUMMARIES_BLOCK_NAME, "idioma de la pregunta", "[Sesión …]", "[Ficha: …]", "[Mundo: …]"]
-        {
+        for required in [
+            ARC_BLOCK_NAME,
+            FULL_BLOCK_NAME,
+            SUMMARIES_BLOCK_NAME,
+            "idioma de la pregunta",
+            "[Sesión …]",
+            "[Ficha: …]",
+            "[Mundo: …]",
+        ] {
             assert!(system.contains(required), "answer prompt lacks {required:?}");
+        }
+        // Both structured wordings name the story block and the summaries.
+        for file in [STRUCTURED_ANSWER_PROMPT, BRIEF_STRUCTURED_ANSWER_PROMPT] {
+            let (system, _) = split_prompt(file);
+            for required in [ARC_BLOCK_NAME, SUMMARIES_BLOCK_NAME, "idioma de la pregunta"] {
+                assert!(system.contains(required), "structured prompt lacks {required:?}");
+            }
         }
         assert!(user.contains("{{material}}") && user.contains("{{question}}"));
         let material_at = user.find("{{material}}");
@@ -325,6 +366,7 @@ mod tests {
     #[test]
     fn answer_messages_carry_history_then_material_and_question() {
         let context = Context {
+            arc: None,
             full: vec![],
             summaries: vec![],
             text: "== Fragmentos completos ==\n\n### [Sesión 2]\nBaika llega a {{question}}.".to_string(),

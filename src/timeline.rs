@@ -108,7 +108,7 @@ async fn timeline_inner(oracle: &Oracle, name: &str, audience: Audience) -> Resu
         return Err(TimeError::NoSessions);
     }
     let compendium = oracle.compendium(&index)?;
-    let position = compendium.compendium.find(name.trim()).or_else(|| {
+    let position = compendium.compendium.find_typed(name.trim()).or_else(|| {
         let (id, _) = compendium.detect(name).into_iter().next()?;
         compendium.entity_ids.iter().position(|known| *known == id)
     });

@@ -15,6 +15,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
+use crate::answer::arc::{ARC_MAX_ALIASES, ArcBlock, line_entry};
 use crate::answer::passages::{QueryTerms, select_passages};
 use crate::corpus::SessionNumber;
 
@@ -32,6 +33,9 @@ pub const MAX_SUMMARIES: usize = 16;
 pub const FULL_BLOCK_NAME: &str = "Fragmentos completos";
 /// Name of the block of one-line summaries; the answer prompt refers to it by this name.
 pub const SUMMARIES_BLOCK_NAME: &str = "Resúmenes";
+/// Name of the block of an entity's story, one line per session; the answer prompt refers to
+/// it by this name.
+pub const ARC_BLOCK_NAME: &str = "Cronología";
 
 /// What the material says when nothing was found: the model must then say the notes are
 /// silent, which the answer prompt asks for.
@@ -74,6 +78,9 @@ pub struct ContextBudget<'a> {
 /// The material the answer prompt carries, and what it is made of.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Context {
+    /// The entity's story, one line per session, when the question asks about it across the
+    /// campaign: the first block of `text`.
+    pub arc: Option<ArcBlock>,
     /// Fragments shown whole, in the order they appear in `text` (story order).
     pub full: Vec<ShownFragment>,
     /// One-line summaries, in the order they appear in `text` (story order).
@@ -108,20 +115,29 @@ pub struct ShownSummary {
     pub dropped_for_budget: bool,
 }
 
-/// Builds the material from the reranked `chosen` fragments (best first, `k` of them: all
+/// Builds the material from an entity's story (`arc`, already sized by the caller: it is
+/// shown first and whole), the reranked `chosen` fragments (best first, `k` of them: all
 /// are used) and the `leftovers` of the fused pool (pool order).
 ///
 /// Chosen fragments are kept whole while they fit; from the first that does not, the rest
 /// become summary candidates ahead of the leftovers. A fragment's text is never cut.
 /// Summaries: at most [`MAX_SUMMARIES`], one per session (per label for sheets and world
-/// documents), none for a session or label already shown in full, none without an annotation.
-pub fn build_context(chosen: &[ContextFragment], leftovers: &[ContextFragment], budget: ContextBudget<'_>) -> Context {
+/// documents), none for a session or label already shown in full or in the story, none
+/// without an annotation.
+pub fn build_context(
+    arc: Option<&ArcBlock>,
+    chosen: &[ContextFragment],
+    leftovers: &[ContextFragment],
+    budget: ContextBudget<'_>,
+) -> Context {
     let _span =
         tracing::debug_span!("answer.context", n_chosen = chosen.len(), n_leftovers = leftovers.len()).entered();
     let count = budget.count_tokens;
+    let arc = arc.filter(|arc| !arc.lines.is_empty());
+    let arc_text = arc.map(render_arc_block);
 
     let full_title = full_block_title();
-    let mut used_tokens = 0;
+    let mut used_tokens = arc_text.as_deref().map_or(0, count);
     let mut n_full = 0;
     for fragment_idx in 0..chosen.len() {
         let mut cost = count(&full_entry(&chosen[fragment_idx], chosen));
@@ -137,7 +153,9 @@ pub fn build_context(chosen: &[ContextFragment], leftovers: &[ContextFragment], 
     let (kept, dropped) = chosen.split_at(n_full);
 
     let full = group_parts(kept);
-    let shown_in_full: HashSet<SlotKey<'_>> = kept.iter().map(slot_key).collect();
+    let mut shown_in_full: HashSet<SlotKey<'_>> = kept.iter().map(slot_key).collect();
+    // One slot per session: a session the story gives a line to gets no headline too.
+    shown_in_full.extend(arc.iter().flat_map(|arc| arc.lines.iter().map(|line| SlotKey::Session(line.session))));
 
     let summaries_title = summaries_block_title();
     let summaries_title_tokens = count(&summaries_title);
@@ -178,6 +196,7 @@ pub fn build_context(chosen: &[ContextFragment], leftovers: &[ContextFragment], 
     // Chosen by priority, shown in story order.
     summaries.sort_by_key(|summary| story_key(summary.session));
     let mut blocks: Vec<String> = Vec::new();
+    blocks.extend(arc_text);
     if !full.is_empty() {
         let entries: Vec<String> = full.iter().map(|&fragment| full_entry(fragment, kept)).collect();
         blocks.push(format!("{full_title}\n\n{}", entries.join("\n\n")));
@@ -190,7 +209,10 @@ pub fn build_context(chosen: &[ContextFragment], leftovers: &[ContextFragment], 
     let text = if blocks.is_empty() { EMPTY_MATERIAL.to_string() } else { blocks.join("\n\n") };
 
     let mut shown_labels: Vec<String> = Vec::new();
-    let labels = full.iter().map(|fragment| &fragment.label).chain(summaries.iter().map(|summary| &summary.label));
+    let arc_labels = arc.iter().flat_map(|arc| arc.lines.iter().map(|line| &line.label));
+    let labels = arc_labels
+        .chain(full.iter().map(|fragment| &fragment.label))
+        .chain(summaries.iter().map(|summary| &summary.label));
     for label in labels {
         if !shown_labels.contains(label) {
             shown_labels.push(label.clone());
@@ -213,7 +235,13 @@ pub fn build_context(chosen: &[ContextFragment], leftovers: &[ContextFragment], 
         used_tokens,
         "context built"
     );
-    Context { full, summaries, text, shown_labels, dropped_for_budget: dropped.len() }
+    Context { arc: arc.cloned(), full, summaries, text, shown_labels, dropped_for_budget: dropped.len() }
+}
+
+/// The story block as the model reads it: its title naming the entity, one line per entry.
+pub fn render_arc_block(arc: &ArcBlock) -> String {
+    let lines: Vec<String> = arc.lines.iter().map(|line| line_entry(&line.label, &line.text)).collect();
+    format!("{}\n\n{}", arc_block_title(&arc.entity, &arc.aliases), lines.join("\n"))
 }
 
 /// What a summary slot is keyed by: the session, or the label when there is none.
@@ -234,6 +262,24 @@ fn full_block_title() -> String {
     format!(
         "== {FULL_BLOCK_NAME}: notas enteras, cítalas con confianza; en orden de campaña \
          (sesiones por número, fichas y mundo al final) =="
+    )
+}
+
+fn arc_block_title(entity: &str, aliases: &[String]) -> String {
+    let also = {
+        // A part of the name («Leandro» of «Leandro de Valdemora») says nothing new.
+        let name = crate::corpus::fold(entity);
+        let shown: Vec<&str> = aliases
+            .iter()
+            .filter(|alias| !name.split(' ').any(|word| word == crate::corpus::fold(alias)))
+            .take(ARC_MAX_ALIASES)
+            .map(String::as_str)
+            .collect();
+        if shown.is_empty() { String::new() } else { format!(" (otros nombres: {})", shown.join(", ")) }
+    };
+    format!(
+        "== {ARC_BLOCK_NAME} de {entity}{also}: una frase de cada sesión en que aparece, copiada de sus notas, \
+         en orden de campaña; cítala por la etiqueta de su sesión =="
     )
 }
 
@@ -426,7 +472,7 @@ mod tests {
         let leftovers: Vec<ContextFragment> =
             leftovers.iter().enumerate().map(|(idx, spec)| fragment(100 + idx as i64, spec)).collect();
         let budget = ContextBudget { max_tokens: max_words, count_tokens: &word_count };
-        let context = build_context(&chosen, &leftovers, budget);
+        let context = build_context(None, &chosen, &leftovers, budget);
 
         let mut lines: Vec<String> = Vec::new();
         for shown in &context.full {
@@ -528,7 +574,7 @@ dropped 0",
         let leftovers: Vec<ContextFragment> =
             leftovers.iter().enumerate().map(|(idx, spec)| fragment(100 + idx as i64, spec)).collect();
         let tight = ContextBudget { max_tokens: 233, count_tokens: &word_count };
-        let context = build_context(&chosen, &leftovers, tight);
+        let context = build_context(None, &chosen, &leftovers, tight);
         assert!(context.full.len() < 10, "{}", context.text);
         let demoted: Vec<&ShownSummary> = context.summaries.iter().filter(|s| s.dropped_for_budget).collect();
         assert!(!demoted.is_empty() && demoted.len() <= 10 - context.full.len(), "{}", context.text);
@@ -591,6 +637,51 @@ dropped 0",
             at("### [Sesión 40]") < at("### [Ficha: Baika]") && at("### [Ficha: Baika]") < at("### [Mundo: Dioses]")
         );
         assert!(context.text.contains("en orden de campaña"), "{}", context.text);
+    }
+
+    #[test]
+    fn the_story_comes_first_its_sessions_are_citable_and_get_no_headline() {
+        let line = |session: u32, text: &str, best: bool| crate::answer::arc::ArcLine {
+            session: SessionNumber(session),
+            label: format!("Sesión {session}"),
+            fragment_id: i64::from(session),
+            source_path: format!("Sesiones/{session}.md"),
+            text: text.to_string(),
+            best,
+        };
+        let arc = ArcBlock {
+            entity: "Leandro de Valdemora".into(),
+            aliases: vec!["Leandro".into(), "el Archiduque".into()],
+            lines: vec![line(1, "Leandro los contrata.", true), line(9, "Leandro desaparece.", true)],
+            sessions_left_out: 0,
+        };
+        let chosen = [fragment(1, "S9 nueve")];
+        let leftovers = [fragment(100, "S1 | uno"), fragment(101, "S4 | cuatro")];
+        let budget = ContextBudget { max_tokens: ROOMY, count_tokens: &word_count };
+        let context = build_context(Some(&arc), &chosen, &leftovers, budget);
+        assert!(
+            context.text.starts_with(
+                "== Cronología de Leandro de Valdemora (otros nombres: el Archiduque): una frase de cada sesión"
+            ),
+            "the story first, titled with the names that are not part of the name: {}",
+            context.text
+        );
+        assert!(context.text.contains("- [Sesión 1] Leandro los contrata.\n- [Sesión 9] Leandro desaparece."));
+        // Story, then full, then summaries: Sesión 1 has its story line, so no headline.
+        let summaries: Vec<&str> = context.summaries.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(summaries, ["Sesión 4"]);
+        assert_eq!(context.shown_labels, ["Sesión 1", "Sesión 9", "Sesión 4"]);
+        assert_eq!(context.arc.as_ref().map(|arc| arc.lines.len()), Some(2));
+        // The story's cost counts against the budget: with room for it alone, nothing else.
+        let story_only = word_count(&render_arc_block(&arc));
+        let tight = ContextBudget { max_tokens: story_only, count_tokens: &word_count };
+        let context = build_context(Some(&arc), &chosen, &leftovers, tight);
+        assert!(context.full.is_empty() && context.summaries.is_empty(), "{}", context.text);
+        assert_eq!(context.shown_labels, ["Sesión 1", "Sesión 9"]);
+        // An empty story is no block.
+        let empty = ArcBlock { lines: Vec::new(), ..arc };
+        let context = build_context(Some(&empty), &chosen, &[], budget);
+        assert!(context.arc.is_none() && !context.text.contains(ARC_BLOCK_NAME), "{}", context.text);
     }
 
     #[test]

@@ -2,6 +2,9 @@
 //!
 //! The pure half of the answer stage; the glue that calls the chat model lives with the
 //! callers. In reading order:
+//! - `arc`: for a question about someone across the campaign, the context's first block: one
+//!   cited line per session where they appear, in story order, the sentence of each that best
+//!   answers the question.
 //! - `context`: [`build_context`] puts the chosen fragments in full and up to sixteen
 //!   one-line summaries of the leftovers (one per session) in separate blocks, within a
 //!   token budget that never cuts a fragment; under a CPU's time budget,
@@ -26,6 +29,7 @@
 //! on `corpus` and `lexicon` for text and on nothing of `llm` but that type and the embedder's
 //! calibrated `SupportFloor`, and does no IO.
 
+pub mod arc;
 pub mod citations;
 pub mod context;
 pub mod grounding;

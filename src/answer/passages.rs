@@ -75,6 +75,13 @@ impl QueryTerms {
         self.terms.is_empty()
     }
 
+    /// These terms without the words of `names`: what a question asks of an entity, once
+    /// every candidate names it («¿qué pasó con el archiduque?» asks «pasó»).
+    pub fn without_words_of(&self, names: &[&str]) -> QueryTerms {
+        let dropped: HashSet<String> = names.iter().flat_map(|name| content_words(name)).collect();
+        QueryTerms { terms: self.terms.iter().filter(|(term, _)| !dropped.contains(term)).cloned().collect() }
+    }
+
     /// How much `text` is about the question: the weights of the distinct terms it holds.
     pub fn score(&self, text: &str) -> u32 {
         let words: HashSet<String> = fold_words(text).collect();
@@ -272,7 +279,7 @@ pub fn select_passages(
     }
     if chosen.is_empty() {
         let Some(&(_, best)) = ranked.first() else { return String::new() };
-        return cut_to_tokens(&paragraphs[best].text, max_tokens, count_tokens);
+        return cut_to_tokens(&paragraphs[best].text, terms, max_tokens, count_tokens);
     }
     chosen.sort_unstable();
 
@@ -310,8 +317,29 @@ pub fn select_passages(
     rendered.join("\n\n")
 }
 
+/// What of `text` (a paragraph or a piece of one that alone exceeds `max_tokens`) fits,
+/// ending at a sentence's end: the whole sentences from its best-scoring one on while they
+/// fit (a passage the model reads mid-sentence gets copied mid-sentence), and the first
+/// words only when no sentence of it fits.
+fn cut_to_tokens(text: &str, terms: &QueryTerms, max_tokens: usize, count_tokens: &dyn Fn(&str) -> usize) -> String {
+    let all = sentences(text);
+    let best = (0..all.len()).max_by(|&a, &b| terms.score(&all[a]).cmp(&terms.score(&all[b])).then(b.cmp(&a)));
+    if let Some(best) = best {
+        let mut end = best;
+        let fits = |end: usize| count_tokens(&all[best..=end].join(" ")) + 2 <= max_tokens;
+        if fits(best) {
+            while end + 1 < all.len() && fits(end + 1) {
+                end += 1;
+            }
+            let shown = all[best..=end].join(" ");
+            return if end + 1 < all.len() { format!("{shown} {GAP_MARK}") } else { shown };
+        }
+    }
+    cut_at_a_word(text, max_tokens, count_tokens)
+}
+
 /// The first words of `text` that fit `max_tokens`, with a closing [`GAP_MARK`].
-fn cut_to_tokens(text: &str, max_tokens: usize, count_tokens: &dyn Fn(&str) -> usize) -> String {
+fn cut_at_a_word(text: &str, max_tokens: usize, count_tokens: &dyn Fn(&str) -> usize) -> String {
     let words: Vec<&str> = text.split_whitespace().collect();
     let (mut low, mut high) = (0, words.len());
     // The longest prefix that fits, by bisection (token counts grow with the prefix).
@@ -327,6 +355,56 @@ fn cut_to_tokens(text: &str, max_tokens: usize, count_tokens: &dyn Fn(&str) -> u
         return String::new();
     }
     format!("{} {GAP_MARK}", words[..low].join(" "))
+}
+
+/// Words an extractive annotation takes at most: the model's annotations run about 38.
+const CENTRAL_MAX_WORDS: usize = 45;
+/// What each mention of a campaign entity adds to a sentence's centrality: a name is what a
+/// headline is about.
+const CENTRAL_NAME_WEIGHT: f64 = 1.0;
+/// What the first sentences of a fragment add: a session's notes open by saying where the
+/// party is and what it is doing.
+const CENTRAL_OPENING_BONUS: f64 = 0.5;
+
+/// A fragment's extractive annotation: its one or two most central sentences, by its own
+/// words and entities, in the order it tells them. A sentence is central when it holds the
+/// words the fragment repeats (each word's weight is the log of how often the fragment says
+/// it: a word said once adds nothing) and names its entities (`names_in` counts them);
+/// long sentences do not win by length (the sum is over the square root of its words).
+/// Made at ingest at no model cost, it is the headline the summaries show where no model
+/// annotation exists.
+pub fn central_sentences(text: &str, names_in: &dyn Fn(&str) -> usize) -> String {
+    let all = sentences(text);
+    if all.is_empty() {
+        return String::new();
+    }
+    let mut frequency: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for word in content_words(text) {
+        *frequency.entry(word).or_default() += 1;
+    }
+    let centrality = |idx: usize| {
+        let sentence = &all[idx];
+        let distinct: HashSet<String> = content_words(sentence).collect();
+        let words: f64 = distinct.iter().map(|word| (*frequency.get(word).unwrap_or(&1) as f64).ln()).sum();
+        let names = names_in(sentence) as f64 * CENTRAL_NAME_WEIGHT;
+        let opening = if idx < 2 { CENTRAL_OPENING_BONUS } else { 0.0 };
+        (words + names) / (sentence.split_whitespace().count().max(1) as f64).sqrt() + opening
+    };
+    let mut ranked: Vec<(f64, usize)> = (0..all.len()).map(|idx| (centrality(idx), idx)).collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut picked: Vec<usize> = Vec::new();
+    let mut n_words = 0;
+    for &(_, idx) in &ranked {
+        let words = all[idx].split_whitespace().count();
+        if picked.len() == 2 || (!picked.is_empty() && n_words + words > CENTRAL_MAX_WORDS) {
+            continue;
+        }
+        picked.push(idx);
+        n_words += words;
+    }
+    picked.sort_unstable();
+    let text = picked.iter().map(|&idx| all[idx].as_str()).collect::<Vec<_>>().join(" ");
+    shorten(&text, EXCERPT_MAX_CHARS)
 }
 
 /// One sentence of the notes, with the label it comes from.
@@ -499,6 +577,47 @@ mod tests {
         assert!(excerpts.iter().all(|e| e.label == "Sesión 9"));
         assert_eq!(recap_excerpts(&[("Sesión 1", "Solo una frase.")]).len(), 1);
         assert!(recap_excerpts(&[("Sesión 1", "# Solo un título")]).is_empty());
+    }
+
+    #[test]
+    fn an_extractive_annotation_is_the_fragment_s_most_central_sentences_in_order() {
+        let text = "## Sesión 9\n\
+            Llueve sobre Puerto Salobre desde el alba. Los héroes llegan tarde a la Fiesta de las Mareas.\n\n\
+            Compran pan.\n\n\
+            En mitad de la fiesta, el archiduque Leandro desaparece del salón: la fiesta se detiene y la guardia \
+            busca al archiduque por todo el palacio.\n\n\
+            Nadie encuentra rastro del archiduque; solo una mancha de sal junto a la puerta.";
+        let names = |sentence: &str| sentence.matches("archiduque").count() + sentence.matches("Leandro").count();
+        let annotation = central_sentences(text, &names);
+        // The sentence the fragment is about (its repeated words, its names), in the order told.
+        assert!(annotation.contains("En mitad de la fiesta, el archiduque Leandro desaparece"), "{annotation}");
+        assert!(!annotation.contains("Llueve"), "{annotation}");
+        assert!(!annotation.contains("Compran pan"), "{annotation}");
+        assert!(annotation.split_whitespace().count() <= CENTRAL_MAX_WORDS, "{annotation}");
+        assert!(!annotation.contains('#'), "headings are not sentences: {annotation}");
+        // Nothing to say of a heading alone; one sentence is its own annotation.
+        assert_eq!(central_sentences("# Solo un título", &names), "");
+        assert_eq!(central_sentences("Una frase sola.", &names), "Una frase sola.");
+    }
+
+    #[test]
+    fn a_paragraph_too_long_for_its_share_is_cut_at_a_sentence_end() {
+        // One 60-word paragraph of five sentences; room for about two of them.
+        let paragraph = "Llegan al puerto al alba y buscan posada cerca del muelle viejo. \
+            El mercado está cerrado por la feria de las redes y nadie vende pan. \
+            La abadesa Celia les entrega el mapa de las Salinas de Oruel en secreto. \
+            Rook se queda fuera vigilando los carros toda la noche sin dormir. \
+            Al amanecer parten hacia el paso de montaña con la carga intacta.";
+        let terms = QueryTerms::new("¿Qué les entregó la abadesa?", &["Celia"]);
+        let shown = select_passages(paragraph, &terms, None, 32, &words);
+        assert!(shown.starts_with("La abadesa Celia les entrega el mapa"), "the best sentence first: {shown}");
+        let body = shown.trim_end_matches(GAP_MARK).trim_end();
+        assert!(body.ends_with('.'), "ends at a sentence end: {shown}");
+        assert!(words(&shown) <= 32, "{shown}");
+        // A sentence longer than the whole share is the one case cut at a word.
+        let long = "palabra ".repeat(50);
+        let cut = select_passages(&long, &terms, None, 10, &words);
+        assert!(cut.ends_with(GAP_MARK) && words(&cut) <= 10, "{cut}");
     }
 
     /// One token per word: what the tests count with.

@@ -76,7 +76,12 @@ struct RawAnswer {
 /// llama-server's `response_format` all read `anyOf` and `const`; a server that ignores the
 /// schema is still caught by [`parse_structured`].
 /// With nothing shown, only the second shape is offered (an empty enum would be invalid).
-pub fn answer_schema(shown_labels: &[String]) -> serde_json::Value {
+/// `max_sentences` and `max_sentence_chars` bound the answer (at most [`MAX_SENTENCES`] and
+/// [`MAX_SENTENCE_CHARS`]): a slow machine's plan asks for fewer, shorter sentences, and the
+/// grammar then closes the JSON within the time it has.
+pub fn answer_schema(shown_labels: &[String], max_sentences: usize, max_sentence_chars: usize) -> serde_json::Value {
+    let max_sentences = max_sentences.clamp(1, MAX_SENTENCES);
+    let max_sentence_chars = max_sentence_chars.clamp(1, MAX_SENTENCE_CHARS);
     let not_in_notes = json!({
         "type": "object",
         "properties": {
@@ -96,11 +101,11 @@ pub fn answer_schema(shown_labels: &[String]) -> serde_json::Value {
             "sentences": {
                 "type": "array",
                 "minItems": 1,
-                "maxItems": MAX_SENTENCES,
+                "maxItems": max_sentences,
                 "items": {
                     "type": "object",
                     "properties": {
-                        "text": { "type": "string", "minLength": 1, "maxLength": MAX_SENTENCE_CHARS },
+                        "text": { "type": "string", "minLength": 1, "maxLength": max_sentence_chars },
                         "sources": {
                             "type": "array",
                             "items": { "type": "string", "enum": shown_labels },
@@ -176,6 +181,68 @@ pub fn render_sentence(sentence: &Sentence) -> String {
             format!("{} {bracket}{end}", body.trim_end())
         }
         None => format!("{text} {bracket}"),
+    }
+}
+
+/// Share of their content words two sentences must have in common (of all the words either
+/// holds) for the later one to be a repeat: a near-copy of one passage with a name dropped or
+/// a clause moved scores 0.8 to 1, a sentence that adds a place or a reason to an earlier one
+/// about half. A small model on a slow machine copied one passage twice into one answer.
+const REPEAT_OVERLAP: f64 = 0.7;
+
+/// The ellipses that mark text a passage or the notes left out, or a sentence cut off.
+const ELLIPSES: [&str; 4] = ["(…)", "[…]", "…", "..."];
+
+/// The text a structured sentence may show: the gap marks it copied from a passage removed
+/// («(…)», «[…]» inside it), and, when it ends in an ellipsis (a copy of a passage cut off
+/// mid-sentence: «…y muy pocas sobre sus…»), trimmed back to its last complete sentence.
+/// `None` when nothing complete is left: a fragment of a sentence is never the answer.
+pub fn complete_sentence_text(text: &str) -> Option<String> {
+    let mut text = text.trim().to_string();
+    let cut_off = ELLIPSES.iter().any(|mark| text.ends_with(mark));
+    for mark in ["(…)", "[…]", "(...)", "[...]"] {
+        text = text.replace(mark, " ");
+    }
+    if cut_off {
+        let body = text.trim_end().trim_end_matches(['…', '.']).trim_end();
+        // The last sentence end before the cut, if the sentence holds one.
+        let last_end = body
+            .char_indices()
+            .rfind(|&(at, c)| {
+                matches!(c, '.' | '!' | '?') && body[at + c.len_utf8()..].starts_with(char::is_whitespace)
+            })
+            .map(|(at, c)| at + c.len_utf8());
+        text = body[..last_end?].to_string();
+    }
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    text.chars().any(char::is_alphanumeric).then_some(text)
+}
+
+/// The sentences of one answer so far, to tell a repeat ([`REPEAT_OVERLAP`]) from a new one.
+#[derive(Debug, Default)]
+pub struct Repeats {
+    seen: Vec<std::collections::HashSet<String>>,
+}
+
+impl Repeats {
+    /// Whether `text` says something new, remembering it when it does; a repeat of an earlier
+    /// sentence is not admitted.
+    pub fn admit(&mut self, text: &str) -> bool {
+        let words: std::collections::HashSet<String> = crate::corpus::fold(text)
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| word.chars().count() >= 3 && !crate::lexicon::is_stopword(word))
+            .map(str::to_string)
+            .collect();
+        let repeats = |earlier: &std::collections::HashSet<String>| {
+            let shared = earlier.intersection(&words).count();
+            let either = earlier.union(&words).count();
+            either > 0 && shared as f64 / either as f64 >= REPEAT_OVERLAP
+        };
+        if self.seen.iter().any(repeats) {
+            return false;
+        }
+        self.seen.push(words);
+        true
     }
 }
 
@@ -330,7 +397,7 @@ mod tests {
 
     #[test]
     fn the_schema_lists_exactly_the_labels_shown() {
-        let schema = answer_schema(&labels());
+        let schema = answer_schema(&labels(), MAX_SENTENCES, MAX_SENTENCE_CHARS);
         let answered = &schema["anyOf"][0];
         let sentences = &answered["properties"]["sentences"];
         let sources = &sentences["items"]["properties"]["sources"];
@@ -354,10 +421,61 @@ mod tests {
             assert_eq!(shape["required"], json!(["in_notes", "sentences"]));
         }
         // Nothing shown: no enum (it would be empty), only "not in the notes".
-        let empty = answer_schema(&[]);
+        let empty = answer_schema(&[], MAX_SENTENCES, MAX_SENTENCE_CHARS);
+        // A plan's bounds, within the contract's.
+        let planned = answer_schema(&labels(), 3, 280);
+        let items = &planned["anyOf"][0]["properties"]["sentences"];
+        assert_eq!(
+            (items["maxItems"].as_u64(), items["items"]["properties"]["text"]["maxLength"].as_u64()),
+            (Some(3), Some(280))
+        );
+        let unbounded = answer_schema(&labels(), 99, 9999);
+        let items = &unbounded["anyOf"][0]["properties"]["sentences"];
+        assert_eq!(items["maxItems"].as_u64(), Some(MAX_SENTENCES as u64));
         assert_eq!(empty["anyOf"].as_array().map(Vec::len), Some(1));
         assert_eq!(empty["anyOf"][0]["properties"]["in_notes"]["const"], json!(false));
         assert!(!empty.to_string().contains("enum"));
+    }
+
+    #[test]
+    fn a_sentence_cut_off_by_an_ellipsis_keeps_only_what_is_complete() {
+        let complete = |text: &str| complete_sentence_text(text);
+        assert_eq!(complete("Leandro desapareció en la fiesta."), Some("Leandro desapareció en la fiesta.".into()));
+        // Gap marks copied from a passage go; the sentence stays.
+        assert_eq!(
+            complete("Los recibe en su despacho (…) y se frota las manos."),
+            Some("Los recibe en su despacho y se frota las manos.".into())
+        );
+        assert_eq!(complete("Está nervioso [...] y pálido."), Some("Está nervioso y pálido.".into()));
+        // A copy cut mid-sentence is trimmed back to its last full stop, or dropped.
+        assert_eq!(
+            complete("Está distinto de como lo vieron. Habla mucho y muy pocas sobre sus…"),
+            Some("Está distinto de como lo vieron.".into())
+        );
+        assert_eq!(complete("El archiduque los recibe y muy pocas sobre sus…"), None);
+        assert_eq!(complete("Y entonces..."), None);
+        assert_eq!(complete(" (…) "), None);
+        // A decimal point or an abbreviation is no sentence end to cut back to.
+        assert_eq!(complete("Pagó 2.5 coronas por sus…"), None);
+    }
+
+    #[test]
+    fn a_repeated_sentence_is_not_admitted_and_one_that_adds_something_is() {
+        let mut repeats = Repeats::default();
+        assert!(repeats.admit(
+            "El archiduque Leandro de Valdemora los recibe en su despacho, nervioso, pálido, frotándose las manos."
+        ));
+        // The same passage copied again with a name dropped.
+        assert!(
+            !repeats.admit(
+                "El archiduque de Valdemora los recibe en su despacho, nervioso y pálido, frotándose las manos."
+            )
+        );
+        // A sentence about him that says something else.
+        assert!(repeats.admit("El archiduque desapareció durante la Fiesta de las Mareas."));
+        // The earlier event with its consequence added is new.
+        assert!(repeats.admit("Desapareció en la Fiesta de las Mareas y volvió como el Heraldo de la Marea Baja."));
+        assert!(!repeats.admit("el archiduque DESAPARECIÓ durante la fiesta de las mareas"));
     }
 
     #[test]

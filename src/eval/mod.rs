@@ -174,6 +174,9 @@ async fn eval_question(
         let valid = answer.citations.iter().filter(|citation| citation.valid).map(|c| c.label.clone()).collect();
         let mut score = score::AnswerScore::new(question, &answer.text, valid, answer.invented_citations.clone());
         (score.mode, score.fallback) = (Some(answer.mode), answer.fallback.clone());
+        score.cut_short = answer.cut_short.is_some();
+        score.seconds = Some(answer.timings.generation_ms / 1000.0);
+        score.budget_seconds = answer.context_plan.answer_seconds;
         if question.kind == bank::QuestionKind::Chronology {
             let cited: Vec<_> =
                 answer.citations.iter().filter(|c| c.valid).map(|c| (c.label.clone(), c.session)).collect();

@@ -84,6 +84,21 @@ pub struct AnswerScore {
     /// in story order (each first cited no earlier in the text than a lower one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub story_order: Option<bool>,
+    /// Sentences of the answer that repeat an earlier one (`answer::structured::Repeats`).
+    pub repeated_sentences: usize,
+    /// The model was stopped at its deadline (its checked sentences are the answer).
+    pub cut_short: bool,
+    /// Seconds the generation took, and the budget it was planned for (a time plan).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_seconds: Option<f64>,
+}
+
+/// Sentences of `text` (an answer, its citations in it) that repeat an earlier sentence of it.
+pub fn repeated_sentences(text: &str) -> usize {
+    let mut repeats = crate::answer::structured::Repeats::default();
+    crate::answer::passages::sentences(text).iter().filter(|sentence| !repeats.admit(sentence)).count()
 }
 
 /// Whether the session labels among `cited` (label, session) first appear in `text` in
@@ -130,6 +145,10 @@ impl AnswerScore {
             mode: None,
             fallback: None,
             story_order: None,
+            repeated_sentences: repeated_sentences(text),
+            cut_short: false,
+            seconds: None,
+            budget_seconds: None,
         }
     }
 }
@@ -321,6 +340,19 @@ pub struct AnswerSummary {
     /// Chronology answers citing two sessions or more, and those citing them in story order.
     pub chronology_cited: usize,
     pub chronology_in_story_order: usize,
+    /// Key facts of the arc questions answered, and those found.
+    pub arc_key_facts: usize,
+    pub arc_key_facts_found: usize,
+    /// Sentences that repeat an earlier one of their answer, over all answers.
+    pub repeated_sentences: usize,
+    /// Answers the model was stopped in at its deadline.
+    pub cut_short: usize,
+    /// Seconds per answer's generation, p50 and p95.
+    pub seconds_p50: Option<f64>,
+    pub seconds_p95: Option<f64>,
+    /// Answers planned for a time budget, and those that took over it by more than a fifth.
+    pub budgeted: usize,
+    pub over_budget: usize,
 }
 
 impl AnswerSummary {
@@ -338,6 +370,11 @@ impl AnswerSummary {
             .iter()
             .filter(|(_, answer)| !answer.key_facts_found.is_empty() || !answer.key_facts_missing.is_empty())
             .collect();
+        let arcs: Vec<&&(&QuestionRow, &AnswerScore)> =
+            with_facts.iter().filter(|(row, _)| row.kind == QuestionKind::Arc).collect();
+        let seconds: Vec<f64> = answered.iter().filter_map(|(_, answer)| answer.seconds).collect();
+        let budgeted: Vec<(f64, f64)> =
+            answered.iter().filter_map(|(_, answer)| Some((answer.seconds?, answer.budget_seconds?))).collect();
         Some(AnswerSummary {
             answered: answered.len(),
             cited: answered.iter().filter(|(_, answer)| !answer.valid_citations.is_empty()).count(),
@@ -362,6 +399,17 @@ impl AnswerSummary {
             fallbacks: answered.iter().filter(|(_, answer)| answer.fallback.is_some()).count(),
             chronology_cited: answered.iter().filter(|(_, answer)| answer.story_order.is_some()).count(),
             chronology_in_story_order: answered.iter().filter(|(_, answer)| answer.story_order == Some(true)).count(),
+            arc_key_facts: arcs.iter().map(|(_, a)| a.key_facts_found.len() + a.key_facts_missing.len()).sum(),
+            arc_key_facts_found: arcs.iter().map(|(_, a)| a.key_facts_found.len()).sum(),
+            repeated_sentences: answered.iter().map(|(_, answer)| answer.repeated_sentences).sum(),
+            cut_short: answered.iter().filter(|(_, answer)| answer.cut_short).count(),
+            seconds_p50: percentile(&seconds, 0.5),
+            seconds_p95: percentile(&seconds, 0.95),
+            budgeted: budgeted.len(),
+            over_budget: budgeted
+                .iter()
+                .filter(|(seconds, budget)| *seconds > budget * crate::oracle::DEADLINE_SLACK)
+                .count(),
         })
     }
 }
@@ -782,6 +830,22 @@ held {}/{}",
             a.key_facts_in_material,
             a.key_facts
         );
+        let _ = writeln!(
+            out,
+            "  arc key facts        {}/{} ({:.0}%)",
+            a.arc_key_facts_found,
+            a.arc_key_facts,
+            100.0 * ratio(a.arc_key_facts_found, a.arc_key_facts)
+        );
+        let _ = writeln!(out, "  repeated sentences   {} in all answers", a.repeated_sentences);
+        if let (Some(p50), Some(p95)) = (a.seconds_p50, a.seconds_p95) {
+            let _ = writeln!(
+                out,
+                "  answer seconds       p50 {p50:.1}  p95 {p95:.1}; {} of {} planned for a time budget took over it by \
+more than a fifth; {} stopped at the deadline",
+                a.over_budget, a.budgeted, a.cut_short
+            );
+        }
         let _ = writeln!(out, "  secrets leaked       {} answers\n", a.leaks);
     }
 

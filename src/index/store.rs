@@ -13,6 +13,14 @@ use super::IndexError;
 use crate::compendium::{Compendium, Entity, EntityKind, EntitySource};
 use crate::corpus::{Diagnostic, Fragment, Link, NoteKind, SessionNumber, Visibility, fold};
 
+/// Who made an extractive annotation: no model, the fragment's own most central sentences,
+/// made at ingest for every fragment (`answer::passages::central_sentences`). Stored beside
+/// the model's annotations; the summaries read it where no model annotation exists, the
+/// rerank never (it reads what a model wrote).
+pub const EXTRACTIVE_ANNOTATOR: &str = "extractive";
+/// The version of the extractive annotation's rule, part of its cache key.
+pub const EXTRACTIVE_ANNOTATION_VERSION: &str = "central-sentences.v1";
+
 /// The schema, in order. Each is applied once and recorded in `schema_migrations`.
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_index", include_str!("../../migrations/0001_index.sql")),
@@ -582,7 +590,8 @@ impl Store {
         self.meta(META_COMPENDIUM_VERSION)
     }
 
-    /// Cached annotations of `hashes` by `model` under `prompt_version`: hash → text.
+    /// Cached annotations of `hashes` by `model` under `prompt_version` (for the extractive
+    /// ones, [`EXTRACTIVE_ANNOTATOR`] and [`EXTRACTIVE_ANNOTATION_VERSION`]): hash → text.
     pub fn annotations(
         &self,
         hashes: &[&str],
@@ -610,6 +619,27 @@ impl Store {
              ON CONFLICT (content_hash, model, prompt_version) DO UPDATE SET text = excluded.text",
             params![hash, model, prompt_version, text],
         )?;
+        Ok(())
+    }
+
+    /// Stores many annotations by `model` under `prompt_version` in one transaction.
+    pub fn put_annotations(
+        &mut self,
+        annotations: &[(String, String)],
+        model: &str,
+        prompt_version: &str,
+    ) -> Result<(), IndexError> {
+        let transaction = self.connection.transaction()?;
+        {
+            let mut statement = transaction.prepare_cached(
+                "INSERT INTO annotations (content_hash, model, prompt_version, text) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (content_hash, model, prompt_version) DO UPDATE SET text = excluded.text",
+            )?;
+            for (hash, text) in annotations {
+                statement.execute(params![hash, model, prompt_version, text])?;
+            }
+        }
+        transaction.commit()?;
         Ok(())
     }
 

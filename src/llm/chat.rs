@@ -245,3 +245,87 @@ impl ChatModel for NoChat {
         })
     }
 }
+
+/// A chat model made to run no faster than a slower machine would: it reads each prompt at
+/// `speed.prompt_tokens_per_s` (what the backend holds cached is not read again) and streams
+/// each token at `speed.generated_tokens_per_s`, waiting where the model it wraps is faster,
+/// and reports that speed to the planner. `oraculo ask --pace` and `oraculo eval --pace`
+/// answer as a slow CPU would, on any machine, so that what depends on the speed (the plan,
+/// the deadline, what the model gets to read) is measured at several speeds, not only at
+/// the one this machine has. Waiting costs no CPU; a model slower than the pace keeps its
+/// own speed.
+pub struct PacedChat {
+    inner: std::sync::Arc<dyn ChatModel>,
+    speed: ModelSpeed,
+}
+
+impl PacedChat {
+    pub fn new(inner: std::sync::Arc<dyn ChatModel>, speed: ModelSpeed) -> PacedChat {
+        PacedChat { inner, speed }
+    }
+}
+
+#[async_trait]
+impl ChatModel for PacedChat {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+    fn context_window(&self) -> usize {
+        self.inner.context_window()
+    }
+    async fn window(&self) -> ContextWindow {
+        self.inner.window().await
+    }
+    async fn refresh_window(&self, refusal: &LlmError) -> ContextWindow {
+        self.inner.refresh_window(refusal).await
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        self.inner.count_tokens(text)
+    }
+    fn count_message_tokens(&self, messages: &[ChatMessage]) -> usize {
+        self.inner.count_message_tokens(messages)
+    }
+    fn is_smoke_test(&self) -> bool {
+        self.inner.is_smoke_test()
+    }
+    async fn speed(&self) -> Option<ModelSpeed> {
+        Some(self.speed)
+    }
+    fn cached_prefix_tokens(&self, messages: &[ChatMessage]) -> usize {
+        self.inner.cached_prefix_tokens(messages)
+    }
+    async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
+        use tokio::time::{Duration, Instant, sleep_until};
+        let to_read = self
+            .inner
+            .count_message_tokens(&request.messages)
+            .saturating_sub(self.inner.cached_prefix_tokens(&request.messages));
+        let per_token = Duration::from_secs_f64(1.0 / self.speed.generated_tokens_per_s);
+        let first_token_at = Instant::now() + Duration::from_secs_f64(to_read as f64 / self.speed.prompt_tokens_per_s);
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let generate = async move {
+            let forward = move |piece: &str| {
+                let _ = sender.send(piece.to_string());
+            };
+            // `forward` (and the sender with it) goes when the generation ends: the delivery
+            // below then drains what is left and stops.
+            self.inner.chat(request, Some(&forward)).await
+        };
+        let deliver = async {
+            let mut delivered: u32 = 0;
+            while let Some(piece) = receiver.recv().await {
+                sleep_until(first_token_at + per_token * delivered).await;
+                delivered += 1;
+                if let Some(sink) = on_token {
+                    sink(&piece);
+                }
+            }
+        };
+        let (response, ()) = tokio::join!(generate, deliver);
+        let response = response?;
+        // A reply the backend did not stream still takes the time its tokens would.
+        let generated = response.completion_tokens.unwrap_or(0).min(u32::MAX as usize) as u32;
+        sleep_until(first_token_at + per_token * generated).await;
+        Ok(response)
+    }
+}

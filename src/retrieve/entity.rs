@@ -245,6 +245,37 @@ impl CompendiumIndex {
         names
     }
 
+    /// The byte spans of `text` that name the entity `entity_id`, by any of its names.
+    pub fn mentions_of(&self, text: &str, entity_id: i64) -> Vec<(usize, usize)> {
+        match self.entity_ids.iter().position(|id| *id == entity_id) {
+            Some(entity_idx) => self.matcher.spans_of(text, entity_idx),
+            None => Vec::new(),
+        }
+    }
+
+    /// `text` with every mention of the entity `entity_id` (by any of its names) written as
+    /// `written`, or `None` when `text` does not name it: sentences about one entity compared
+    /// by what they say of it, not by which of its names they use.
+    pub fn with_entity_written_as(&self, text: &str, entity_id: i64, written: &str) -> Option<String> {
+        let spans = self.mentions_of(text, entity_id);
+        if spans.is_empty() {
+            return None;
+        }
+        let mut rewritten = String::with_capacity(text.len());
+        let mut at = 0;
+        for (start, end) in spans {
+            // Two names side by side («el archiduque Leandro de Valdemora») are one mention.
+            let adjacent = at > 0 && text[at..start].trim().is_empty();
+            if !adjacent {
+                rewritten.push_str(&text[at..start]);
+                rewritten.push_str(written);
+            }
+            at = end;
+        }
+        rewritten.push_str(&text[at..]);
+        Some(rewritten)
+    }
+
     /// The entities `question` names, longest alias first, with their store ids.
     pub fn detect(&self, question: &str) -> Vec<(i64, DetectedEntity)> {
         self.matcher
@@ -577,6 +608,25 @@ mod tests {
             ..leandro.clone()
         };
         CompendiumIndex::new(Compendium { entities: vec![leandro, celia] }, vec![11, 12])
+    }
+
+    #[test]
+    fn sentences_about_an_entity_are_compared_under_one_name() {
+        let compendium = titled_compendium();
+        let written = |text: &str, id: i64| compendium.with_entity_written_as(text, id, "LEANDRO");
+        assert_eq!(
+            written("Era el archiduque Leandro de Valdemora, cambiado.", 11).as_deref(),
+            Some("Era LEANDRO, cambiado."),
+            "a title beside the name is one mention"
+        );
+        assert_eq!(
+            written("El archiduque habla; Leandro de Valdemora calla y el ARCHIDUQUE sale.", 11).as_deref(),
+            Some("LEANDRO habla; LEANDRO calla y LEANDRO sale.")
+        );
+        assert_eq!(written("La abadesa reza.", 11), None, "another entity's sentence does not name him");
+        assert_eq!(written("La abadesa reza.", 12).as_deref(), Some("LEANDRO reza."));
+        assert_eq!(written("Los archiduques de antaño.", 11), None, "whole words only");
+        assert_eq!(written("Nadie.", 99), None, "an unknown entity names nothing");
     }
 
     fn table_embedder(floor: Option<NameFloor>, fail: bool) -> TableEmbedder {

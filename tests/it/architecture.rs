@@ -34,7 +34,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "cli",
         &[
             "answer", "app", "config", "corpus", "discord", "eval", "index", "ingest", "llm", "logging", "oracle",
-            "retrieve", "sample", "timeline",
+            "prompt", "retrieve", "sample", "timeline",
         ],
     ),
 ];

@@ -14,6 +14,7 @@ mod chat;
 mod discord;
 mod embedded;
 mod eval;
+mod first_answer;
 mod ingest;
 mod retrieve;
 mod robustness;

@@ -319,7 +319,11 @@ fn the_answer_schema_becomes_a_grammar_with_one_rule_per_shape() {
         grammar.lines().filter_map(|line| line.split_once("-in-notes ::= ")).map(|(_, value)| value).collect()
     }
     let labels = vec!["Sesión 7".to_string(), "Ficha: Baika".to_string()];
-    let schema = oraculo::answer::structured::answer_schema(&labels);
+    let schema = oraculo::answer::structured::answer_schema(
+        &labels,
+        oraculo::answer::structured::MAX_SENTENCES,
+        oraculo::answer::structured::MAX_SENTENCE_CHARS,
+    );
     let grammar = llama_cpp_2::json_schema_to_grammar(&schema.to_string()).expect("llama.cpp reads anyOf and const");
     // The root is an alternation of the two shapes: "true" only with sentences, "false"
     // only with an empty list; the labels are literals.
@@ -327,7 +331,11 @@ fn the_answer_schema_becomes_a_grammar_with_one_rule_per_shape() {
     assert!(root.contains('|'), "{grammar}");
     assert_eq!(flag_values(&grammar), ["\"true\"", "\"false\""], "{grammar}");
     assert!(grammar.contains("Ficha: Baika"), "{grammar}");
-    let nothing_shown = oraculo::answer::structured::answer_schema(&[]);
+    let nothing_shown = oraculo::answer::structured::answer_schema(
+        &[],
+        oraculo::answer::structured::MAX_SENTENCES,
+        oraculo::answer::structured::MAX_SENTENCE_CHARS,
+    );
     let grammar = llama_cpp_2::json_schema_to_grammar(&nothing_shown.to_string()).expect("a grammar");
     assert_eq!(flag_values(&grammar), ["\"false\""], "{grammar}");
     assert!(grammar.contains(r#"-sentences ::= "[" space  space "]""#), "no sentence fits: {grammar}");

@@ -1,0 +1,621 @@
+//! Generation: the model writes the answer to what was prepared, and what it writes is
+//! checked before anyone sees it.
+//!
+//! Three ways to answer ([`AnswerMode`]): structured (a JSON schema of cited sentences, each
+//! judged while the model writes on and again at the end), free text, or extractive (the
+//! notes' own sentences, no model). A model that fails, or a structured reply that never fits
+//! its schema, gives way to the extractive answer; a model that runs out of time keeps the
+//! sentences it wrote and that passed every check.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use tracing::Instrument;
+
+use crate::answer::grounding::{CitedNotes, Ungrounded};
+use crate::answer::passages::{Excerpt, extract_excerpts, render_extractive};
+use crate::answer::structured::{
+    Repeats, Sentence, SentenceStream, StructuredAnswer, answer_schema, complete_sentence_text, parse_structured,
+    render_sentence, render_structured,
+};
+use crate::answer::support::{SupportPassages, support_windows};
+use crate::answer::{AnswerMode, validate_citations};
+use crate::corpus::LabelLanguage;
+use crate::llm::chat::{ChatMessage, ChatRequest, ChatResponse, TokenSink};
+use crate::llm::{EmbedRole, LlmError, SupportFloor};
+use crate::prompt::{answer_messages, structured_answer_messages, structured_retry_message};
+
+use super::answer::{Answer, AnswerTimings, ShownSource, citation_sources};
+use super::{AskError, Oracle, Prepared};
+
+/// Structured replies tried before the answer becomes extractive: the first, and one retry
+/// told what was wrong.
+const STRUCTURED_ATTEMPTS: usize = 2;
+/// Lines an extractive answer to an arc question gives: one per session of the story.
+const ARC_EXTRACTIVE_LINES: usize = 8;
+/// The outer deadline's margin over the one the structured answer keeps itself: time for it
+/// to stop the model and return what was written.
+const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What one of the answer modes produced, before the citation check.
+pub(super) struct MadeAnswer {
+    pub(super) text: String,
+    pub(super) mode: AnswerMode,
+    pub(super) fallback: Option<String>,
+    /// The model stopped before it finished (its time ran out): why, its checked sentences kept.
+    pub(super) cut_short: Option<String>,
+    pub(super) attempts: usize,
+    pub(super) prompt_tokens: Option<usize>,
+    pub(super) cached_prompt_tokens: Option<usize>,
+    pub(super) completion_tokens: Option<usize>,
+    /// The backend refused the prompt as longer than its window: a smaller one may pass.
+    pub(super) refusal: Option<LlmError>,
+    /// Sentences dropped because the notes they cite do not back them, each with why.
+    pub(super) ungrounded: Vec<String>,
+    /// Sentences dropped because they repeat an earlier one of the answer.
+    pub(super) repeated: Vec<String>,
+}
+
+impl MadeAnswer {
+    fn new(text: String, mode: AnswerMode) -> MadeAnswer {
+        MadeAnswer {
+            text,
+            mode,
+            fallback: None,
+            cut_short: None,
+            attempts: 0,
+            prompt_tokens: None,
+            cached_prompt_tokens: None,
+            completion_tokens: None,
+            refusal: None,
+            ungrounded: Vec::new(),
+            repeated: Vec::new(),
+        }
+    }
+
+    fn after_attempts(mut self, attempts: usize) -> MadeAnswer {
+        self.attempts = attempts;
+        self
+    }
+
+    /// Keeps `err` when it is a refusal for length, for [`Oracle::generate`] to plan again.
+    fn refused_by(mut self, err: LlmError) -> MadeAnswer {
+        if err.is_context_exceeded() {
+            self.refusal = Some(err);
+        }
+        self
+    }
+
+    fn with_tokens(mut self, tokens: &Tokens) -> MadeAnswer {
+        (self.prompt_tokens, self.cached_prompt_tokens, self.completion_tokens) =
+            (tokens.prompt, tokens.cached, tokens.completion);
+        self
+    }
+}
+
+/// The tokens every attempt of one answer read and wrote.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tokens {
+    prompt: Option<usize>,
+    cached: Option<usize>,
+    completion: Option<usize>,
+}
+
+impl Tokens {
+    fn add(&mut self, response: &ChatResponse) {
+        let add = |total: &mut Option<usize>, more: Option<usize>| {
+            if let Some(more) = more {
+                *total = Some(total.unwrap_or(0) + more);
+            }
+        };
+        add(&mut self.prompt, response.prompt_tokens);
+        add(&mut self.cached, response.cached_prompt_tokens);
+        add(&mut self.completion, response.completion_tokens);
+    }
+}
+
+impl Oracle {
+    /// The model writes the answer to what was prepared (structured, free, or, when no model
+    /// can, the notes' own sentences); its citations are checked against the labels shown.
+    /// A prompt the backend refuses as longer than its window is planned again once, for the
+    /// window it reports, and tried again; a second refusal leaves the extractive answer.
+    pub async fn generate(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
+        let generation_started = Instant::now();
+        let english = crate::lexicon::language_of(&prepared.question) == LabelLanguage::En;
+        let time_notice = prepared.search.time.notice(english);
+        let deadline = self.deadline_of(prepared);
+        let deadline_at = tokio::time::Instant::now() + deadline;
+        let generation = async {
+            // Only sessions that are not there were asked about: say so, naming the last one.
+            if prepared.search.time.answers_alone() {
+                return (MadeAnswer::new(time_notice.clone().unwrap_or_default(), AnswerMode::Extractive), None);
+            }
+            let mut made = self.make_answer(prepared, on_token, deadline_at).await;
+            let replanned = match made.refusal.take() {
+                Some(refusal) => self.replan(prepared, &refusal).await,
+                None => None,
+            };
+            if let Some(replanned) = &replanned {
+                made = self.make_answer(replanned, on_token, deadline_at).await;
+                made.attempts += 1;
+            }
+            (made, replanned)
+        };
+        // Every attempt, a re-planned one included, within one deadline; dropping the
+        // generation cancels it (a server request is closed, llama.cpp stops at its next
+        // token). The structured answer keeps the deadline itself and returns what it wrote.
+        let (mut made, replanned) = match tokio::time::timeout_at(deadline_at + DEADLINE_GRACE, generation).await {
+            Ok(done) => done,
+            Err(_) => (self.extract(prepared, Some(self.out_of_time(prepared))), None),
+        };
+        let prepared = replanned.as_ref().unwrap_or(prepared);
+        if let Some(notice) = time_notice.filter(|_| !prepared.search.time.answers_alone()) {
+            made.text = format!("{notice}\n\n{}", made.text);
+        }
+        let generation_ms = generation_started.elapsed().as_secs_f64() * 1000.0;
+        if let Some(reason) = &made.fallback {
+            tracing::warn!(%reason, "the model could not answer; the answer is extractive");
+        }
+        Ok(self.answer_from(prepared, made, generation_ms))
+    }
+
+    /// The answer object: `made`'s citations checked against what `prepared` showed.
+    fn answer_from(&self, prepared: &Prepared, made: MadeAnswer, generation_ms: f64) -> Answer {
+        let Prepared { question, started, search, rerank, rerank_prompt_tokens, context, texts, plan, chosen, .. } =
+            prepared;
+        // An extractive answer cites the chosen fragments and story lines it quotes, shown
+        // to the model or not.
+        let citable: Vec<String> = match made.mode {
+            AnswerMode::Extractive => chosen
+                .iter()
+                .map(|c| c.label.clone())
+                .chain(context.arc.iter().flat_map(|arc| arc.lines.iter().map(|line| line.label.clone())))
+                .collect(),
+            _ => context.shown_labels.clone(),
+        };
+        let validated = validate_citations(&made.text, &citable);
+        if !validated.invented.is_empty() {
+            tracing::warn!(n_invented = validated.invented.len(), "the answer cited labels it was not shown");
+        }
+        let citations = citation_sources(&validated, context, texts, &search.candidates);
+        let shown = |fragment_id, label: &String, session| ShownSource { fragment_id, label: label.clone(), session };
+        Answer {
+            question: question.clone(),
+            text: validated.text.clone(),
+            citations,
+            invented_citations: validated.invented.clone(),
+            fragments_shown: context.full.iter().map(|f| shown(f.fragment_id, &f.label, f.session)).collect(),
+            summaries_shown: context.summaries.iter().map(|s| shown(s.fragment_id, &s.label, s.session)).collect(),
+            story_shown: context
+                .arc
+                .iter()
+                .flat_map(|arc| arc.lines.iter().map(|line| shown(line.fragment_id, &line.label, Some(line.session))))
+                .collect(),
+            dropped_for_budget: context.dropped_for_budget,
+            rerank: rerank.clone(),
+            rerank_prompt_tokens: *rerank_prompt_tokens,
+            search_query: search.search_query.clone(),
+            followup_expanded: search.followup_expanded,
+            entities: search.entities.clone(),
+            pool_size: search.candidates.len(),
+            timings: AnswerTimings {
+                generation_ms,
+                total_ms: started.elapsed().as_secs_f64() * 1000.0,
+                ..AnswerTimings::before_generation(prepared)
+            },
+            chat_model: self.chat.id().to_string(),
+            embedder: self.embedder.id().to_string(),
+            prompt_tokens: made.prompt_tokens,
+            cached_prompt_tokens: made.cached_prompt_tokens,
+            completion_tokens: made.completion_tokens,
+            mode: made.mode,
+            fallback: made.fallback,
+            cut_short: made.cut_short,
+            attempts: made.attempts,
+            context_plan: plan.clone(),
+            missing_paths: search.missing_paths.clone(),
+            ungrounded: made.ungrounded,
+            repeated: made.repeated,
+        }
+    }
+
+    /// One answer in the configured mode, the model stopped at `deadline_at`.
+    async fn make_answer(
+        &self,
+        prepared: &Prepared,
+        on_token: Option<TokenSink<'_>>,
+        deadline_at: tokio::time::Instant,
+    ) -> MadeAnswer {
+        match self.answer_mode() {
+            AnswerMode::Extractive => self.extract(prepared, None),
+            AnswerMode::Free => self.generate_free(prepared, on_token).await,
+            AnswerMode::Structured => self.generate_structured(prepared, on_token, deadline_at).await,
+        }
+    }
+
+    /// Free text, citing by the prompt's rule; extractive when the model fails.
+    async fn generate_free(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> MadeAnswer {
+        let request = ChatRequest {
+            messages: answer_messages(&prepared.question, &prepared.history, &prepared.context),
+            json_schema: None,
+            max_tokens: prepared.plan.answer_tokens,
+            temperature: self.settings.temperature,
+        };
+        tracing::trace!(prompt = ?request.messages, "the free answer's prompt");
+        let span = tracing::info_span!("answer.generate", model = self.chat.id(), mode = "free");
+        match self.chat.chat(&request, on_token).instrument(span).await {
+            Ok(response) => {
+                let mut tokens = Tokens::default();
+                tokens.add(&response);
+                MadeAnswer::new(response.text, AnswerMode::Free).after_attempts(1).with_tokens(&tokens)
+            }
+            Err(err) => self.extract(prepared, Some(format!("{err}"))).after_attempts(1).refused_by(err),
+        }
+    }
+
+    /// Sentences in a JSON schema whose labels are exactly those shown, each streamed as it
+    /// completes and passes the checks ([`SentenceJudge`]); one retry told what was wrong,
+    /// when there is time for it, then extractive. At `deadline_at` the model is stopped and
+    /// the sentences it had written and that passed are the answer.
+    async fn generate_structured(
+        &self,
+        prepared: &Prepared,
+        on_token: Option<TokenSink<'_>>,
+        deadline_at: tokio::time::Instant,
+    ) -> MadeAnswer {
+        let shown = &prepared.context.shown_labels;
+        if shown.is_empty() {
+            return self.extract(prepared, None);
+        }
+        let judge = SentenceJudge::new(self, prepared).await;
+        let mut messages =
+            structured_answer_messages(&prepared.question, &prepared.history, &prepared.context, prepared.plan.prompt);
+        let mut tokens = Tokens::default();
+        let mut problem = String::new();
+        for attempt in 1..=STRUCTURED_ATTEMPTS {
+            if attempt > 1 && !self.has_time_to_retry(prepared, deadline_at) {
+                problem = format!("{problem}; no time was left to ask again");
+                break;
+            }
+            let request = ChatRequest {
+                messages: messages.clone(),
+                json_schema: Some(answer_schema(shown, prepared.plan.max_sentences, prepared.plan.max_sentence_chars)),
+                max_tokens: prepared.plan.answer_tokens,
+                temperature: self.settings.temperature,
+            };
+            let streamed = Mutex::new(Vec::new());
+            let reply = tokio::time::timeout_at(
+                deadline_at,
+                self.write_checking(&request, &judge, &streamed, on_token, attempt),
+            )
+            .await;
+            let response = match reply {
+                Ok(Ok(response)) => response,
+                Ok(Err(err)) => {
+                    return self
+                        .extract(prepared, Some(format!("{err}")))
+                        .after_attempts(attempt)
+                        .refused_by(err)
+                        .with_tokens(&tokens);
+                }
+                Err(_) => {
+                    let written = streamed.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    return self.cut_short(prepared, written, attempt).with_tokens(&tokens);
+                }
+            };
+            tokens.add(&response);
+            match parse_structured(&response.text, shown) {
+                Ok(answer) => return judge.judge_reply(answer).await.after_attempts(attempt).with_tokens(&tokens),
+                Err(err) => {
+                    tracing::warn!(attempt, reason = %err, "the structured answer cannot be used");
+                    problem = err.to_string();
+                    messages.push(ChatMessage::assistant(response.text));
+                    messages.push(structured_retry_message(&problem));
+                }
+            }
+        }
+        self.extract(prepared, Some(format!("the model's structured answer could not be used ({problem})")))
+            .after_attempts(STRUCTURED_ATTEMPTS)
+            .with_tokens(&tokens)
+    }
+
+    /// One structured reply, its complete sentences judged while the model writes on: those
+    /// that pass go to `on_token` and into `streamed`, as the final answer will hold them.
+    async fn write_checking(
+        &self,
+        request: &ChatRequest,
+        judge: &SentenceJudge<'_>,
+        streamed: &Mutex<Vec<Sentence>>,
+        on_token: Option<TokenSink<'_>>,
+        attempt: usize,
+    ) -> Result<ChatResponse, LlmError> {
+        tracing::trace!(prompt = ?request.messages, "the structured answer's prompt");
+        let stream = Mutex::new(SentenceStream::new());
+        // Sentences the notes back by the letter cross to a checker that judges their meaning
+        // (an embedding, so async) beside the generation.
+        let (to_checker, mut checked) = tokio::sync::mpsc::unbounded_channel::<Sentence>();
+        let span = tracing::info_span!("answer.generate", model = self.chat.id(), mode = "structured", attempt);
+        let generate = async move {
+            let sentences_sink = |piece: &str| {
+                let complete = match stream.lock() {
+                    Ok(mut stream) => stream.push(piece),
+                    Err(_) => Vec::new(),
+                };
+                for sentence in complete.iter().filter_map(|sentence| judge.by_the_letter(sentence).ok()) {
+                    let _ = to_checker.send(sentence);
+                }
+            };
+            // `to_checker` goes with this block: the checker then ends.
+            self.chat.chat(request, Some(&sentences_sink)).instrument(span).await
+        };
+        let show = async {
+            let mut repeats = Repeats::default();
+            while let Some(sentence) = checked.recv().await {
+                if judge.by_meaning(&sentence).await.is_ok() && repeats.admit(&sentence.text) {
+                    if let Some(sink) = on_token {
+                        sink(&format!("{} ", render_sentence(&sentence)));
+                    }
+                    if let Ok(mut streamed) = streamed.lock() {
+                        streamed.push(sentence);
+                    }
+                }
+            }
+        };
+        let (response, ()) = tokio::join!(generate, show);
+        response
+    }
+
+    /// When the model is stopped: the configured deadline, or the plan's when the time is
+    /// the limit and it is sooner.
+    fn deadline_of(&self, prepared: &Prepared) -> std::time::Duration {
+        match prepared.plan.deadline_seconds {
+            Some(seconds) => self.settings.deadline.min(std::time::Duration::from_secs_f64(seconds)),
+            None => self.settings.deadline,
+        }
+    }
+
+    /// Why an answer stopped at its deadline, naming the setting that set it.
+    fn out_of_time(&self, prepared: &Prepared) -> String {
+        let deadline = self.deadline_of(prepared);
+        let setting = if deadline < self.settings.deadline {
+            "chat.answer_seconds and a fifth more"
+        } else {
+            "chat.answer_deadline_secs"
+        };
+        format!("the model had not finished after {:.0} s ({setting})", deadline.as_secs_f64())
+    }
+
+    /// Whether a second structured reply can be written before `deadline_at`: under a time
+    /// plan, its expected writing time must fit what is left.
+    fn has_time_to_retry(&self, prepared: &Prepared, deadline_at: tokio::time::Instant) -> bool {
+        let left = deadline_at.saturating_duration_since(tokio::time::Instant::now()).as_secs_f64();
+        match prepared.plan.writing_seconds() {
+            Some(writing) => left >= writing,
+            None => left > 0.0,
+        }
+    }
+
+    /// The answer when the model ran out of time: the sentences it wrote that passed every
+    /// check, or the notes' own sentences when it had written none.
+    fn cut_short(&self, prepared: &Prepared, written: Vec<Sentence>, attempt: usize) -> MadeAnswer {
+        if written.is_empty() {
+            return self.extract(prepared, Some(self.out_of_time(prepared))).after_attempts(attempt);
+        }
+        let language = crate::lexicon::language_of(&prepared.question);
+        tracing::warn!(n_sentences = written.len(), "the model ran out of time; its checked sentences are the answer");
+        let answer = StructuredAnswer { in_notes: true, sentences: written };
+        let mut made = MadeAnswer::new(render_structured(&answer, language), AnswerMode::Structured);
+        made.cut_short = Some(self.out_of_time(prepared));
+        made.after_attempts(attempt)
+    }
+
+    /// The extractive answer: 2 to 5 sentences of the chosen fragments, each with its label;
+    /// for an arc question, the story's best line of each session, in story order.
+    /// `fallback`: why the model's answer is not used, when it was asked.
+    pub(super) fn extract(&self, prepared: &Prepared, fallback: Option<String>) -> MadeAnswer {
+        let _span = tracing::info_span!("answer.extract", n_chosen = prepared.chosen.len()).entered();
+        let language = crate::lexicon::language_of(&prepared.question);
+        let excerpts = match prepared.context.arc.as_ref().filter(|arc| !arc.lines.is_empty()) {
+            Some(arc) => {
+                let mut lines: Vec<Excerpt> = arc
+                    .lines
+                    .iter()
+                    .filter(|line| line.best)
+                    .map(|line| Excerpt { label: line.label.clone(), text: line.text.clone() })
+                    .collect();
+                if lines.len() > ARC_EXTRACTIVE_LINES {
+                    // The first appearances and the last: where the story starts and where it stands.
+                    lines.drain(ARC_EXTRACTIVE_LINES - 1..lines.len() - 1);
+                }
+                lines
+            }
+            None => self.excerpts_of_chosen(prepared),
+        };
+        let mut made =
+            MadeAnswer::new(render_extractive(&excerpts, language, fallback.is_some()), AnswerMode::Extractive);
+        made.fallback = fallback;
+        made
+    }
+
+    /// The excerpts of the chosen fragments for the question. A question that names sessions
+    /// («¿qué pasó en la sesión 27?») is answered from those sessions when they were chosen:
+    /// their words, not other notes that say «sesión».
+    fn excerpts_of_chosen(&self, prepared: &Prepared) -> Vec<Excerpt> {
+        let named = &prepared.search.time.named_sessions;
+        let names_chosen = prepared.chosen.iter().any(|c| c.session.is_some_and(|session| named.contains(&session)));
+        let fragments: Vec<(&str, &str)> = prepared
+            .chosen
+            .iter()
+            .filter(|candidate| !names_chosen || candidate.session.is_some_and(|session| named.contains(&session)))
+            .filter_map(|candidate| {
+                let stored = prepared.texts.get(&candidate.fragment_id)?;
+                Some((candidate.label.as_str(), stored.fragment.text.as_str()))
+            })
+            .collect();
+        extract_excerpts(&fragments, &prepared.terms)
+    }
+}
+
+/// Every check a structured sentence passes before anyone sees it, the same while the model
+/// streams and at the end: complete (no ellipsis copied from a cut passage), backed by the
+/// letter of the notes it cites (numbers and names, `answer::grounding`), near in meaning to
+/// a passage of them (`answer::support`, when the embedder has a calibrated floor), and not
+/// a repeat of an earlier sentence.
+struct SentenceJudge<'a> {
+    oracle: &'a Oracle,
+    prepared: &'a Prepared,
+    grounds: CitedNotes,
+    support: Option<(SupportPassages, SupportFloor)>,
+    /// Meaning verdicts by sentence text and sources: judged once while streaming, reused at the end.
+    verdicts: Mutex<HashMap<String, Result<(), Ungrounded>>>,
+    /// The answer's language, which is the question's.
+    language: LabelLanguage,
+}
+
+impl<'a> SentenceJudge<'a> {
+    async fn new(oracle: &'a Oracle, prepared: &'a Prepared) -> SentenceJudge<'a> {
+        let context = &prepared.context;
+        // What each sentence may rest on: the chosen fragments whole (the note, not only the
+        // passages shown), the story's lines and the summaries.
+        let grounds = CitedNotes::new(
+            prepared
+                .texts
+                .values()
+                .map(|stored| (stored.fragment.label.as_str(), stored.fragment.text.as_str()))
+                .chain(context.full.iter().map(|f| (f.label.as_str(), f.text.as_str())))
+                .chain(context.arc.iter().flat_map(|arc| arc.lines.iter().map(|l| (l.label.as_str(), l.text.as_str()))))
+                .chain(context.summaries.iter().map(|s| (s.label.as_str(), s.summary.as_str()))),
+            &context.shown_labels,
+        )
+        .for_question(&prepared.question);
+        SentenceJudge {
+            oracle,
+            prepared,
+            grounds,
+            support: oracle.support_passages(prepared).await,
+            verdicts: Mutex::new(HashMap::new()),
+            language: crate::lexicon::language_of(&prepared.question),
+        }
+    }
+
+    /// The sentence as it may be shown, cited to the notes that back it by the letter (its
+    /// own sources, or with the notes shown that hold what they lack), or why it may not be.
+    fn by_the_letter(&self, sentence: &Sentence) -> Result<Sentence, String> {
+        let text = complete_sentence_text(&sentence.text).ok_or_else(|| "cut off mid-sentence".to_string())?;
+        self.grounds
+            .attribute(&text, &sentence.sources, &self.prepared.names)
+            .map(|sources| Sentence { text, sources })
+            .map_err(|reason| reason.to_string())
+    }
+
+    /// Whether a passage of the notes `sentence` cites says what it says, judged once per
+    /// sentence text and sources.
+    async fn by_meaning(&self, sentence: &Sentence) -> Result<(), Ungrounded> {
+        let Some((passages, floor)) = &self.support else { return Ok(()) };
+        let key = format!("{}\u{1f}{}", sentence.text, sentence.sources.join("\u{1f}"));
+        if let Some(verdict) = self.verdicts.lock().ok().and_then(|verdicts| verdicts.get(&key).cloned()) {
+            return verdict;
+        }
+        let embedded = self.oracle.embedder.embed(std::slice::from_ref(&sentence.text), EmbedRole::Query).await;
+        let verdict = match embedded {
+            Ok(mut vectors) if vectors.len() == 1 => {
+                let vector = vectors.remove(0);
+                let nearest = passages.nearest(&vector, &sentence.sources);
+                tracing::trace!(sentence = %sentence.text, sources = ?sentence.sources, ?nearest, "support judged");
+                // The answer's language picks the floor: a short sentence's own words are too
+                // few to tell («Tomás fell on the bridge» has a Spanish accent and «a»).
+                let same_language = self.grounds.all_in_language(&sentence.sources, self.language);
+                passages.verdict(&vector, same_language, &sentence.sources, floor.same_language, floor.other_language)
+            }
+            Ok(_) | Err(_) => {
+                tracing::warn!("support not judged: a sentence could not be embedded");
+                Ok(())
+            }
+        };
+        if let Ok(mut verdicts) = self.verdicts.lock() {
+            verdicts.insert(key, verdict.clone());
+        }
+        verdict
+    }
+
+    /// The whole reply judged sentence by sentence, in order, as it streamed: what passes is
+    /// the answer; nothing left that the notes back means the notes do not hold it.
+    async fn judge_reply(&self, reply: StructuredAnswer) -> MadeAnswer {
+        let mut kept = Vec::new();
+        let mut ungrounded = Vec::new();
+        let mut repeated = Vec::new();
+        let mut repeats = Repeats::default();
+        for sentence in reply.sentences {
+            let verdict = match self.by_the_letter(&sentence) {
+                Ok(attributed) => self.by_meaning(&attributed).await.map(|()| attributed).map_err(|r| r.to_string()),
+                Err(reason) => Err(reason),
+            };
+            match verdict {
+                Ok(attributed) if !repeats.admit(&attributed.text) => {
+                    tracing::debug!(sentence = %attributed.text, "a sentence that repeats an earlier one is dropped");
+                    repeated.push(render_sentence(&attributed));
+                }
+                Ok(attributed) => {
+                    if attributed.sources != sentence.sources {
+                        tracing::debug!(sentence = %sentence.text, from = ?sentence.sources, to = ?attributed.sources, "a sentence is cited to the notes that back it");
+                    }
+                    kept.push(attributed);
+                }
+                Err(reason) => {
+                    tracing::info!(%reason, "a sentence the notes do not back is dropped");
+                    tracing::debug!(sentence = %sentence.text, %reason, "dropped sentence");
+                    ungrounded.push(format!("{} ({reason})", render_sentence(&sentence)));
+                }
+            }
+        }
+        let answer = StructuredAnswer { in_notes: reply.in_notes && !kept.is_empty(), sentences: kept };
+        let mut made = MadeAnswer::new(render_structured(&answer, self.language), AnswerMode::Structured);
+        made.ungrounded = ungrounded;
+        made.repeated = repeated;
+        made
+    }
+}
+
+impl Oracle {
+    /// The shown notes cut into support passages and embedded, with the embedder's floors;
+    /// `None` when the embedder has no calibrated floor, or the embedding failed (logged: the
+    /// answer then goes out with the checks by the letter only).
+    async fn support_passages(&self, prepared: &Prepared) -> Option<(SupportPassages, SupportFloor)> {
+        let floor = self.embedder.support_floor()?;
+        let started = Instant::now();
+        let context = &prepared.context;
+        let shown = context.full.iter().map(|f| (f.label.as_str(), f.text.as_str()));
+        let story = context.arc.iter().flat_map(|arc| arc.lines.iter().map(|l| (l.label.as_str(), l.text.as_str())));
+        let summaries = context.summaries.iter().map(|s| (s.label.as_str(), s.summary.as_str()));
+        // Each passage's label, and its text.
+        let (labels, windows): (Vec<String>, Vec<String>) = shown
+            .chain(story)
+            .chain(summaries)
+            .flat_map(|(label, text)| support_windows(text).into_iter().map(move |window| (label.to_string(), window)))
+            .unzip();
+        let span = tracing::info_span!("answer.support", n_passages = windows.len());
+        match self.embedder.embed(&windows, EmbedRole::Query).instrument(span).await {
+            Ok(vectors) if vectors.len() == windows.len() => {
+                tracing::debug!(
+                    n_passages = windows.len(),
+                    ms = started.elapsed().as_secs_f64() * 1000.0,
+                    "support passages embedded"
+                );
+                Some((SupportPassages::new(&labels, vectors), floor))
+            }
+            Ok(vectors) => {
+                tracing::warn!(
+                    expected = windows.len(),
+                    got = vectors.len(),
+                    "support check off: the embedder returned the wrong number of vectors"
+                );
+                None
+            }
+            Err(err) => {
+                tracing::warn!(%err, "support check off: the shown notes could not be embedded");
+                None
+            }
+        }
+    }
+}
