@@ -339,4 +339,115 @@ mod tests {
             }
         }
     }
+
+    /// The adventure log (a real players' vault, `../shared/corpora/adventure-log-en`): every
+    /// label that is not a session, as `oraculo sources` prints them for that vault (its
+    /// `characters/` notes are sheets, the rest world documents, each named by its title).
+    const ADVENTURE_LOG_NOTES: &[&str] = &[
+        "Ficha: Agatha",
+        "Ficha: Alder Wickwire",
+        "Ficha: Aliana",
+        "Ficha: Beezer Twelve Washingbeard",
+        "Ficha: Fallon",
+        "Ficha: Flameskull",
+        "Ficha: Gil",
+        "Ficha: Glasstaff",
+        "Ficha: Gundren Rockseeker",
+        "Ficha: Hotan",
+        "Ficha: King Grohl",
+        "Ficha: Klarg",
+        "Ficha: Kleb Fumpton",
+        "Ficha: Labyrinth Guardian",
+        "Ficha: Lantern Spirit",
+        "Ficha: Lord Neverember",
+        "Ficha: Nothic",
+        "Ficha: Ozamataz Buckshank",
+        "Ficha: Puppetmaster",
+        "Ficha: Rowan Chokrotsk",
+        "Ficha: Rulkorf Alpensinger",
+        "Ficha: Sildar Hallwinter",
+        "Ficha: Sister Garaele",
+        "Ficha: Skeleton Giant",
+        "Ficha: Skeleton Minotaur",
+        "Ficha: Spectator",
+        "Ficha: The Black Spider",
+        "Ficha: Toby Keith \"TK\" Blackbird",
+        "Ficha: Yemick",
+        "Mundo: Avorio Mansion",
+        "Mundo: Bag of Holding",
+        "Mundo: Cabin Journal",
+        "Mundo: Cabin in the Maze",
+        "Mundo: Calibur",
+        "Mundo: Candlekeep",
+        "Mundo: Cragmaw Castle",
+        "Mundo: Cragmaw Hideout",
+        "Mundo: Hall of Mirrors",
+        "Mundo: Lozenge Azure",
+        "Mundo: Lozenge Gules",
+        "Mundo: Manta Ray Cloak",
+        "Mundo: Merchant Arcane",
+        "Mundo: Mistcutter",
+        "Mundo: Neverwinter",
+        "Mundo: Phandalin",
+        "Mundo: Port Nyanzaru",
+        "Mundo: Quest Tracker",
+        "Mundo: Soul Lantern",
+        "Mundo: Sword Coast Carnival",
+        "Mundo: The Cragmaws",
+        "Mundo: The Harpers",
+        "Mundo: The Oremaster",
+        "Mundo: The Party",
+        "Mundo: The Redbrands",
+        "Mundo: The Spellforge",
+        "Mundo: The Zentarum",
+        "Mundo: Tresendar Manor",
+        "Mundo: Waterdeep",
+        "Mundo: Wave Echo Cave",
+        "Mundo: index",
+        "Mundo: orange-theory",
+    ];
+
+    /// The adventure-log bank holds at least 40 answerable questions and 4 of each kind, its gold
+    /// labels are labels Oráculo gives that vault (`session-NN.md` is «Sesión NN» for NN up to
+    /// 73, `session-0.5.md` «Sesión 0»), its follow-ups are ones the follow-up rule expands, and
+    /// the time path reads at least 6 of its time questions.
+    #[test]
+    fn the_adventure_log_bank_is_complete() {
+        let bank = parse_and_check(include_str!("../../eval/adventure-questions.jsonl")).unwrap();
+        let answerable = bank.iter().filter(|question| question.kind != QuestionKind::Unanswerable).count();
+        assert!(answerable >= 40, "{answerable}");
+        for kind in QuestionKind::ALL {
+            let n = bank.iter().filter(|question| question.kind == kind).count();
+            assert!(n >= 4, "{}: {n}", kind.as_str());
+        }
+        for question in &bank {
+            for label in &question.expected {
+                match label.strip_prefix("Sesión ") {
+                    Some(number) => {
+                        let number: u32 = number.parse().unwrap_or(u32::MAX);
+                        assert!(number <= 73, "{}: {label}", question.id);
+                    }
+                    None => assert!(ADVENTURE_LOG_NOTES.contains(&label.as_str()), "{}: {label}", question.id),
+                }
+            }
+            if question.kind == QuestionKind::Followup {
+                let (expanded, decision) =
+                    crate::retrieve::decide_followup(&question.question, &question.history, false);
+                assert!(expanded.is_some(), "{}: {}", question.id, decision.reason);
+            }
+        }
+        let time_questions: Vec<&EvalQuestion> =
+            bank.iter().filter(|question| question.kind == QuestionKind::Time).collect();
+        let unread: Vec<&str> = time_questions
+            .iter()
+            .filter(|question| crate::retrieve::time::parse_time_references(&question.question).is_empty())
+            .map(|question| question.id.as_str())
+            .collect();
+        // a44's «Dock 41» is not a session, so nothing is read there on purpose. FIXME: a45's
+        // «session 0.5», the vault's own name for its catch-up chronicle, is not read either:
+        // it reads as «session 0» and «5», and the time path takes sessions from 1 (the
+        // chronicle is «Sesión 0» here, so no number the time path reads can name it).
+        assert_eq!(unread, ["a44", "a45"]);
+        assert!(time_questions.len() - unread.len() >= 6, "{}", time_questions.len() - unread.len());
+    }
 }
