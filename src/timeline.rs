@@ -272,6 +272,7 @@ async fn recap_inner(
             entity_path: None,
             path_lengths: crate::retrieve::PathLengths::default(),
             bm25_terms: crate::retrieve::Bm25Terms::default(),
+            lists: Vec::new(),
         },
         time: TimeDiagnostics {
             references: vec![TimeReference::Session { number: session.0 }],

@@ -20,6 +20,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::index::Index;
 use crate::oracle::{AnswerTimings, AskRequest, Oracle, Pipeline, Prepared};
+use crate::retrieve::bm25::Bm25Scoring;
 use crate::retrieve::rerank::RerankDecision;
 use crate::retrieve::{Audience, CompendiumIndex, PathSet, RetrievalPath};
 
@@ -54,13 +55,54 @@ pub struct EvalOptions {
     pub baseline_cache: Option<std::path::PathBuf>,
 }
 
-/// The path ablations, in the order the table prints them (the three fused is `FUSION_ONLY`).
+/// The path ablations, in the order the table prints them (the three fused is `FUSION_ONLY`),
+/// then the BM25 path and the fusion with each other way of scoring BM25 (by passages).
 fn path_variants() -> Vec<PathSet> {
     use RetrievalPath::{Bm25, Dense, Entity};
-    [vec![Dense], vec![Bm25], vec![Entity], vec![Dense, Bm25], vec![Dense, Entity], vec![Bm25, Entity]]
-        .iter()
-        .map(|paths| PathSet::only(paths))
-        .collect()
+    let mut variants: Vec<PathSet> =
+        [vec![Dense], vec![Bm25], vec![Entity], vec![Dense, Bm25], vec![Dense, Entity], vec![Bm25, Entity]]
+            .iter()
+            .map(|paths| PathSet::only(paths))
+            .collect();
+    for scoring in Bm25Scoring::ALL.into_iter().filter(|scoring| *scoring != crate::retrieve::bm25::BM25_SCORING) {
+        variants.push(PathSet::only(&[Bm25]).scoring_bm25_by(scoring));
+        variants.push(PathSet::ALL.scoring_bm25_by(scoring));
+    }
+    variants
+}
+
+/// Each path's list for the full pipeline's search, as `label#part` best first, with the
+/// BM25 path scored every way: what a fusion rule can be tried on without searching again.
+fn path_lists(index: &Index, prepared: &Prepared, depth: usize) -> anyhow::Result<score::PathLists> {
+    let search = &prepared.search;
+    let mut lists: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut weights: BTreeMap<String, f64> = BTreeMap::new();
+    let named = |ids: &[i64]| -> anyhow::Result<Vec<String>> {
+        let heads = index.store.fragment_heads(ids)?;
+        Ok(heads.into_iter().map(|head| format!("{}#{}", head.label, head.part)).collect())
+    };
+    for (path, weight, ids) in &search.diagnostics.lists {
+        lists.insert(path.as_str().to_string(), named(ids)?);
+        weights.insert(path.as_str().to_string(), *weight);
+    }
+    for scoring in Bm25Scoring::ALL {
+        let hits = crate::retrieve::bm25::search_bm25(
+            &index.store,
+            &search.search_query,
+            Audience::Player.visibility_filter(),
+            depth,
+            scoring,
+        )?;
+        lists.insert(format!("bm25 by {}", scoring.as_str()), named(&hits.ids)?);
+    }
+    let pool = search.candidates.iter().map(|c| format!("{}#{}", c.label, c.part)).collect();
+    Ok(score::PathLists {
+        lists,
+        weights,
+        named_sessions: search.time.named_sessions.iter().map(|session| session.0).collect(),
+        arc: search.diagnostics.entity_path.as_ref().is_some_and(|evidence| evidence.arc),
+        pool,
+    })
 }
 
 /// Where `expected` shows up in what was prepared.
@@ -213,8 +255,10 @@ async fn eval_question(
     // Unanswerable questions list no key facts, and the summary counts answerable ones only.
     let material =
         score::MaterialFacts::new(question, &full.context.text, full.plan.limited_by, full.plan.material_tokens);
+    let paths = path_lists(index, &full, crate::retrieve::path_depth(oracle.k()))?;
     Ok(QuestionRow {
         variants,
+        paths: Some(paths),
         material,
         search_query: full.search.search_query.clone(),
         rerank: Some(rerank_outcome(&full.rerank)),

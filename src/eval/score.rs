@@ -209,6 +209,9 @@ pub struct QuestionRow {
     /// What the rerank did in the full pipeline (`applied`, or why it was skipped).
     pub rerank: Option<String>,
     pub answer: Option<AnswerScore>,
+    /// Each path's list for the full pipeline's search, for trying fusion rules offline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paths: Option<PathLists>,
     /// The key facts in the material the full pipeline would show the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub material: Option<MaterialFacts>,
@@ -232,6 +235,7 @@ impl QuestionRow {
             search_query: String::new(),
             rerank: None,
             answer: None,
+            paths: None,
             material: None,
             timings: None,
             error: None,
@@ -241,6 +245,17 @@ impl QuestionRow {
     fn answerable(&self) -> bool {
         self.kind != QuestionKind::Unanswerable && !self.expected.is_empty()
     }
+}
+
+/// Each path's ranked list for one question (`label#part`, best first), the fusion weight
+/// each got, the sessions the question names, whether it asks an arc, and the fused pool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PathLists {
+    pub lists: BTreeMap<String, Vec<String>>,
+    pub weights: BTreeMap<String, f64>,
+    pub named_sessions: Vec<u32>,
+    pub arc: bool,
+    pub pool: Vec<String>,
 }
 
 /// Recall over an arc's gold sessions at each stage.
@@ -899,6 +914,7 @@ mod tests {
             search_query: String::new(),
             rerank: None,
             answer: None,
+            paths: None,
             material: None,
             timings: None,
             error: None,

@@ -26,7 +26,16 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_index", include_str!("../../migrations/0001_index.sql")),
     ("0002_room_for_retrieval", include_str!("../../migrations/0002_room_for_retrieval.sql")),
     ("0003_fragment_ids_never_reused", include_str!("../../migrations/0003_fragment_ids_never_reused.sql")),
+    ("0004_bm25_over_passages", include_str!("../../migrations/0004_bm25_over_passages.sql")),
 ];
+
+/// Words of one BM25 passage (`fragment_windows`): about what the naive baseline's windows
+/// hold, a scene of a session, short enough that a long note does not win on words it merely
+/// contains somewhere.
+pub const BM25_WINDOW_WORDS: usize = 300;
+/// Words from one BM25 passage to the next: half a window, so a scene cut by one window is
+/// whole in the next.
+pub const BM25_WINDOW_STEP: usize = 150;
 
 /// The meta key naming the live LanceDB table.
 pub const META_VECTOR_TABLE: &str = "vector_table";
@@ -188,7 +197,31 @@ impl Store {
             .map_err(sqlite)?;
         let mut store = Store { connection };
         store.migrate().map_err(sqlite)?;
+        store.cut_missing_windows().map_err(sqlite)?;
         Ok(store)
+    }
+
+    /// The BM25 passages of every fragment that has none: the fragments an index held before
+    /// it had passages (new fragments get theirs as they are written). One transaction; none
+    /// to cut is one query.
+    fn cut_missing_windows(&mut self) -> rusqlite::Result<()> {
+        let missing: Vec<(i64, String)> = {
+            let mut statement = self.connection.prepare(
+                "SELECT id, text FROM fragments f
+                 WHERE NOT EXISTS (SELECT 1 FROM fragment_windows w WHERE w.fragment_id = f.id)",
+            )?;
+            let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let _span = info_span!("index.cut_windows", n_fragments = missing.len()).entered();
+        let transaction = self.connection.transaction()?;
+        for (fragment_id, text) in &missing {
+            insert_windows(&transaction, *fragment_id, text)?;
+        }
+        transaction.commit()
     }
 
     fn migrate(&mut self) -> rusqlite::Result<()> {
@@ -354,6 +387,28 @@ impl Store {
              FROM fragments_fts JOIN fragments f ON f.id = fragments_fts.rowid
              WHERE fragments_fts MATCH ?1 AND (?2 IS NULL OR f.visibility = ?2)
              ORDER BY score, f.id LIMIT ?3",
+        )?;
+        let rows = statement
+            .query_map(params![fts_query, visibility.map(Visibility::as_str), limit as i64], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The BM25 passages that match `fts_query` (already an FTS5 expression), best first, at
+    /// most `limit`: `(fragment id, bm25 score)`, lower is better, as FTS5 scores.
+    pub fn match_fts_windows(
+        &self,
+        fts_query: &str,
+        visibility: Option<Visibility>,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, IndexError> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT w.fragment_id, bm25(fragment_windows_fts) AS score
+             FROM fragment_windows_fts JOIN fragment_windows w ON w.id = fragment_windows_fts.rowid
+                  JOIN fragments f ON f.id = w.fragment_id
+             WHERE fragment_windows_fts MATCH ?1 AND (?2 IS NULL OR f.visibility = ?2)
+             ORDER BY score, w.id LIMIT ?3",
         )?;
         let rows = statement
             .query_map(params![fts_query, visibility.map(Visibility::as_str), limit as i64], |row| {
@@ -686,6 +741,18 @@ impl Store {
     }
 }
 
+/// A fragment's BM25 passages ([`BM25_WINDOW_WORDS`] every [`BM25_WINDOW_STEP`]).
+fn insert_windows(connection: &Connection, fragment_id: i64, text: &str) -> rusqlite::Result<()> {
+    let mut insert =
+        connection.prepare_cached("INSERT INTO fragment_windows (fragment_id, window, text) VALUES (?1, ?2, ?3)")?;
+    for (window, passage) in
+        crate::corpus::text::word_windows(text, BM25_WINDOW_WORDS, BM25_WINDOW_STEP).iter().enumerate()
+    {
+        insert.execute(params![fragment_id, window as i64, passage])?;
+    }
+    Ok(())
+}
+
 fn insert_file(transaction: &Transaction<'_>, file: &FileRecord) -> rusqlite::Result<()> {
     transaction.execute(
         "INSERT INTO files (path, content_hash, kind, title, aliases, tags, fingerprint, n_bytes)
@@ -707,7 +774,7 @@ fn insert_file(transaction: &Transaction<'_>, file: &FileRecord) -> rusqlite::Re
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
     for fragment in &file.fragments {
-        insert_fragment.execute(params![
+        let fragment_id = insert_fragment.insert(params![
             fragment.label,
             fragment.kind.as_str(),
             file.path,
@@ -721,6 +788,7 @@ fn insert_file(transaction: &Transaction<'_>, file: &FileRecord) -> rusqlite::Re
             fragment.visibility.as_str(),
             fragment.content_hash,
         ])?;
+        insert_windows(transaction, fragment_id, &fragment.text)?;
     }
     let mut insert_link =
         transaction.prepare_cached("INSERT INTO links (source_path, target, shown, embed) VALUES (?1, ?2, ?3, ?4)")?;

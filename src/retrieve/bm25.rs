@@ -88,6 +88,37 @@ impl Default for Bm25Terms {
     }
 }
 
+/// How the BM25 path scores a fragment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bm25Scoring {
+    /// The fragment's whole text, as one document.
+    Fragment,
+    /// Its best passage (`index::store::BM25_WINDOW_WORDS` words).
+    BestPassage,
+    /// The sum of its two best passages.
+    BestTwoPassages,
+}
+
+impl Bm25Scoring {
+    pub const ALL: [Bm25Scoring; 3] = [Bm25Scoring::Fragment, Bm25Scoring::BestPassage, Bm25Scoring::BestTwoPassages];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bm25Scoring::Fragment => "fragment",
+            Bm25Scoring::BestPassage => "best passage",
+            Bm25Scoring::BestTwoPassages => "best two passages",
+        }
+    }
+}
+
+/// How the product's BM25 path scores a fragment.
+pub const BM25_SCORING: Bm25Scoring = Bm25Scoring::Fragment;
+
+/// Passages read per fragment wanted: enough that `depth` distinct fragments come out when a
+/// few long notes hold many matching passages each.
+const PASSAGES_PER_FRAGMENT: usize = 6;
+
 /// The BM25 path: fragment ids best first, with the question's term coverage. Both honour the
 /// visibility filter (a term only a GM-only note holds counts as absent for a player).
 pub fn search_bm25(
@@ -95,13 +126,21 @@ pub fn search_bm25(
     question: &str,
     visibility: Option<Visibility>,
     depth: usize,
+    scoring: Bm25Scoring,
 ) -> Result<Bm25Hits, IndexError> {
-    let _span = tracing::info_span!("retrieve.bm25", depth).entered();
+    let _span = tracing::info_span!("retrieve.bm25", depth, ?scoring).entered();
     let terms = query_terms(question);
     let Some(query) = any_of(&terms) else {
         return Ok(Bm25Hits::default());
     };
-    let ids: Vec<i64> = store.match_fts(&query, visibility, depth)?.into_iter().map(|(id, _)| id).collect();
+    let ids: Vec<i64> = match scoring {
+        Bm25Scoring::Fragment => store.match_fts(&query, visibility, depth)?.into_iter().map(|(id, _)| id).collect(),
+        Bm25Scoring::BestPassage | Bm25Scoring::BestTwoPassages => {
+            let passages = store.match_fts_windows(&query, visibility, depth * PASSAGES_PER_FRAGMENT)?;
+            let best = if scoring == Bm25Scoring::BestPassage { 1 } else { 2 };
+            rank_by_passages(&passages, best, depth)
+        }
+    };
     let mut in_notes = 0;
     for term in &terms {
         if store.fts_has_term(&quoted(term), visibility)? {
@@ -111,9 +150,37 @@ pub fn search_bm25(
     Ok(Bm25Hits { ids, terms: Bm25Terms::new(in_notes, terms.len()) })
 }
 
+/// Fragments ranked by the sum of their `best` best passages' scores (`passages`: fragment id
+/// and FTS5 bm25 score, lower is better, best first), at most `depth`; ties by first seen.
+pub fn rank_by_passages(passages: &[(i64, f64)], best: usize, depth: usize) -> Vec<i64> {
+    let mut by_fragment: Vec<(i64, Vec<f64>)> = Vec::new();
+    for &(fragment_id, score) in passages {
+        match by_fragment.iter_mut().find(|(id, _)| *id == fragment_id) {
+            Some((_, scores)) if scores.len() < best => scores.push(score),
+            Some(_) => {}
+            None => by_fragment.push((fragment_id, vec![score])),
+        }
+    }
+    let mut ranked: Vec<(usize, i64, f64)> =
+        by_fragment.into_iter().enumerate().map(|(seen, (id, scores))| (seen, id, scores.iter().sum())).collect();
+    ranked.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)));
+    ranked.into_iter().take(depth).map(|(_, id, _)| id).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fragment_is_ranked_by_its_best_passages() {
+        // FTS5 scores: lower is better. Fragment 1 has one great passage, 2 two good ones.
+        let passages = [(1, -9.0), (2, -6.0), (2, -5.0), (3, -4.0), (1, -1.0), (2, -0.5)];
+        assert_eq!(rank_by_passages(&passages, 1, 10), [1, 2, 3]);
+        // Best two: 2 (-11) over 1 (-10).
+        assert_eq!(rank_by_passages(&passages, 2, 10), [2, 1, 3]);
+        assert_eq!(rank_by_passages(&passages, 1, 2), [1, 2]);
+        assert!(rank_by_passages(&[], 1, 5).is_empty());
+    }
 
     fn check(question: &str, expected: Option<&str>) {
         assert_eq!(fts_query(question).as_deref(), expected, "{question}");

@@ -97,10 +97,13 @@ pub struct PathSet {
     pub bm25: bool,
     pub entity: bool,
     pub time: bool,
+    /// How the BM25 path scores a fragment ([`bm25::BM25_SCORING`] in the product).
+    pub bm25_scoring: bm25::Bm25Scoring,
 }
 
 impl PathSet {
-    pub const ALL: PathSet = PathSet { dense: true, bm25: true, entity: true, time: true };
+    pub const ALL: PathSet =
+        PathSet { dense: true, bm25: true, entity: true, time: true, bm25_scoring: bm25::BM25_SCORING };
 
     /// Only the paths listed.
     pub fn only(paths: &[RetrievalPath]) -> PathSet {
@@ -109,7 +112,13 @@ impl PathSet {
             bm25: paths.contains(&RetrievalPath::Bm25),
             entity: paths.contains(&RetrievalPath::Entity),
             time: paths.contains(&RetrievalPath::Time),
+            bm25_scoring: bm25::BM25_SCORING,
         }
+    }
+
+    /// The same paths, BM25 scoring fragments by `scoring` (the evaluation's variants).
+    pub fn scoring_bm25_by(self, scoring: bm25::Bm25Scoring) -> PathSet {
+        PathSet { bm25_scoring: scoring, ..self }
     }
 
     /// The same paths with the time path off (the evaluation's `time` variant).
@@ -133,7 +142,11 @@ impl PathSet {
             .filter(|path| self.contains(*path))
             .map(RetrievalPath::as_str)
             .collect();
-        if names.is_empty() { "none".to_string() } else { names.join("+") }
+        let name = if names.is_empty() { "none".to_string() } else { names.join("+") };
+        match self.bm25_scoring {
+            scoring if !self.bm25 || scoring == bm25::BM25_SCORING => name,
+            scoring => format!("{name} [bm25 by {}]", scoring.as_str()),
+        }
     }
 }
 
@@ -269,6 +282,10 @@ pub struct SearchDiagnostics {
     pub path_lengths: PathLengths,
     /// How much of the question the BM25 path could match, and the weight that gave it.
     pub bm25_terms: Bm25Terms,
+    /// Each path's list as fused: the path, its weight, its fragment ids best first (the
+    /// evaluation reads them; `--json` does not print them).
+    #[serde(skip)]
+    pub lists: Vec<(RetrievalPath, f64, Vec<i64>)>,
 }
 
 /// Results per path before fusion.
@@ -352,10 +369,11 @@ pub async fn search(
 
         let started_bm25 = Instant::now();
         let bm25_hits = if request.paths.bm25 {
-            bm25::search_bm25(&index.store, &search_query, visibility, depth).unwrap_or_else(|error| {
-                path_failed(RetrievalPath::Bm25, error.into());
-                bm25::Bm25Hits::default()
-            })
+            bm25::search_bm25(&index.store, &search_query, visibility, depth, request.paths.bm25_scoring)
+                .unwrap_or_else(|error| {
+                    path_failed(RetrievalPath::Bm25, error.into());
+                    bm25::Bm25Hits::default()
+                })
         } else {
             bm25::Bm25Hits::default()
         };
@@ -421,7 +439,8 @@ pub async fn search(
                 Candidate::from_head(head, entry.ranks, entry.score, dense_window)
             })
             .collect();
-        let candidates = spread_notes(candidates, |c| c.label.as_str(), |c| c.ranks.time.is_some());
+        let mut candidates = spread_notes(candidates, |c| c.label.as_str(), |c| c.ranks.time.is_some());
+        lead_with_named_sessions(&mut candidates, &time.named_sessions);
         timings.fuse_ms = ms(started);
         tracing::debug!(n_candidates = candidates.len(), "fused pool");
 
@@ -433,12 +452,37 @@ pub async fn search(
             candidates,
             timings,
             missing_paths,
-            diagnostics: SearchDiagnostics { followup, entity_path: entity_evidence, path_lengths, bm25_terms },
+            diagnostics: SearchDiagnostics { followup, entity_path: entity_evidence, path_lengths, bm25_terms, lists },
             time,
         })
     }
     .instrument(span)
     .await
+}
+
+/// Moves the candidates of the sessions a question names («la sesión 45», «la última») to
+/// the front, in the order the question names them, each session's parts in part order: the
+/// question is about them. Two other paths agreeing on a stats page that lists every session
+/// put the session itself seventh in a players' vault; it must be the first thing read.
+pub fn lead_with_named_sessions(candidates: &mut Vec<Candidate>, named: &[SessionNumber]) {
+    if named.is_empty() {
+        return;
+    }
+    let mut leading: Vec<Candidate> = Vec::new();
+    for session in named {
+        let mut parts: Vec<Candidate> = Vec::new();
+        let mut idx = 0;
+        while idx < candidates.len() {
+            if candidates[idx].session == Some(*session) && candidates[idx].kind == NoteKind::Session {
+                parts.push(candidates.remove(idx));
+            } else {
+                idx += 1;
+            }
+        }
+        parts.sort_by_key(|candidate| candidate.part);
+        leading.extend(parts);
+    }
+    candidates.splice(0..0, leading);
 }
 
 /// The entities `text` names: by spelling, then titles in translation.
@@ -503,4 +547,45 @@ fn search_time_path(
 
 fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(fragment_id: i64, label: &str, session: Option<u32>, part: u32) -> Candidate {
+        Candidate {
+            fragment_id,
+            label: label.to_string(),
+            kind: if session.is_some() { NoteKind::Session } else { NoteKind::World },
+            source_path: format!("{label}.md"),
+            session: session.map(SessionNumber),
+            part,
+            visibility: Visibility::Player,
+            content_hash: fragment_id.to_string(),
+            ranks: PathRanks::default(),
+            rrf_score: 0.0,
+            dense_window: None,
+        }
+    }
+
+    #[test]
+    fn the_sessions_a_question_names_lead_the_fused_order_in_the_order_asked() {
+        let mut pool = vec![
+            candidate(1, "Mundo: Estadísticas", None, 0),
+            candidate(2, "Sesión 8", Some(8), 0),
+            candidate(3, "Sesión 45", Some(45), 1),
+            candidate(4, "Sesión 1", Some(1), 0),
+            candidate(5, "Sesión 45", Some(45), 0),
+            candidate(6, "Sesión 44", Some(44), 0),
+        ];
+        lead_with_named_sessions(&mut pool, &[SessionNumber(45), SessionNumber(44)]);
+        let order: Vec<i64> = pool.iter().map(|c| c.fragment_id).collect();
+        // Session 45's parts in part order, then 44, then the rest as fused.
+        assert_eq!(order, [5, 3, 6, 1, 2, 4]);
+        // No session named: nothing moves.
+        let before: Vec<i64> = pool.iter().map(|c| c.fragment_id).collect();
+        lead_with_named_sessions(&mut pool, &[]);
+        assert_eq!(pool.iter().map(|c| c.fragment_id).collect::<Vec<_>>(), before);
+    }
 }
