@@ -500,6 +500,16 @@ fn ends_phrase(w: &str) -> bool {
 }
 
 /// A number: digits (with an ordinal ending: `3a`, `3o`, `3rd`, `12th`) or a number word.
+/// A session's number after a session word: a [`number`], or zero («session 0», «la sesión
+/// cero»: the session before the campaign starts, which many tables play). «session 0.5»
+/// reads as session 0, as the notes label it.
+fn session_number(w: &str) -> Option<u32> {
+    match w {
+        "0" | "cero" | "zero" => Some(0),
+        _ => number(w),
+    }
+}
+
 fn number(w: &str) -> Option<u32> {
     let digits: String = w.chars().take_while(char::is_ascii_digit).collect();
     if !digits.is_empty() {
@@ -730,7 +740,7 @@ fn read_reference(words: &[String], at: usize, comparison: bool) -> Option<(Vec<
         while matches!(word(words, number_at), "numero" | "number" | "no" | "n" | "nro") {
             number_at += 1;
         }
-        if let Some(first) = number(word(words, number_at)) {
+        if let Some(first) = session_number(word(words, number_at)) {
             let mut references = vec![TimeReference::Session { number: first }];
             let mut end = number_at + 1;
             // A range or a list: «10 a 14», «10-14», «10 to 14», «3 y 5», «3, 4 y 5».
@@ -876,6 +886,10 @@ mod tests {
             ("Compara la sesión 14 con la sesión 22", &[Session { number: 14 }, Session { number: 22 }]),
             ("¿Qué pasó en la sesión doce?", &[Session { number: 12 }]),
             ("What happened in session twelve?", &[Session { number: 12 }]),
+            // Session zero, before the campaign starts; «0.5» as the notes label it.
+            ("What happened in session 0?", &[Session { number: 0 }]),
+            ("What happened in session 0.5?", &[Session { number: 0 }]),
+            ("¿Qué pasó en la sesión cero?", &[Session { number: 0 }]),
         ];
         for (question, expected) in table {
             check(question, expected);
