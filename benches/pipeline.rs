@@ -7,6 +7,12 @@
 //! Embedding is excluded from the first figures: a feature-hashing embedder stands in for the
 //! model (microseconds per text), so they are the pipeline's own cost. Run:
 //! `cargo bench --bench pipeline` (release) or `cargo bench --profile dev --bench pipeline`.
+//!
+//! Two more groups time the parser itself: the sample campaign (`eval/campaign/`) split and
+//! ingested, and one note that is a single long line of secret markers (`%%`, `<!--`), which
+//! a parser that rescans the rest of the line for each marker would stall on. Name groups to
+//! run only those: `cargo bench --profile dev --bench pipeline -- sample markers`
+//! (`generated`, `sample`, `markers`; none named: all).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -232,6 +238,7 @@ fn campaign_config() -> CampaignConfig {
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: Vec::new(),
+            secret_words: oraculo::corpus::default_secret_words(),
             session_patterns: oraculo::corpus::SessionPattern::defaults(),
         },
         ignore: DEFAULT_IGNORED.iter().map(|s| s.to_string()).collect(),
@@ -254,13 +261,13 @@ async fn bench_campaign(n_sessions: usize, figures: &mut Figures) {
 
     // 1. Parse + fragment only (pure corpus).
     let started = Instant::now();
-    let mut notes = Vec::new();
+    let mut sources = Vec::new();
     for entry in walkdir::WalkDir::new(campaign.path()).into_iter().flatten().filter(|e| e.file_type().is_file()) {
         let text = std::fs::read_to_string(entry.path()).unwrap();
         let path = entry.path().strip_prefix(campaign.path()).unwrap().to_string_lossy().to_string();
-        notes.push(corpus::parse_note(&path, &text, &config.corpus).0);
+        sources.push((path, text));
     }
-    let (fragments, _) = corpus::fragment_campaign(&notes, &config.corpus);
+    let fragments = split_sources(&sources, &config.corpus);
     let split_s = started.elapsed().as_secs_f64();
 
     // 2. Full ingest: read, split, compendium, FTS, vectors (hash embedder), commit.
@@ -422,12 +429,113 @@ fn e5_embedder() -> Option<std::sync::Arc<dyn Embedder>> {
     }
 }
 
+/// Runs of the sample campaign's split (parse + fragment, no disk) and of its whole ingest:
+/// the figure is the median.
+const SAMPLE_SPLIT_RUNS: usize = 20;
+const SAMPLE_INGEST_RUNS: usize = 5;
+
+/// The sample campaign: the corpus's own cost on 44 real notes (files read once, outside the
+/// timing), then whole ingests into fresh data dirs with the hash embedder.
+async fn bench_sample_campaign(figures: &mut Figures) {
+    let campaign = Path::new(env!("CARGO_MANIFEST_DIR")).join("eval/campaign");
+    let config = campaign_config();
+    let mut sources = Vec::new();
+    for entry in walkdir::WalkDir::new(&campaign).sort_by_file_name().into_iter().flatten() {
+        if entry.file_type().is_file() {
+            let path = entry.path().strip_prefix(&campaign).unwrap().to_string_lossy().to_string();
+            sources.push((path, std::fs::read_to_string(entry.path()).unwrap()));
+        }
+    }
+    let mut split_ms = Vec::new();
+    let mut n_fragments = 0;
+    for _ in 0..SAMPLE_SPLIT_RUNS {
+        let started = Instant::now();
+        n_fragments = split_sources(&sources, &config.corpus).len();
+        split_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    split_ms.sort_by(f64::total_cmp);
+    let mut ingest_ms = Vec::new();
+    for _ in 0..SAMPLE_INGEST_RUNS {
+        let data = tempfile::TempDir::new().unwrap();
+        let embedder = HashEmbedder { calls: AtomicUsize::new(0) };
+        let mut index = Index::open(&campaign_index_dir(data.path(), &campaign)).await.unwrap();
+        let started = Instant::now();
+        ingest_campaign(&mut index, &campaign, &config, &embedder, 64, &Quiet).await.unwrap();
+        ingest_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    ingest_ms.sort_by(f64::total_cmp);
+    let (split_p50, ingest_p50) = (percentile(&split_ms, 0.5), percentile(&ingest_ms, 0.5));
+    figures.push(("sample campaign: split p50".to_string(), split_p50));
+    figures.push(("sample campaign: ingest p50 (hash embedder)".to_string(), ingest_p50));
+    println!(
+        "sample campaign ({} notes, {n_fragments} fragments): split p50 {split_p50:.1} ms (min {:.1}, max {:.1}, {SAMPLE_SPLIT_RUNS} runs) | ingest p50 {ingest_p50:.1} ms (min {:.1}, max {:.1}, {SAMPLE_INGEST_RUNS} runs)",
+        sources.len(),
+        split_ms[0],
+        split_ms[split_ms.len() - 1],
+        ingest_ms[0],
+        ingest_ms[ingest_ms.len() - 1],
+    );
+}
+
+/// Parses and fragments `(path, text)` notes: the corpus's whole job.
+fn split_sources(sources: &[(String, String)], config: &CorpusConfig) -> Vec<corpus::Fragment> {
+    let sources: Vec<(&str, &str)> = sources.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
+    let (notes, _) = corpus::parse_campaign(&sources, config);
+    corpus::fragment_campaign(&notes, config).0
+}
+
+/// One line of markers, each form repeated up to the size: plain comments, openers that never
+/// close, `%%` pairs and whole GM blocks.
+const MARKER_FORMS: &[(&str, &str)] = &[
+    ("html comments", "<!-- nota --> "),
+    ("unclosed html openers", "<!-- "),
+    ("%% pairs", "%%x%% "),
+    ("gm blocks", "<!-- gm -->x<!-- /gm --> "),
+];
+/// The line sizes timed, the last one the figure that matters (1 MiB, an eighth of the
+/// default `campaign.max_note_bytes`).
+const MARKER_LINE_BYTES: &[usize] = &[16 << 10, 64 << 10, 256 << 10, 1 << 20];
+/// A size that took longer than this is the last one timed for its form: a quadratic scan
+/// would take hours at 1 MiB.
+const MARKER_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Parses one note holding a single long line of markers, growing it while it stays in budget.
+fn bench_marker_lines(figures: &mut Figures) {
+    let config = campaign_config();
+    for (form, marker) in MARKER_FORMS {
+        for &n_bytes in MARKER_LINE_BYTES {
+            let line = marker.repeat(n_bytes / marker.len());
+            let text = format!("# Notas\n{line}\nFin.\n");
+            let started = Instant::now();
+            let n_fragments = split_sources(&[("Notas.md".to_string(), text)], &config.corpus).len();
+            let took = started.elapsed();
+            let ms = took.as_secs_f64() * 1000.0;
+            figures.push((format!("marker line, {form}, {} KiB", n_bytes >> 10), ms));
+            println!("one line of {form}, {} KiB: {ms:.1} ms ({n_fragments} fragments)", n_bytes >> 10);
+            if took > MARKER_BUDGET {
+                println!("  (over {} s: larger lines of {form} not timed)", MARKER_BUDGET.as_secs());
+                break;
+            }
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() {
-    // `cargo bench` passes --bench; nothing else to parse.
+    // `cargo bench` passes --bench; any other word names a group to run (none: all of them).
+    let groups: Vec<String> = std::env::args().skip(1).filter(|arg| !arg.starts_with('-')).collect();
+    let runs = |group: &str| groups.is_empty() || groups.iter().any(|named| named == group);
     let mut figures = Figures::new();
-    for n_sessions in [100, 1000] {
-        bench_campaign(n_sessions, &mut figures).await;
+    if runs("sample") {
+        bench_sample_campaign(&mut figures).await;
+    }
+    if runs("markers") {
+        bench_marker_lines(&mut figures);
+    }
+    if runs("generated") {
+        for n_sessions in [100, 1000] {
+            bench_campaign(n_sessions, &mut figures).await;
+        }
     }
     print_beside_other_profile(&figures);
 }
@@ -439,16 +547,22 @@ fn print_beside_other_profile(figures: &Figures) {
     let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let file = |profile: &str| dir.join(format!("pipeline-bench-{profile}.json"));
-    let saved: serde_json::Value = figures.iter().map(|(what, ms)| (what.clone(), serde_json::json!(ms))).collect();
-    if let Err(err) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(file(profile), saved.to_string())) {
-        println!("(figures not saved: {err})");
-    }
     let read = |profile: &str| -> serde_json::Value {
         std::fs::read_to_string(file(profile))
             .ok()
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default()
     };
+    // A run of some groups keeps the figures this profile saved for the others.
+    let mut saved = match read(profile) {
+        serde_json::Value::Object(saved) => saved,
+        _ => serde_json::Map::new(),
+    };
+    saved.extend(figures.iter().map(|(what, ms)| (what.clone(), serde_json::json!(ms))));
+    let saved = serde_json::Value::Object(saved).to_string();
+    if let Err(err) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(file(profile), saved)) {
+        println!("(figures not saved: {err})");
+    }
     let (release, debug) = (read("release"), read("debug"));
     println!("\n| ms | release | debug |\n|---|---|---|");
     for (what, _) in figures {

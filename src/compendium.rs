@@ -29,7 +29,9 @@ use aho_corasick::AhoCorasick;
 use serde::{Deserialize, Serialize};
 use unicode_normalization::char::{decompose_canonical, is_combining_mark};
 
-use crate::corpus::{CorpusConfig, Fragment, LabelLanguage, Note, NoteKind, Visibility, fold, session_from_file_name};
+use crate::corpus::{
+    CorpusConfig, Fragment, LabelLanguage, Note, NoteKind, SecretNotes, Visibility, fold, session_from_file_name,
+};
 use crate::lexicon::{article_language, is_stopword};
 
 /// An entity's description is a glance, not a summary: the first sentence or two of its note.
@@ -228,8 +230,11 @@ impl Compendium {
     pub fn build(notes: &[Note], corpus: &CorpusConfig) -> Compendium {
         let _span = tracing::info_span!("compendium.build", n_notes = notes.len()).entered();
         let mut builder = Builder::default();
-        let (secret_notes, player_notes): (Vec<&Note>, Vec<&Note>) =
-            notes.iter().partition(|note| is_secret_note(note));
+        let player_notes: Vec<&Note> = notes.iter().filter(|note| !is_secret_note(note)).collect();
+        let secret_notes = SecretNotes::new(notes.iter().map(|note| {
+            let visibility = if is_secret_note(note) { Visibility::DmOnly } else { Visibility::Player };
+            (note.path.as_str(), visibility)
+        }));
         for note in &player_notes {
             match note.kind {
                 NoteKind::Sheet => builder.add(sheet_entity(note)),
@@ -534,13 +539,7 @@ impl Builder {
     /// nothing. A target with no note joins the entity it names, or becomes one. A target
     /// under a secret path, or naming a note that exists only as a secret, adds nothing: its
     /// name is the secret (`[[Secretos/El Traidor|el capitán]]`).
-    fn add_links(&mut self, player_notes: &[&Note], secret_notes: &[&Note], corpus: &CorpusConfig) {
-        let mut secret_targets: HashSet<String> = HashSet::new();
-        for note in secret_notes {
-            let path = note.path.strip_suffix(".md").unwrap_or(&note.path);
-            secret_targets.insert(alias_key(path));
-            secret_targets.insert(alias_key(last_component(path)));
-        }
+    fn add_links(&mut self, player_notes: &[&Note], secret_notes: &SecretNotes, corpus: &CorpusConfig) {
         let mut notes_by_stem: HashMap<String, usize> = HashMap::new();
         let mut notes_by_path: HashMap<String, usize> = HashMap::new();
         for (note_idx, note) in player_notes.iter().enumerate() {
@@ -569,10 +568,7 @@ impl Builder {
                 let linked_note = notes_by_path
                     .get(&alias_key(target))
                     .or_else(|| notes_by_stem.get(&alias_key(last_component(target))));
-                let is_secret_target = corpus.is_secret_path(target)
-                    || secret_targets.contains(&alias_key(target))
-                    || secret_targets.contains(&alias_key(last_component(target)));
-                if is_secret_target && (linked_note.is_none() || corpus.is_secret_path(target)) {
+                if secret_notes.is_secret_target(target, &note.path, corpus) {
                     continue;
                 }
                 if let Some(&linked_idx) = linked_note {
@@ -1047,13 +1043,14 @@ mod tests {
 
     use super::*;
     use crate::corpus::tests::read_campaign;
-    use crate::corpus::{CorpusConfig, LabelLanguage, default_kind_folders, fragment_campaign, parse_note};
+    use crate::corpus::{CorpusConfig, LabelLanguage, default_kind_folders, fragment_campaign, parse_campaign};
 
     fn config() -> CorpusConfig {
         CorpusConfig {
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
+            secret_words: crate::corpus::default_secret_words(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         }
     }
@@ -1061,7 +1058,7 @@ mod tests {
     /// Parses `(path, text)` notes and fragments them, as the ingest does.
     fn read_notes(sources: &[(&str, &str)]) -> (Vec<Note>, Vec<Fragment>) {
         let config = config();
-        let notes: Vec<Note> = sources.iter().map(|(path, text)| parse_note(path, text, &config).0).collect();
+        let (notes, _) = parse_campaign(sources, &config);
         let (fragments, _) = fragment_campaign(&notes, &config);
         (notes, fragments)
     }

@@ -12,7 +12,9 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 
 use crate::answer::AnswerMode;
-use crate::corpus::{CorpusConfig, LabelLanguage, NoteKind, SessionPattern, default_kind_folders};
+use crate::corpus::{
+    CorpusConfig, DEFAULT_SECRET_WORDS, LabelLanguage, NoteKind, SessionPattern, default_kind_folders, fold,
+};
 use crate::llm::ollama::OllamaEmbedderConfig;
 use crate::llm::ollama_chat::OllamaChatConfig;
 use crate::llm::openai::{ApiKey, OpenAiChatConfig};
@@ -21,11 +23,11 @@ use crate::llm::openai::{ApiKey, OpenAiChatConfig};
 /// placeholders, not campaign facts.
 pub const DEFAULT_IGNORED: &[&str] =
     &[".obsidian", ".trash", ".git", "Plantillas", "Templates", "_templates", "templates"];
+/// Folders whose notes are GM-only as a whole: a DM who names a folder "Secretos" means it.
+/// `campaign.secret_paths` adds to them; `"!Secrets"` drops one.
+pub const DEFAULT_SECRET_PATHS: &[&str] = &["Secretos", "Secrets"];
 /// A note bigger than this is skipped with a warning: a 100-session chronicle is ~1 MB, so a
 /// bigger "note" is an export or a dump, and reading it would stall the ingest.
-/// Folders whose notes are GM-only as a whole unless the config says otherwise: a DM who
-/// names a folder "Secretos" means it.
-pub const DEFAULT_SECRET_PATHS: &[&str] = &["Secretos", "Secrets"];
 pub const DEFAULT_MAX_NOTE_BYTES: u64 = 8 * 1024 * 1024;
 /// Ollama's usual address.
 pub const DEFAULT_OLLAMA_URL: &str = "http://127.0.0.1:11434";
@@ -95,6 +97,7 @@ pub struct RawCampaign {
     pub label_language: Option<LabelLanguage>,
     pub ignore: Option<Vec<String>>,
     pub secret_paths: Option<Vec<String>>,
+    pub secret_words: Option<Vec<String>>,
     pub kind_folders: Option<BTreeMap<String, String>>,
     pub max_note_bytes: Option<u64>,
     pub session_patterns: Option<Vec<RawSessionPattern>>,
@@ -110,6 +113,7 @@ pub struct RawNamedCampaign {
     pub label_language: Option<LabelLanguage>,
     pub ignore: Option<Vec<String>>,
     pub secret_paths: Option<Vec<String>>,
+    pub secret_words: Option<Vec<String>>,
     pub kind_folders: Option<BTreeMap<String, String>>,
     pub max_note_bytes: Option<u64>,
     pub session_patterns: Option<Vec<RawSessionPattern>>,
@@ -435,12 +439,17 @@ fn campaign_config(campaign: RawCampaign, key: &str) -> anyhow::Result<CampaignC
         })?;
         session_patterns.push(pattern);
     }
+    let secret_words = with_defaults(&format!("{key}.secret_words"), DEFAULT_SECRET_WORDS, campaign.secret_words)?;
+    if let Some(phrase) = secret_words.iter().find(|word| crate::corpus::phrase_words(word).count() != 1) {
+        bail!(
+            "{key}.secret_words holds {phrase:?}, which is not one word: a callout type or comment opener is read word by word (split at -, _, spaces and :), so list each word alone"
+        );
+    }
     let corpus = CorpusConfig {
         label_language: campaign.label_language.unwrap_or_default(),
         kind_folders,
-        secret_paths: campaign
-            .secret_paths
-            .unwrap_or_else(|| DEFAULT_SECRET_PATHS.iter().map(|path| path.to_string()).collect()),
+        secret_paths: with_defaults(&format!("{key}.secret_paths"), DEFAULT_SECRET_PATHS, campaign.secret_paths)?,
+        secret_words: secret_words.iter().map(|word| fold(word)).collect(),
         session_patterns,
     };
     let max_note_bytes = campaign.max_note_bytes.unwrap_or(DEFAULT_MAX_NOTE_BYTES);
@@ -456,6 +465,34 @@ fn campaign_config(campaign: RawCampaign, key: &str) -> anyhow::Result<CampaignC
     })
 }
 
+/// A list that extends built-in `defaults` (`campaign.secret_paths`, `campaign.secret_words`):
+/// each entry is added, and an entry `"!name"` drops the default it names (compared without
+/// case or accents) instead, the one way to give up a default; `key` names the list in errors.
+fn with_defaults(key: &str, defaults: &[&str], entries: Option<Vec<String>>) -> anyhow::Result<Vec<String>> {
+    let mut list: Vec<String> = defaults.iter().map(|default| default.to_string()).collect();
+    let entries = entries.unwrap_or_default();
+    for entry in &entries {
+        let entry = entry.trim();
+        let dropped = entry.strip_prefix('!').map(str::trim);
+        if entry.is_empty() || dropped.is_some_and(str::is_empty) {
+            bail!("{key} holds an empty entry");
+        }
+        if dropped.is_none() && !list.iter().any(|kept| fold(kept) == fold(entry)) {
+            list.push(entry.to_string());
+        }
+    }
+    for dropped in entries.iter().filter_map(|entry| entry.trim().strip_prefix('!').map(str::trim)) {
+        if !defaults.iter().any(|default| fold(default) == fold(dropped)) {
+            bail!(
+                "{key} holds \"!{dropped}\", but {dropped:?} is no default to drop (the defaults: {}); list it without `!` to add it",
+                defaults.join(", ")
+            );
+        }
+        list.retain(|kept| fold(kept) != fold(dropped));
+    }
+    Ok(list)
+}
+
 /// Validates `[[campaigns]]`: names unique and non-empty, every one with a folder of its own;
 /// the CLI's campaign is the one `--campaign` names (its name or folder), else the first.
 fn named_campaigns(
@@ -468,6 +505,8 @@ fn named_campaigns(
     }
     let inherited = discord.map(DiscordConfig::places).unwrap_or_default();
     let mut campaigns: Vec<NamedCampaign> = Vec::new();
+    // Every channel a campaign names so far: (channel, (campaign, the key that names it)).
+    let mut claimed: Vec<(u64, (String, &str))> = Vec::new();
     for (idx, entry) in entries.into_iter().enumerate() {
         let key = format!("campaigns[{idx}]");
         let name = entry.name.trim().to_string();
@@ -488,6 +527,7 @@ fn named_campaigns(
             }
             Ok(ids)
         };
+        let gm_channels_inherited = entry.gm_channel_ids.is_none() && !inherited.gm_channel_ids.is_empty();
         let places = CampaignPlaces {
             dm_user_ids: ids("dm_user_ids", entry.dm_user_ids, &inherited.dm_user_ids)?,
             dm_role_ids: ids("dm_role_ids", entry.dm_role_ids, &inherited.dm_role_ids)?,
@@ -500,10 +540,28 @@ fn named_campaigns(
             label_language: entry.label_language,
             ignore: entry.ignore,
             secret_paths: entry.secret_paths,
+            secret_words: entry.secret_words,
             kind_folders: entry.kind_folders,
             max_note_bytes: entry.max_note_bytes,
             session_patterns: entry.session_patterns,
         };
+        let gm_channels = if gm_channels_inherited { "gm_channel_ids, from [discord]" } else { "gm_channel_ids" };
+        for (channel, field) in places
+            .gm_channel_ids
+            .iter()
+            .map(|channel| (*channel, gm_channels))
+            .chain(places.channel_ids.iter().map(|channel| (*channel, "channel_ids")))
+        {
+            if let Some((other, other_field)) = claimed
+                .iter()
+                .find_map(|(claimed_channel, claim)| (*claimed_channel == channel && claim.0 != name).then_some(claim))
+            {
+                bail!(
+                    "channel {channel} is claimed by two campaigns: {other:?} ({other_field}) and {name:?} ({field}). A channel belongs to one campaign, or one campaign's GM channel could answer another's players (or the reverse); give each [[campaigns]] entry its own gm_channel_ids and channel_ids"
+                );
+            }
+            claimed.push((channel, (name.clone(), field)));
+        }
         campaigns.push(NamedCampaign { name, campaign: campaign_config(raw, &key)?, places });
     }
     let chosen = match &overrides.campaign_dir {
@@ -726,6 +784,73 @@ mod tests {
             let err = format!("{:#}", check(text, &[("HOME", "/h")]).unwrap_err());
             assert!(err.contains(needle), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn secret_paths_and_words_extend_their_defaults_and_drop_one_only_by_name() {
+        let config =
+            check("[campaign]\nsecret_paths = [\"Planes\"]\nsecret_words = [\"árbitro\"]\n", &[("HOME", "/h")])
+                .unwrap();
+        assert_eq!(config.campaign.corpus.secret_paths, ["Secretos", "Secrets", "Planes"]);
+        let words = &config.campaign.corpus.secret_words;
+        assert!(words.iter().any(|word| word == "arbitro") && words.iter().any(|word| word == "master"), "{words:?}");
+        assert!(config.campaign.corpus.is_secret_path("Secretos/x.md"), "a default stays secret");
+        // `[]` adds nothing and drops nothing.
+        let config = check("[campaign]\nsecret_paths = []\n", &[("HOME", "/h")]).unwrap();
+        assert_eq!(config.campaign.corpus.secret_paths, ["Secretos", "Secrets"]);
+        // `!name` drops a default, compared without case or accents.
+        let config = check(
+            "[campaign]\nsecret_paths = [\"!secrets\"]\nsecret_words = [\"!Máster\", \"!spoiler\"]\n",
+            &[("HOME", "/h")],
+        )
+        .unwrap();
+        assert_eq!(config.campaign.corpus.secret_paths, ["Secretos"]);
+        assert!(!config.campaign.corpus.names_gm("master") && !config.campaign.corpus.names_gm("spoilers"));
+        assert!(config.campaign.corpus.names_gm("gm-only"));
+        // The same in [[campaigns]].
+        let config = check(
+            "[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nsecret_paths = [\"Planes\", \"!Secretos\"]\n",
+            &[("HOME", "/h")],
+        )
+        .unwrap();
+        assert_eq!(config.campaigns[0].campaign.corpus.secret_paths, ["Secrets", "Planes"]);
+        for (text, needle) in [
+            ("[campaign]\nsecret_paths = [\"!Planes\"]\n", "campaign.secret_paths holds \"!Planes\""),
+            ("[campaign]\nsecret_words = [\"!árbitro\"]\n", "campaign.secret_words holds \"!árbitro\""),
+            ("[campaign]\nsecret_words = [\"game master\"]\n", "not one word"),
+            ("[campaign]\nsecret_paths = [\" \"]\n", "empty entry"),
+            ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nsecret_words = [\"gm-only\"]\n", "campaigns[0].secret_words"),
+        ] {
+            let err = format!("{:#}", check(text, &[("HOME", "/h")]).unwrap_err());
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_channel_claimed_by_two_campaigns_is_refused_naming_both() {
+        let campaigns = |a: &str, b: &str| {
+            format!(
+                "[discord]\nguild_ids = [1]\n{a}\n[[campaigns]]\nname = \"Galerna\"\ndir = \"/g\"\nchannel_ids = [10]\n\n[[campaigns]]\nname = \"Vorn\"\ndir = \"/v\"\nchannel_ids = [20]\n{b}\n"
+            )
+        };
+        // B's GM channel is A's player channel.
+        let err = format!("{:#}", check(&campaigns("", "gm_channel_ids = [10]"), &[("HOME", "/h")]).unwrap_err());
+        for needle in ["channel 10", "\"Galerna\" (channel_ids)", "\"Vorn\" (gm_channel_ids)"] {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+        // A GM channel of [discord] is inherited by both campaigns.
+        let err = format!("{:#}", check(&campaigns("gm_channel_ids = [30]", ""), &[("HOME", "/h")]).unwrap_err());
+        for needle in
+            ["channel 30", "\"Galerna\" (gm_channel_ids, from [discord])", "\"Vorn\" (gm_channel_ids, from [discord])"]
+        {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+        // Each with its own GM channel, or one campaign naming a channel twice: fine.
+        let config = check(&campaigns("gm_channel_ids = [30]", "gm_channel_ids = [40]"), &[("HOME", "/h")]).unwrap();
+        assert_eq!(config.campaigns[0].places.gm_channel_ids, [30]);
+        let own = "[discord]\nguild_ids = [1]\n[[campaigns]]\nname = \"Galerna\"\ndir = \"/g\"\nchannel_ids = [10]\ngm_channel_ids = [10, 30]\n\n[[campaigns]]\nname = \"Vorn\"\ndir = \"/v\"\nchannel_ids = [20]\ngm_channel_ids = [40]\n";
+        let config = check(own, &[("HOME", "/h")]).unwrap();
+        assert_eq!(config.campaigns[1].places.gm_channel_ids, [40]);
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //!
 //! A conversation is a key the caller chooses (the bot: one per channel, thread or direct
 //! message); nothing reads one key's turns into another's, and each keeps only its latest
-//! turns. The bot reaches the index's history only through here (issue 13: the Discord layer
-//! never sees `Index` or `Store`).
+//! turns. Each exchange is kept with the audience it was answered for: a player's question
+//! is never read with a turn answered from GM notes (a channel that stops being a GM channel
+//! keeps its GM turns away from its players). The bot reaches the index's history only
+//! through here: the Discord layer never sees `Index` or `Store`.
 //!
 //! The store is opened lazily, once the campaign's index exists: before the first ingest
 //! there is no history to read, and opening would create an empty index that looks built.
@@ -12,8 +14,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::corpus::Visibility;
 use crate::index::{IndexError, Store};
-use crate::retrieve::{Turn, TurnRole};
+use crate::retrieve::{Audience, Turn, TurnRole};
 
 /// The conversations of one campaign.
 #[derive(Clone)]
@@ -49,15 +52,17 @@ impl Conversations {
         self.inner.turns.max(2)
     }
 
-    /// The latest turns of conversation `key`, oldest first; empty when there are none or the
-    /// store cannot be read (logged: a question without history is still answered).
-    pub async fn recent(&self, key: &str) -> Vec<Turn> {
+    /// The latest turns of conversation `key` that `audience` may read, oldest first (a
+    /// player: only the turns answered for players); empty when there are none or the store
+    /// cannot be read (logged: a question without history is still answered).
+    pub async fn recent(&self, key: &str, audience: Audience) -> Vec<Turn> {
         let limit = self.inner.turns;
         if limit == 0 {
             return Vec::new();
         }
         let owned = key.to_string();
-        match self.with_store(move |store| store.conversation_turns(&owned, limit)).await {
+        let visibility = audience.visibility_filter();
+        match self.with_store(move |store| store.conversation_turns(&owned, visibility, limit)).await {
             Ok(turns) => turns.unwrap_or_default(),
             Err(err) => {
                 tracing::warn!(error = %err, conversation = key, "conversation history unreadable: answering without it");
@@ -66,21 +71,26 @@ impl Conversations {
         }
     }
 
-    /// Records one exchange in conversation `key`.
-    pub async fn record(&self, key: &str, question: &str, answer: &str) {
+    /// Records one exchange in conversation `key`, answered for `audience`.
+    pub async fn record(&self, key: &str, audience: Audience, question: &str, answer: &str) {
         let turns = vec![
             Turn { role: TurnRole::User, content: question.to_string() },
             Turn { role: TurnRole::Assistant, content: answer.to_string() },
         ];
-        self.append(key, turns).await;
+        self.append(key, audience, turns).await;
     }
 
-    /// Appends `turns` to conversation `key` (a new thread starts with the exchange it was
-    /// opened on).
-    pub async fn append(&self, key: &str, turns: Vec<Turn>) {
+    /// Appends `turns`, answered for `audience`, to conversation `key` (a new thread starts
+    /// with the exchange it was opened on).
+    pub async fn append(&self, key: &str, audience: Audience, turns: Vec<Turn>) {
         let owned = key.to_string();
         let keep = self.kept();
-        match self.with_store(move |store| store.append_conversation_turns(&owned, &turns, keep)).await {
+        // A GM's exchange may hold GM-only text: stored as such.
+        let visibility = match audience {
+            Audience::Player => Visibility::Player,
+            Audience::Gm => Visibility::DmOnly,
+        };
+        match self.with_store(move |store| store.append_conversation_turns(&owned, &turns, visibility, keep)).await {
             Ok(Some(())) => {}
             Ok(None) => tracing::warn!(conversation = key, "no index yet: the exchange is not kept in the history"),
             Err(err) => tracing::warn!(error = %err, conversation = key, "conversation history not written"),
@@ -128,7 +138,7 @@ mod tests {
     use super::*;
 
     async fn check(conversations: &Conversations, key: &str, expected: &[&str]) {
-        let turns = conversations.recent(key).await;
+        let turns = conversations.recent(key, Audience::Player).await;
         let contents: Vec<&str> = turns.iter().map(|t| t.content.as_str()).collect();
         assert_eq!(contents, expected, "{key}");
     }
@@ -138,9 +148,12 @@ mod tests {
         let dir = tempfile::TempDir::new().unwrap();
         Store::open(&dir.path().join("index.sqlite")).unwrap();
         let conversations = Conversations::new(dir.path(), 4);
-        conversations.record("discord:channel:1", "¿quién es Baika?", "Una contrabandista [Ficha: Baika].").await;
-        conversations.record("discord:thread:1", "¿y su barco?", "El Tuerto [Sesión 2].").await;
-        conversations.record("discord:channel:2", "¿dónde está el faro?", "En Puerto Galerna.").await;
+        let player = Audience::Player;
+        conversations
+            .record("discord:channel:1", player, "¿quién es Baika?", "Una contrabandista [Ficha: Baika].")
+            .await;
+        conversations.record("discord:thread:1", player, "¿y su barco?", "El Tuerto [Sesión 2].").await;
+        conversations.record("discord:channel:2", player, "¿dónde está el faro?", "En Puerto Galerna.").await;
         assert!(conversations.knows("discord:thread:1").await);
         assert!(!conversations.knows("discord:thread:2").await);
         check(&conversations, "discord:channel:1", &["¿quién es Baika?", "Una contrabandista [Ficha: Baika]."]).await;
@@ -150,15 +163,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_channel_that_stops_being_a_gm_channel_keeps_its_gm_turns_from_its_players() {
+        let dir = tempfile::TempDir::new().unwrap();
+        Store::open(&dir.path().join("index.sqlite")).unwrap();
+        let conversations = Conversations::new(dir.path(), 6);
+        let channel = "discord:channel:5";
+        // A GM channel: the GM asks, answered from GM notes.
+        conversations.record(channel, Audience::Gm, "¿quién es el traidor?", "El capitán [Mundo: Secreto].").await;
+        // The config changes: the same channel is a player channel now.
+        conversations.record(channel, Audience::Player, "¿qué pasó en el faro?", "Se apagó [Sesión 3].").await;
+        check(&conversations, channel, &["¿qué pasó en el faro?", "Se apagó [Sesión 3]."]).await;
+        let gm: Vec<String> =
+            conversations.recent(channel, Audience::Gm).await.into_iter().map(|turn| turn.content).collect();
+        assert_eq!(gm.len(), 4, "the GM reads both: {gm:?}");
+    }
+
+    #[tokio::test]
     async fn history_is_bounded_and_survives_a_restart() {
         let dir = tempfile::TempDir::new().unwrap();
         Store::open(&dir.path().join("index.sqlite")).unwrap();
         let conversations = Conversations::new(dir.path(), 4);
         for i in 0..10 {
-            conversations.record("discord:thread:7", &format!("q{i}"), &format!("a{i}")).await;
+            conversations.record("discord:thread:7", Audience::Player, &format!("q{i}"), &format!("a{i}")).await;
         }
         let restarted = Conversations::new(dir.path(), 4);
-        let turns = restarted.recent("discord:thread:7").await;
+        let turns = restarted.recent("discord:thread:7", Audience::Player).await;
         let contents: Vec<&str> = turns.iter().map(|t| t.content.as_str()).collect();
         assert_eq!(contents, ["q8", "a8", "q9", "a9"]);
         assert_eq!(turns[0].role, TurnRole::User);
@@ -168,8 +197,8 @@ mod tests {
     async fn no_index_means_no_history_and_no_index_created() {
         let dir = tempfile::TempDir::new().unwrap();
         let conversations = Conversations::new(dir.path(), 4);
-        conversations.record("discord:channel:1", "q", "a").await;
-        assert!(conversations.recent("discord:channel:1").await.is_empty());
+        conversations.record("discord:channel:1", Audience::Player, "q", "a").await;
+        assert!(conversations.recent("discord:channel:1", Audience::Player).await.is_empty());
         assert!(!dir.path().join("index.sqlite").exists(), "the history must not create an index");
     }
 }

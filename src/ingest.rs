@@ -129,12 +129,10 @@ pub async fn ingest_campaign(
         };
         let (notes, fragments) = {
             let _span = info_span!("ingest.split", n_files = note_files.len()).entered();
-            let mut notes = Vec::with_capacity(note_files.len());
-            for file in &note_files {
-                let (note, note_diagnostics) = corpus::parse_note(&file.path, &file.text, &config.corpus);
-                diagnostics.extend(note_diagnostics);
-                notes.push(note);
-            }
+            let sources: Vec<(&str, &str)> =
+                note_files.iter().map(|file| (file.path.as_str(), file.text.as_str())).collect();
+            let (notes, note_diagnostics) = corpus::parse_campaign(&sources, &config.corpus);
+            diagnostics.extend(note_diagnostics);
             let (fragments, fragment_diagnostics) = corpus::fragment_campaign(&notes, &config.corpus);
             diagnostics.extend(fragment_diagnostics);
             (notes, fragments)
@@ -544,28 +542,52 @@ fn summarize(campaign_dir: &Path, records: &[FileRecord]) -> IngestSummary {
 }
 
 /// Walks the campaign and reads every Markdown note, reporting what it cannot read.
+///
+/// A note reached through a symbolic link is read once, as the file it really is: under its
+/// real path in the campaign, so that it has that path's visibility (`Mundo/Archivo ->
+/// ../Secretos` leaves `Secretos/plan.md` GM-only, and never makes it `Mundo/Archivo/plan.md`).
+/// A link whose target lies outside the campaign folder is not followed, with a warning.
 fn read_campaign(
     campaign_dir: &Path,
     config: &CampaignConfig,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<Vec<NoteFile>, IngestError> {
-    let metadata = std::fs::metadata(campaign_dir)
-        .map_err(|source| IngestError::Campaign { path: campaign_dir.display().to_string(), source })?;
+    let campaign_error =
+        |source: std::io::Error| IngestError::Campaign { path: campaign_dir.display().to_string(), source };
+    let metadata = std::fs::metadata(campaign_dir).map_err(campaign_error)?;
     if !metadata.is_dir() {
-        return Err(IngestError::Campaign {
-            path: campaign_dir.display().to_string(),
-            source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a folder"),
-        });
+        return Err(campaign_error(std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a folder")));
     }
+    let root = std::fs::canonicalize(campaign_dir).map_err(campaign_error)?;
     let ignored: Vec<String> = config.ignore.iter().map(|i| corpus::fold(i)).collect();
-    let mut files = Vec::new();
-    let walker = walkdir::WalkDir::new(campaign_dir).follow_links(true).sort_by_file_name().into_iter();
     // Hidden folders and files (`.trash/`, `.obsidian/`, `.git/`) are never read, whatever
     // `ignore` says: a deleted note must not come back as campaign text.
+    let is_read = |name: &str| !name.starts_with('.') && !ignored.contains(&corpus::fold(name));
+    let mut files = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut links_out: Vec<Diagnostic> = Vec::new();
+    let walker = walkdir::WalkDir::new(campaign_dir).follow_links(true).sort_by_file_name().into_iter();
     let walker = walker.filter_entry(|entry| {
-        let name = entry.file_name().to_string_lossy();
-        entry.depth() == 0 || (!name.starts_with('.') && !ignored.contains(&corpus::fold(&name)))
+        if entry.depth() == 0 {
+            return true;
+        }
+        if !is_read(&entry.file_name().to_string_lossy()) {
+            return false;
+        }
+        if !entry.path_is_symlink() {
+            return true;
+        }
+        let problem = match std::fs::canonicalize(entry.path()) {
+            Ok(real) if real.starts_with(&root) => return true,
+            Ok(_) => "symbolic link to outside the campaign folder: not followed".to_string(),
+            Err(err) => format!("symbolic link that cannot be followed: {err}"),
+        };
+        links_out.push(Diagnostic { path: relative(campaign_dir, entry.path()), line: None, message: problem });
+        false
     });
+    // Whether each folder on the way to the current entry was reached through a link: only
+    // what was needs its real path looked up (one `canonicalize` per such file, none otherwise).
+    let mut through_link: Vec<bool> = Vec::new();
     for entry in walker {
         let entry = match entry {
             Ok(entry) => entry,
@@ -580,14 +602,52 @@ fn read_campaign(
                 continue;
             }
         };
-        if !entry.file_type().is_file() || !is_markdown(entry.path()) {
+        through_link.truncate(entry.depth());
+        let linked = entry.path_is_symlink() || through_link.last().copied().unwrap_or(false);
+        if !entry.file_type().is_file() {
+            through_link.push(linked);
             continue;
         }
-        let path = relative(campaign_dir, entry.path());
+        let link_path = relative(campaign_dir, entry.path());
+        if !linked {
+            if is_markdown(entry.path()) && seen.insert(link_path.clone()) {
+                files.extend(read_note_file(entry.path(), link_path, config.max_note_bytes, diagnostics));
+            }
+            continue;
+        }
+        let real = match std::fs::canonicalize(entry.path()) {
+            Ok(real) => real,
+            Err(err) => {
+                diagnostics.push(Diagnostic { path: link_path, line: None, message: format!("cannot read: {err}") });
+                continue;
+            }
+        };
+        let Ok(real_relative) = real.strip_prefix(&root) else {
+            let message = "symbolic link to outside the campaign folder: not followed".to_string();
+            diagnostics.push(Diagnostic { path: link_path, line: None, message });
+            continue;
+        };
+        if !is_markdown(&real) {
+            continue;
+        }
+        let path = relative(Path::new(""), real_relative);
+        // Reached through a link into a hidden or ignored folder: not read there either.
+        let components: Vec<&str> = path.split('/').collect();
+        if !components.iter().all(|component| is_read(component)) {
+            let message = format!("symbolic link into {path}, which is never read: not followed");
+            diagnostics.push(Diagnostic { path: link_path, line: None, message });
+            continue;
+        }
+        if !seen.insert(path.clone()) {
+            continue;
+        }
         if let Some(file) = read_note_file(entry.path(), path, config.max_note_bytes, diagnostics) {
             files.push(file);
         }
     }
+    diagnostics.extend(links_out);
+    // Whichever way a file was reached first, the notes come in path order.
+    files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
 }
 

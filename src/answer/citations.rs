@@ -124,7 +124,8 @@ pub fn validate_citations(answer: &str, shown_labels: &[String]) -> ValidatedAns
                 }
                 BracketItem::Unresolved { written, .. } => {
                     unchanged = false;
-                    tracing::warn!(label = %written, "invented citation");
+                    // The model's words: only at debug (the count is logged below).
+                    tracing::debug!(label = %written, "invented citation");
                     if !invented.contains(written) {
                         invented.push(written.clone());
                     }

@@ -64,6 +64,18 @@ pub enum Ungrounded {
     Unsupported { nearest_milli: i32, floor_milli: i32 },
 }
 
+impl Ungrounded {
+    /// Which check the sentence failed, naming nothing of it: what the logs say at warn.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Ungrounded::Number(_) => "a number not in the notes it cites",
+            Ungrounded::Name(_) => "a name not in the notes it cites",
+            Ungrounded::Count { .. } => "a count the notes it cites do not give",
+            Ungrounded::Unsupported { .. } => "no passage of the notes it cites says it",
+        }
+    }
+}
+
 impl std::fmt::Display for Ungrounded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -61,6 +61,20 @@ pub enum StructuredError {
     UnknownLabel { index: usize, label: String },
 }
 
+impl StructuredError {
+    /// What is wrong, quoting nothing of the reply (in a GM answer, its words are GM text):
+    /// what the logs say.
+    pub fn without_reply_text(&self) -> String {
+        match self {
+            StructuredError::InvalidJson(_) => "the reply is not the JSON object the schema asks for".to_string(),
+            StructuredError::UnknownLabel { index, .. } => {
+                format!("sentence {index} cites a label that is not among the labels shown")
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct RawAnswer {
     in_notes: bool,

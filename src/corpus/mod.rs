@@ -8,11 +8,14 @@
 //! The stages, one file each, in the order a note goes through them:
 //! - `text`: accent folding, word counts and content hashes shared by the others.
 //! - `session`: session numbers from header lines and file names.
+//! - `secrets`: the GM words, and the campaign's secret notes a link must not name.
 //! - `markdown`: front matter, GM secrets, wikilinks, embeds, placeholders and tags, line by line.
-//! - `note`: [`parse_note`] decides a note's kind and cuts it into labelled [`Block`]s.
+//! - `note`: [`parse_note`] decides a note's kind and visibility and cuts it into labelled
+//!   [`Block`]s; [`parse_campaign`] reads every note, knowing which ones are secret.
 //! - `split`: [`fragment_campaign`] makes labels unique and sizes blocks into [`Fragment`]s.
 //!
 //! Line numbers everywhere are 1-based and count the whole file, front matter included.
+//! CRLF, CR and LF line endings are read alike: a note is normalised to LF on entry.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,11 +24,14 @@ use serde::{Deserialize, Serialize};
 
 mod markdown;
 mod note;
+mod secrets;
 mod session;
 mod split;
 pub mod text;
 
-pub use note::parse_note;
+pub use note::{parse_campaign, parse_note};
+pub(crate) use secrets::phrase_words;
+pub use secrets::{DEFAULT_SECRET_WORDS, SecretNotes, default_secret_words};
 pub use session::{
     CAMPAIGN_SESSION_STRIDE, EPISODE_CODE_PATTERN, SessionPattern, detect_session_header, session_from_file_name,
     session_from_patterns,
@@ -123,6 +129,9 @@ pub struct CorpusConfig {
     /// Path prefixes (relative to the campaign root, `/`-separated) whose notes are DM-only
     /// as a whole.
     pub secret_paths: Vec<String>,
+    /// GM words, folded ([`DEFAULT_SECRET_WORDS`] plus `campaign.secret_words`): a callout
+    /// type, comment opener, front matter mark or tag holding one as a word is secret.
+    pub secret_words: Vec<String>,
     /// Session-like notes: patterns over the file name and first heading that give a note's
     /// session when its front matter and the `Sesión N` rules do not
     /// ([`SessionPattern::defaults`]: episode codes, plus `campaign.session_patterns`).
@@ -166,8 +175,9 @@ pub struct Note {
     /// The labelled blocks of this note before sizing: one per session in a chronicle,
     /// one for a session file, sheet or world document.
     pub blocks: Vec<Block>,
-    /// `DmOnly` when the whole note is (it lies under a secret path), even with no blocks:
-    /// an empty or front-matter-only secret note still names a secret.
+    /// `DmOnly` when the whole note is (it lies under a secret path, its front matter or a tag
+    /// marks it, or its front matter cannot be read), even with no blocks: an empty or
+    /// front-matter-only secret note still names a secret.
     pub visibility: Visibility,
 }
 
@@ -183,12 +193,13 @@ pub struct Block {
     /// 1-based, inclusive.
     pub line_start: u32,
     pub line_end: u32,
-    /// Markdown with wikilinks rendered as their shown text, secrets and comments removed.
+    /// Markdown with wikilinks rendered as their shown text, secrets and comments removed; a
+    /// link to a secret note shows no name of it.
     pub text: String,
-    /// Secret passages of this block (`%%…%%`, `[!secret]`/`[!gm]` callouts, `<!-- gm -->`),
-    /// each with its 1-based line span. Their text is not in `text`.
+    /// Secret passages of this block (`%%…%%`, callouts and comment blocks whose type or
+    /// opener holds a GM word), each with its 1-based line span. Their text is not in `text`.
     pub secrets: Vec<SecretPassage>,
-    /// The whole block is DM-only (a secret path).
+    /// The whole block is DM-only (the note is).
     pub visibility: Visibility,
 }
 
@@ -341,16 +352,13 @@ pub(crate) mod tests {
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
+            secret_words: default_secret_words(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let sources = read_campaign(&crate_root().join(campaign));
-        let mut notes = Vec::new();
-        let mut diagnostics = Vec::new();
-        for (path, text) in &sources {
-            let (note, note_diagnostics) = parse_note(path, text, &config);
-            notes.push(note);
-            diagnostics.extend(note_diagnostics);
-        }
+        let sources_ref: Vec<(&str, &str)> =
+            sources.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
+        let (notes, mut diagnostics) = parse_campaign(&sources_ref, &config);
         let (fragments, fragment_diagnostics) = fragment_campaign(&notes, &config);
         diagnostics.extend(fragment_diagnostics);
         let blocks: Vec<&Block> = notes.iter().flat_map(|note| &note.blocks).collect();
@@ -404,6 +412,7 @@ pub(crate) mod tests {
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string(), "Mundo/Planes".to_string()],
+            secret_words: default_secret_words(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let table = [

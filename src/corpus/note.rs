@@ -9,24 +9,92 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::RangeInclusive;
 
-use super::markdown::{self, Body, diagnostic};
+use super::markdown::{self, Body, LinkReader, TextMarkers, diagnostic};
+use super::secrets::SecretNotes;
 use super::session::{session_from_file_name, session_from_patterns};
-use super::text::{file_stem, fold};
+use super::text::{file_stem, fold, normalize_line_endings};
 use super::{Block, CorpusConfig, Diagnostic, LabelLanguage, Note, NoteKind, SecretPassage, SessionNumber, Visibility};
 
 /// Inline tags decide a note's kind only among its first lines: a sheet starts with its
 /// `#NPC`, while a session that tags an NPC halfway through is still a session.
 const LEADING_TAG_LINES: usize = 5;
 
-/// Reads one Markdown note. `path` is relative to the campaign root and `/`-separated.
+/// Reads one Markdown note. `path` is relative to the campaign root and `/`-separated;
+/// `secret_notes` are the campaign's GM-only notes, whose names a link in this note's player
+/// text must not show ([`parse_campaign`] knows them all; `SecretNotes::default()` knows only
+/// the secret paths).
 ///
 /// Never fails: problems (broken front matter, unclosed secrets, an empty file…) come back
 /// as diagnostics, and whatever text could be read is kept.
-pub fn parse_note(path: &str, text: &str, config: &CorpusConfig) -> (Note, Vec<Diagnostic>) {
+pub fn parse_note(
+    path: &str,
+    text: &str,
+    config: &CorpusConfig,
+    secret_notes: &SecretNotes,
+) -> (Note, Vec<Diagnostic>) {
+    let read = read_note(path, text, config, secret_notes, config.is_secret_path(path));
+    (read.note, read.diagnostics)
+}
+
+/// Reads every note of a campaign, `(path, text)` each: which notes are GM-only is known only
+/// once all are read (a front matter mark makes a note secret wherever it lies), so a player
+/// note whose links name one is read again knowing it, and shows none of its name.
+/// The notes come back in the order given.
+pub fn parse_campaign(sources: &[(&str, &str)], config: &CorpusConfig) -> (Vec<Note>, Vec<Diagnostic>) {
+    // First what the paths alone say: a link by name to a note of a secret folder is right
+    // from the first reading; only notes linking to notes secret by their content are read twice.
+    let path_secret: Vec<bool> = sources.iter().map(|(path, _)| config.is_secret_path(path)).collect();
+    let by_path = SecretNotes::new(
+        sources
+            .iter()
+            .zip(&path_secret)
+            .map(|((path, _), &secret)| (*path, if secret { Visibility::DmOnly } else { Visibility::Player })),
+    );
+    let mut read: Vec<ReadNote> = sources
+        .iter()
+        .zip(&path_secret)
+        .map(|((path, text), &secret)| read_note(path, text, config, &by_path, secret))
+        .collect();
+    let mut secret_notes = by_path.clone();
+    for (read, &secret) in read.iter().zip(&path_secret) {
+        if read.note.visibility == Visibility::DmOnly && !secret {
+            secret_notes.mark_secret(&read.note.path);
+        }
+    }
+    for ((&(path, text), read), &secret) in sources.iter().zip(&mut read).zip(&path_secret) {
+        let names_a_secret = read.note.visibility == Visibility::Player
+            && read.link_targets.iter().any(|target| {
+                secret_notes.is_secret_target(target, path, config) && !by_path.is_secret_target(target, path, config)
+            });
+        if names_a_secret {
+            *read = read_note(path, text, config, &secret_notes, secret);
+        }
+    }
+    let mut diagnostics = Vec::new();
+    let notes = read
+        .into_iter()
+        .map(|read| {
+            diagnostics.extend(read.diagnostics);
+            read.note
+        })
+        .collect();
+    (notes, diagnostics)
+}
+
+/// One note read, with the link targets its rendering depended on.
+struct ReadNote {
+    note: Note,
+    diagnostics: Vec<Diagnostic>,
+    /// Targets of its visible wikilinks and Markdown links.
+    link_targets: Vec<String>,
+}
+
+/// Reads the note at `path`; `path_secret`: whether it lies under a secret path.
+fn read_note(path: &str, text: &str, config: &CorpusConfig, secret_notes: &SecretNotes, path_secret: bool) -> ReadNote {
     let mut diagnostics = Vec::new();
     let stem = file_stem(path);
-    let visibility = if config.is_secret_path(path) { Visibility::DmOnly } else { Visibility::Player };
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = normalize_line_endings(text);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut note = Note {
         path: path.to_string(),
         kind: NoteKind::World,
@@ -37,16 +105,31 @@ pub fn parse_note(path: &str, text: &str, config: &CorpusConfig) -> (Note, Vec<D
         session: None,
         links: Vec::new(),
         blocks: Vec::new(),
-        visibility,
+        visibility: if path_secret { Visibility::DmOnly } else { Visibility::Player },
     };
     if text.contains('\0') {
         diagnostics.push(diagnostic(path, None, "binary file (contains NUL bytes); skipped"));
-        return (note, diagnostics);
+        return ReadNote { note, diagnostics, link_targets: Vec::new() };
     }
 
     let lines: Vec<&str> = text.lines().collect();
-    let mut front = markdown::read_front_matter(path, &lines, &mut diagnostics);
-    let body = markdown::read_body(path, &lines, &front, &mut diagnostics);
+    let mut front = markdown::read_front_matter(path, &lines, config, &mut diagnostics);
+    let reader = LinkReader::new(config, secret_notes, path, &lines, TextMarkers::in_text(text));
+    let body = markdown::read_body(path, &lines, &front, &reader, &mut diagnostics);
+    // A note-level mark: front matter, or a tag holding a GM word (`#secreto`, `tags: [gm]`).
+    let marked =
+        front.gm_only || front.tags.iter().chain(body.tags.iter().map(|(_, tag)| tag)).any(|tag| config.names_gm(tag));
+    if marked {
+        note.visibility = Visibility::DmOnly;
+    }
+    let visibility = note.visibility;
+    let link_targets: Vec<String> = body
+        .links
+        .iter()
+        .filter(|link| !link.embed)
+        .map(|link| link.target.clone())
+        .chain(body.markdown_targets.iter().cloned())
+        .collect();
     if let Some(title) = front.title.take() {
         note.title = title;
     }
@@ -77,7 +160,7 @@ pub fn parse_note(path: &str, text: &str, config: &CorpusConfig) -> (Note, Vec<D
         diagnostics.push(diagnostic(path, None, "empty note"));
         note.kind = kind_hint.unwrap_or(NoteKind::World);
         note.links = body.links;
-        return (note, diagnostics);
+        return ReadNote { note, diagnostics, link_targets };
     }
 
     let reader = BlockReader { body: &body, config, visibility, title: &note.title, stem, sessions: &sessions };
@@ -125,7 +208,7 @@ pub fn parse_note(path: &str, text: &str, config: &CorpusConfig) -> (Note, Vec<D
         }
     }
     note.links = body.links;
-    (note, diagnostics)
+    ReadNote { note, diagnostics, link_targets }
 }
 
 /// `Sesión 12` / `Session 12`.
@@ -293,6 +376,16 @@ mod tests {
     const ES: LabelLanguage = LabelLanguage::Es;
     const EN: LabelLanguage = LabelLanguage::En;
 
+    fn config() -> CorpusConfig {
+        CorpusConfig {
+            label_language: ES,
+            kind_folders: default_kind_folders(),
+            secret_paths: vec!["Secretos".to_string()],
+            secret_words: crate::corpus::default_secret_words(),
+            session_patterns: crate::corpus::SessionPattern::defaults(),
+        }
+    }
+
     /// Parses `text` as the note at `path` (with `Secretos` as a secret path) and renders the
     /// note's kind, title, session, tags and each block with its span, text and secrets.
     fn check(label_language: LabelLanguage, path: &str, text: &str, expect: &str) {
@@ -300,9 +393,10 @@ mod tests {
             label_language,
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
+            secret_words: crate::corpus::default_secret_words(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         };
-        let (note, diagnostics) = parse_note(path, text, &config);
+        let (note, diagnostics) = parse_note(path, text, &config, &Default::default());
         let mut actual = String::new();
         let session = note.session.map_or("-".to_string(), |session| session.to_string());
         writeln!(actual, "{} {:?} session {session}", note.kind.as_str(), note.title).unwrap();
@@ -339,6 +433,59 @@ mod tests {
             writeln!(actual, "diagnostic {line}: {}", diagnostic.message).unwrap();
         }
         assert_eq!(actual.trim_end(), expect.trim(), "\n--- actual ---\n{actual}");
+    }
+
+    #[test]
+    fn crlf_cr_and_lf_line_endings_read_alike() {
+        let note = "---\ntitle: Sesión\n---\n# Sesión 4\nPúblico.\n> [!secret]\n> SECRETO.\n\n<!-- gm -->\nSECRETO dos.\n<!-- /gm -->\nFin.\n";
+        let read = |text: &str| {
+            let (note, diagnostics) = parse_note("Sesiones/Sesion 4.md", text, &config(), &SecretNotes::default());
+            let blocks: Vec<String> = note
+                .blocks
+                .iter()
+                .map(|block| {
+                    let secrets: Vec<String> =
+                        block.secrets.iter().map(|s| format!("{}-{}: {}", s.line_start, s.line_end, s.text)).collect();
+                    format!("{}-{}: {}\n{}", block.line_start, block.line_end, block.text, secrets.join("\n"))
+                })
+                .collect();
+            (note.title, blocks, diagnostics)
+        };
+        let lf = read(note);
+        assert_eq!(lf.1[0].matches("SECRETO").count(), 2, "{lf:?}");
+        assert!(lf.1[0].contains("6-7: \nSECRETO.") && lf.1[0].contains("9-11: \nSECRETO dos."), "{lf:?}");
+        assert_eq!(read(&note.replace('\n', "\r\n")), lf);
+        assert_eq!(read(&note.replace('\n', "\r")), lf);
+    }
+
+    #[test]
+    fn a_gm_tag_makes_the_whole_note_gm_only() {
+        for text in ["---\ntags: [npc, secreto]\n---\nTexto.", "#NPC #gm-only\nTexto.", "Texto.\nMás abajo, #DM."] {
+            let (note, _) = parse_note("PNJs/Vaskrith.md", text, &config(), &SecretNotes::default());
+            assert_eq!(note.visibility, Visibility::DmOnly, "{text}");
+            assert!(note.blocks.iter().all(|block| block.visibility == Visibility::DmOnly), "{text}");
+        }
+        // A tag inside a secret passage marks only that passage.
+        let (note, _) = parse_note("PNJs/Baika.md", "Teje.\n%% #secreto espía %%", &config(), &SecretNotes::default());
+        assert_eq!(note.visibility, Visibility::Player);
+    }
+
+    #[test]
+    fn a_campaign_read_knows_which_notes_are_secret_before_rendering_links() {
+        let sources = [
+            ("Sesiones/Sesion 1.md", "Hablamos con [[El capitán es el traidor]] y [[Baika]]; [x](Mundo/Plan.md)."),
+            ("Mundo/El capitán es el traidor.md", "---\nsecret: true\n---\nLo es."),
+            ("Mundo/Plan.md", "---\ntags: [dm]\n---\nEl plan."),
+            ("PNJs/Baika.md", "Teje."),
+        ];
+        let (notes, _) = parse_campaign(&sources, &config());
+        assert_eq!(notes.iter().map(|note| note.path.as_str()).collect::<Vec<_>>(), sources.map(|(path, _)| path));
+        let visibilities: Vec<Visibility> = notes.iter().map(|note| note.visibility).collect();
+        assert_eq!(visibilities, [Visibility::Player, Visibility::DmOnly, Visibility::DmOnly, Visibility::Player]);
+        assert_eq!(notes[0].blocks[0].text, "Hablamos con  y Baika; x.");
+        // Read alone, only the secret paths are known.
+        let (alone, _) = parse_note(sources[0].0, sources[0].1, &config(), &SecretNotes::default());
+        assert!(alone.blocks[0].text.contains("El capitán es el traidor"));
     }
 
     #[test]
@@ -498,9 +645,10 @@ world "Plan" session -
                 label_language,
                 kind_folders: default_kind_folders(),
                 secret_paths: Vec::new(),
+                secret_words: crate::corpus::default_secret_words(),
                 session_patterns: session_patterns.clone(),
             };
-            let (note, _) = parse_note(path, text, &config);
+            let (note, _) = parse_note(path, text, &config, &Default::default());
             let got: Vec<&str> = note.blocks.iter().map(|block| block.label.as_str()).collect();
             assert_eq!(
                 (note.kind, note.session.map(|s| s.0), got.as_slice()),

@@ -334,9 +334,11 @@ mod tests {
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
+            secret_words: crate::corpus::default_secret_words(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         };
-        let notes: Vec<Note> = notes.iter().map(|(path, text)| parse_note(path, text, &config).0).collect();
+        let notes: Vec<Note> =
+            notes.iter().map(|(path, text)| parse_note(path, text, &config, &Default::default()).0).collect();
         let (fragments, diagnostics) = fragment_campaign(&notes, &config);
         let mut actual = String::new();
         for fragment in &fragments {
@@ -506,10 +508,12 @@ diagnostic b/Sesion 3.md 1: session 3 also claimed by a/Crónica.md (l. 1); kept
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),
             secret_paths: Vec::new(),
+            secret_words: crate::corpus::default_secret_words(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let sources = [("Sesiones/Sesion 1.md", "Uno."), ("Crónica.md", "## Sesión 1\nA.\n## Sesión 2\nB.")];
-        let notes: Vec<Note> = sources.iter().map(|(path, text)| parse_note(path, text, &config).0).collect();
+        let notes: Vec<Note> =
+            sources.iter().map(|(path, text)| parse_note(path, text, &config, &Default::default()).0).collect();
         let reversed: Vec<Note> = notes.iter().rev().cloned().collect();
         assert_eq!(fragment_campaign(&notes, &config), fragment_campaign(&reversed, &config));
         assert_eq!(fragment_campaign(&notes, &config).0[0].session, Some(SessionNumber(1)));

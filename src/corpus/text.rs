@@ -16,6 +16,15 @@ pub fn fold(s: &str) -> String {
     s.nfd().filter(|c| !is_combining_mark(*c)).flat_map(char::to_lowercase).collect()
 }
 
+/// `text` with CRLF and lone CR line endings made LF, so every line ending reads alike (a
+/// file saved with CR only would otherwise be one line).
+pub(crate) fn normalize_line_endings(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('\r') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
+}
+
 /// sha256 (hex) over `visibility.as_str() + "\n" + text`: what decides re-embedding.
 /// The visibility is part of it so that a passage becoming secret is re-indexed.
 pub fn content_hash(visibility: Visibility, text: &str) -> String {

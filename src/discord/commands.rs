@@ -352,7 +352,7 @@ pub async fn oraculo(
         if where_asked.can_open_thread
             && let Some(message_id) = answered.first_message
         {
-            open_thread(ctx, &desk, message_id, question, &answered.text, lang).await;
+            open_thread(ctx, &desk, message_id, question, &answered.text, audience, lang).await;
         }
     }
     .instrument(span)
@@ -370,18 +370,19 @@ async fn open_thread(
     message_id: serenity::MessageId,
     question: &str,
     answer: &str,
+    audience: Audience,
     lang: Lang,
 ) {
     let turns = vec![
         Turn { role: TurnRole::User, content: question.to_string() },
         Turn { role: TurnRole::Assistant, content: answer.to_string() },
     ];
-    desk.history.append(Place::Thread(message_id.get()), turns.clone()).await;
+    desk.history.append(Place::Thread(message_id.get()), audience, turns.clone()).await;
     let builder = serenity::CreateThread::new(embeds::thread_name(question, lang))
         .auto_archive_duration(serenity::AutoArchiveDuration::OneDay);
     match ctx.channel_id().create_thread_from_message(ctx.http(), message_id, builder).await {
         Ok(thread) if thread.id.get() != message_id.get() => {
-            desk.history.append(Place::Thread(thread.id.get()), turns).await;
+            desk.history.append(Place::Thread(thread.id.get()), audience, turns).await;
         }
         Ok(_) => {}
         Err(err) => log_discord_error(&err, "opening a thread on an answer"),
@@ -712,7 +713,7 @@ pub async fn answer_question(
     };
     // Started: deleting the question no longer stops it (its answer is on its way).
     drop(withdrawal.take());
-    let history = desk.history.recent(place).await;
+    let history = desk.history.recent(place, audience).await;
     // The preview owns the message while the model writes; the final layout replaces it.
     let shown = std::sync::Mutex::new(notice);
 
@@ -775,7 +776,7 @@ pub async fn answer_question(
         return None;
     }
     if answer.joins_history() {
-        desk.history.record(place, question, &answer.text).await;
+        desk.history.record(place, audience, question, &answer.text).await;
     } else {
         tracing::info!(place = place.key(), "the model failed on this answer; it is not kept in the history");
     }

@@ -4,12 +4,13 @@
 //!
 //! A conversation is one place: a channel (slash questions there share it), a thread (its
 //! follow-ups), or a direct-message channel. Keys never collide across kinds, and nothing
-//! reads one place's turns into another's.
+//! reads one place's turns into another's; within a place, a player reads only the turns
+//! answered for players.
 
 use std::path::Path;
 
 use crate::conversation::Conversations;
-use crate::retrieve::Turn;
+use crate::retrieve::{Audience, Turn};
 
 /// Where a conversation happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,19 +46,21 @@ impl History {
         History { conversations: Conversations::new(index_dir, turns) }
     }
 
-    /// The latest turns of `place`, oldest first (empty when unreadable: logged).
-    pub async fn recent(&self, place: Place) -> Vec<Turn> {
-        self.conversations.recent(&place.key()).await
+    /// The latest turns of `place` that `audience` may read, oldest first (empty when
+    /// unreadable: logged). A player never reads a turn answered for the GM.
+    pub async fn recent(&self, place: Place, audience: Audience) -> Vec<Turn> {
+        self.conversations.recent(&place.key(), audience).await
     }
 
-    /// Records one exchange in `place`.
-    pub async fn record(&self, place: Place, question: &str, answer: &str) {
-        self.conversations.record(&place.key(), question, answer).await;
+    /// Records one exchange in `place`, answered for `audience`.
+    pub async fn record(&self, place: Place, audience: Audience, question: &str, answer: &str) {
+        self.conversations.record(&place.key(), audience, question, answer).await;
     }
 
-    /// Appends `turns` to `place` (a new thread starts with the exchange it was opened on).
-    pub async fn append(&self, place: Place, turns: Vec<Turn>) {
-        self.conversations.append(&place.key(), turns).await;
+    /// Appends `turns`, answered for `audience`, to `place` (a new thread starts with the
+    /// exchange it was opened on).
+    pub async fn append(&self, place: Place, audience: Audience, turns: Vec<Turn>) {
+        self.conversations.append(&place.key(), audience, turns).await;
     }
 
     /// Whether `place` has history: a thread does exactly when the bot opened it.

@@ -26,7 +26,11 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_index", include_str!("../../migrations/0001_index.sql")),
     ("0002_room_for_retrieval", include_str!("../../migrations/0002_room_for_retrieval.sql")),
     ("0003_fragment_ids_never_reused", include_str!("../../migrations/0003_fragment_ids_never_reused.sql")),
-    ("0004_bm25_over_passages", include_str!("../../migrations/0004_bm25_over_passages.sql")),
+    (
+        "0004_conversation_turns_know_their_audience",
+        include_str!("../../migrations/0004_conversation_turns_know_their_audience.sql"),
+    ),
+    ("0005_bm25_over_passages", include_str!("../../migrations/0005_bm25_over_passages.sql")),
 ];
 
 /// Words of one BM25 passage (`fragment_windows`): about what the naive baseline's windows

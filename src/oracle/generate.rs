@@ -155,6 +155,7 @@ impl Oracle {
         }
         let generation_ms = generation_started.elapsed().as_secs_f64() * 1000.0;
         if let Some(reason) = &made.fallback {
+            // The reason names the server or the kind of reply; never the reply itself.
             tracing::warn!(%reason, "the model could not answer; the answer is extractive");
         }
         Ok(self.answer_from(prepared, made, generation_ms))
@@ -176,7 +177,9 @@ impl Oracle {
         };
         let validated = validate_citations(&made.text, &citable);
         if !validated.invented.is_empty() {
+            // Counts at warn; the labels are the model's words (a GM answer's), at debug.
             tracing::warn!(n_invented = validated.invented.len(), "the answer cited labels it was not shown");
+            tracing::debug!(invented = ?validated.invented, "the labels it invented");
         }
         let citations = citation_sources(&validated, context, texts, &search.candidates);
         let shown = |fragment_id, label: &String, session| ShownSource { fragment_id, label: label.clone(), session };
@@ -308,10 +311,13 @@ impl Oracle {
             match parse_structured(&response.text, shown) {
                 Ok(answer) => return judge.judge_reply(answer).await.after_attempts(attempt).with_tokens(&tokens),
                 Err(err) => {
-                    tracing::warn!(attempt, reason = %err, "the structured answer cannot be used");
-                    problem = err.to_string();
+                    tracing::warn!(attempt, reason = %err.without_reply_text(), "the structured answer cannot be used");
+                    tracing::debug!(attempt, reason = %err, "why, with the reply's words");
+                    // The reason kept names the kind of problem, not the reply: it is logged
+                    // and shown. The model is told the whole problem.
+                    problem = err.without_reply_text();
                     messages.push(ChatMessage::assistant(response.text));
-                    messages.push(structured_retry_message(&problem));
+                    messages.push(structured_retry_message(&err.to_string()));
                 }
             }
         }
@@ -457,6 +463,22 @@ impl Oracle {
     }
 }
 
+/// Why a sentence was dropped: the kind, which names nothing of it (the logs at info), and
+/// the detail, which may quote it (the answer's `ungrounded`, the logs at debug).
+struct Dropped {
+    kind: &'static str,
+    detail: String,
+}
+
+/// The kind of a sentence copied from a passage cut mid-sentence.
+const CUT_OFF: &str = "cut off mid-sentence";
+
+impl From<&Ungrounded> for Dropped {
+    fn from(reason: &Ungrounded) -> Dropped {
+        Dropped { kind: reason.kind(), detail: reason.to_string() }
+    }
+}
+
 /// Every check a structured sentence passes before anyone sees it, the same while the model
 /// streams and at the end: complete (no ellipsis copied from a cut passage), backed by the
 /// letter of the notes it cites (numbers and names, `answer::grounding`), near in meaning to
@@ -501,12 +523,14 @@ impl<'a> SentenceJudge<'a> {
 
     /// The sentence as it may be shown, cited to the notes that back it by the letter (its
     /// own sources, or with the notes shown that hold what they lack), or why it may not be.
-    fn by_the_letter(&self, sentence: &Sentence) -> Result<Sentence, String> {
-        let text = complete_sentence_text(&sentence.text).ok_or_else(|| "cut off mid-sentence".to_string())?;
+    fn by_the_letter(&self, sentence: &Sentence) -> Result<Sentence, Dropped> {
+        let Some(text) = complete_sentence_text(&sentence.text) else {
+            return Err(Dropped { kind: CUT_OFF, detail: CUT_OFF.to_string() });
+        };
         self.grounds
             .attribute(&text, &sentence.sources, &self.prepared.names)
             .map(|sources| Sentence { text, sources })
-            .map_err(|reason| reason.to_string())
+            .map_err(|reason| Dropped::from(&reason))
     }
 
     /// Whether a passage of the notes `sentence` cites says what it says, judged once per
@@ -530,6 +554,7 @@ impl<'a> SentenceJudge<'a> {
             }
             Ok(_) | Err(_) => {
                 tracing::warn!("support not judged: a sentence could not be embedded");
+                tracing::debug!(sentence = %sentence.text, "the sentence not judged");
                 Ok(())
             }
         };
@@ -548,7 +573,7 @@ impl<'a> SentenceJudge<'a> {
         let mut repeats = Repeats::default();
         for sentence in reply.sentences {
             let verdict = match self.by_the_letter(&sentence) {
-                Ok(attributed) => self.by_meaning(&attributed).await.map(|()| attributed).map_err(|r| r.to_string()),
+                Ok(attributed) => self.by_meaning(&attributed).await.map(|()| attributed).map_err(|r| Dropped::from(&r)),
                 Err(reason) => Err(reason),
             };
             match verdict {
@@ -562,10 +587,11 @@ impl<'a> SentenceJudge<'a> {
                     }
                     kept.push(attributed);
                 }
-                Err(reason) => {
-                    tracing::info!(%reason, "a sentence the notes do not back is dropped");
-                    tracing::debug!(sentence = %sentence.text, %reason, "dropped sentence");
-                    ungrounded.push(format!("{} ({reason})", render_sentence(&sentence)));
+                Err(dropped) => {
+                    // A GM answer's sentence is GM text: its words only at debug.
+                    tracing::info!(reason = dropped.kind, "a sentence the notes do not back is dropped");
+                    tracing::debug!(sentence = %sentence.text, reason = %dropped.detail, "the sentence dropped");
+                    ungrounded.push(format!("{} ({})", render_sentence(&sentence), dropped.detail));
                 }
             }
         }

@@ -91,6 +91,11 @@ pub async fn rerank_by_annotation(
                     "rerank skipped: the pool has fragments without annotations, so the fusion order is kept \
                      (run `oraculo annotate` to rerank; said once)"
                 ),
+                // The model's reply (the annotations it read, GM ones in a GM's rerank): at debug.
+                RerankSkip::UnparsableJson { .. } => {
+                    warn!("rerank skipped: the model's reply is not the JSON asked for; fusion order kept");
+                    debug!(?reason, "the reply the rerank could not read");
+                }
                 _ => warn!(?reason, "rerank skipped: fusion order kept"),
             }
             (fusion_order(), RerankDecision::Skipped(reason))

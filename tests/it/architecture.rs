@@ -20,7 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("index", &["compendium", "corpus", "llm"]),
     ("sample", &["index"]),
     ("retrieve", &["answer", "compendium", "corpus", "index", "lexicon", "llm", "prompt"]),
-    ("conversation", &["index", "retrieve"]),
+    ("conversation", &["corpus", "index", "retrieve"]),
     ("ingest", &["answer", "compendium", "config", "corpus", "index", "llm", "prompt"]),
     ("oracle", &["answer", "config", "corpus", "index", "lexicon", "llm", "prompt", "retrieve"]),
     ("timeline", &["answer", "corpus", "index", "llm", "oracle", "prompt", "retrieve"]),

@@ -521,40 +521,57 @@ async fn issue_12_the_bot_refuses_to_start_without_its_servers() {
     assert!(!error.contains(TOKEN), "the token never shows: {error}");
 }
 
-/// Issue 12's canary, through the bot: the canary vault indexed, a model that echoes its whole
-/// prompt, and a player asking about every canary in a player channel, following up in the
-/// answer's thread, reading every source and label there is, clicking source buttons and
-/// autocompleting labels. No body the bot sends to the player holds a canary (other than the
-/// words the player typed, which are taken out first). The same question in a GM channel does
-/// bring them back: the echo would show a leak.
+/// The canary through the bot: the canary vault indexed and annotated by a model that echoes
+/// what it reads, and a player asking about every canary in a player channel, following up in
+/// the answer's thread, reading every source and label there is, clicking source buttons,
+/// autocompleting labels and names, asking for every timeline and every recap. No body the bot
+/// sends to the player holds a canary (other than the words the player typed, which are taken
+/// out first), and neither does any prompt a player's question sent. The same questions in
+/// GM channels bring each one back: the echo would show a leak.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_12_no_canary_reaches_a_player_through_discord() {
-    use crate::canary::{CANARIES, canaries_in, vault};
+async fn no_canary_reaches_a_player_through_discord() {
+    use crate::canary::{CANARIES, VAULT_CAMPAIGN_TOML, canaries_in, vault, vault_config};
     const GM_CHANNEL: u64 = 700_000_000_000_000_500;
     oraculo::logging::init();
     let scratch = vault();
     let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
     ollama.echo_prompts();
     let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
-        .await
-        .unwrap();
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &vault_config(), &embedder).await.unwrap();
     let index = oraculo::index::Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let chat_config = crate::answer::chat_config(ollama.url(), std::time::Duration::from_secs(10));
+    let chat = oraculo::llm::ollama_chat::OllamaChat::new(oraculo::llm::ollama_chat::OllamaChatConfig {
+        model: CHAT_MODEL.to_string(),
+        ..chat_config
+    })
+    .unwrap();
+    let annotated = oraculo::ingest::annotate_fragments(&index, &chat, &oraculo::ingest::Quiet).await;
+    assert!(annotated.error.is_none() && annotated.missing == 0, "{annotated:?}");
     let every_label: Vec<String> = index.store.sources().unwrap().into_iter().map(|source| source.label).collect();
     drop(index);
+    let annotation_prompts = ollama.chat_requests("/api/chat").len();
 
     let discord = FakeDiscord::start().await;
-    let extra = format!("gm_channel_ids = [{GM_CHANNEL}]\nquestions_per_minute = 0");
-    let bot = RunningBot::start(config_with(&scratch, &ollama, &discord, &extra));
+    // One GM channel per canary: an echoed answer in a channel's history would be echoed again
+    // by the next question there.
+    let findable: Vec<&str> =
+        CANARIES.iter().filter(|(_, _, findable)| *findable).map(|(canary, _, _)| *canary).collect();
+    let gm_channels: Vec<String> = (0..findable.len()).map(|n| (GM_CHANNEL + n as u64).to_string()).collect();
+    let extra = format!("gm_channel_ids = [{}]\nquestions_per_minute = 0", gm_channels.join(", "));
+    let campaign = format!("[campaign]\ndir = \"{}\"\n{VAULT_CAMPAIGN_TOML}", scratch.campaign.path().display());
+    let bot = RunningBot::start(parse_config(&config_toml(scratch.data.path(), &campaign, &ollama, &discord, &extra)));
     wait_for_guild_commands(&discord).await;
 
-    // The questions the player types: taken out of every body before looking for canaries.
+    // The questions and names the player types: taken out of every body before looking for
+    // canaries.
     let mut typed: Vec<String> = Vec::new();
     let question = |text: &str| json!([{ "name": "pregunta", "type": 3, "value": text }]);
     let mut questions: Vec<String> = CANARIES.iter().map(|(canary, _, _)| format!("¿Quién es {canary}?")).collect();
-    questions.extend(["¿Qué pasó en el faro?", "¿Qué hay en la cueva del islote?"].map(String::from));
-    // Each in its own channel: an echoed answer in a channel's history would be echoed again
-    // by the next question there, and grow without end.
+    questions.extend(
+        ["¿Qué pasó en el faro?", "¿Qué hay en la cueva del islote?", "¿Quién es el espía del puerto?"]
+            .map(String::from),
+    );
+    // Each in its own channel, for the same reason as the GM's.
     for (n, text) in questions.iter().enumerate() {
         let token = discord.slash_command(PLAYER, &[], text_channel(CHANNEL + 1 + n as u64), "oraculo", question(text));
         discord.wait_for("an answer", is_final_answer_for(&token)).await;
@@ -597,25 +614,66 @@ async fn issue_12_no_canary_reaches_a_player_through_discord() {
         discord.wait_for("a source button", is_webhook_for(&token, "POST")).await;
         asked_labels.push((token, label.clone()));
     }
-    for partial in ["", "a", "e", "Ficha", "Mundo", "Sesión"] {
-        let token = discord.autocomplete(PLAYER, text_channel(CHANNEL), "fuente", "etiqueta", partial);
-        let choices = discord.wait_for("autocomplete choices", is_callback_for(&token)).await;
-        assert_eq!(choices.body["type"], 8, "{}", choices.body);
-        let leaked = canaries_in(&choices.body.to_string());
-        assert!(leaked.is_empty(), "autocomplete {partial:?} leaks {leaked:?}: {}", choices.body);
+    let mut entity_names: Vec<String> = Vec::new();
+    for partial in ["", "a", "e", "o", "Ficha", "Mundo", "Sesión"] {
+        for (command, option) in [("fuente", "etiqueta"), ("cronologia", "nombre")] {
+            let token = discord.autocomplete(PLAYER, text_channel(CHANNEL), command, option, partial);
+            let choices = discord.wait_for("autocomplete choices", is_callback_for(&token)).await;
+            assert_eq!(choices.body["type"], 8, "{}", choices.body);
+            let leaked = canaries_in(&choices.body.to_string());
+            assert!(leaked.is_empty(), "{command} autocomplete {partial:?} leaks {leaked:?}: {}", choices.body);
+            if command == "cronologia" {
+                let offered = choices.body["data"]["choices"].as_array().cloned().unwrap_or_default();
+                entity_names.extend(offered.iter().filter_map(|choice| choice["value"].as_str().map(str::to_string)));
+            }
+        }
+    }
+    entity_names.sort();
+    entity_names.dedup();
+    assert!(!entity_names.is_empty(), "the compendium offers names");
+    // Every timeline the player can ask for, and the canaries' own names (an unknown name is
+    // answered with suggestions: none of them may be a secret).
+    let mut asked_names: Vec<(String, String)> = Vec::new();
+    for name in entity_names.iter().map(String::as_str).chain(CANARIES.iter().map(|(canary, _, _)| *canary)) {
+        let token = discord.slash_command(
+            PLAYER,
+            &[],
+            text_channel(CHANNEL),
+            "cronologia",
+            json!([{ "name": "nombre", "type": 3, "value": name }]),
+        );
+        discord.wait_for("a timeline", is_webhook_for(&token, "POST")).await;
+        asked_names.push((token, name.to_string()));
+    }
+    // Every recap: each session, and the last one.
+    for session in (1..=10).map(|n| json!([{ "name": "sesion", "type": 4, "value": n }])).chain([json!([])]) {
+        let token = discord.slash_command(PLAYER, &[], text_channel(CHANNEL), "resumen", session);
+        discord.wait_for("a recap", is_webhook_for(&token, "POST")).await;
+    }
+    let player_prompts = ollama.chat_requests("/api/chat")[annotation_prompts..].to_vec();
+
+    // The positive control: each canary's question in a GM channel shows the model its note,
+    // and the first canary's answer (an echo) brings it back to the GM.
+    let mut gm_tokens: Vec<String> = Vec::new();
+    for (n, (canary, channel)) in findable.iter().zip(&gm_channels).enumerate() {
+        let gm_question = format!("¿Quién es {canary}?");
+        let channel: u64 = channel.parse().unwrap();
+        let asked_before = ollama.chat_requests("/api/chat").len();
+        let gm_token = discord.slash_command(PLAYER, &[], text_channel(channel), "oraculo", question(&gm_question));
+        let gm_answer = discord.wait_for("a GM channel's answer", is_final_answer_for(&gm_token)).await;
+        let prompts: String = ollama.chat_requests("/api/chat")[asked_before..]
+            .iter()
+            .map(|prompt| prompt.body.to_string().replace(&gm_question, ""))
+            .collect();
+        assert!(prompts.contains(canary), "a GM channel's prompt shows the GM's notes ({canary}): {prompts}");
+        if n == 0 {
+            let shown = gm_answer.body.to_string().replace(&gm_question, "");
+            assert!(shown.contains(canary), "the echo shows GM notes in a GM channel: {}", gm_answer.body);
+        }
+        gm_tokens.push(gm_token);
     }
 
-    // The positive control: the GM channel's answer does echo the secrets.
-    let gm_question = "¿Quién es Zarnokel y qué hizo Krovathen?";
-    let gm_token = discord.slash_command(PLAYER, &[], text_channel(GM_CHANNEL), "oraculo", question(gm_question));
-    let gm_answer = discord.wait_for("the GM channel's answer", is_final_answer_for(&gm_token)).await;
-    assert!(
-        !canaries_in(&gm_answer.body.to_string().replace(gm_question, "")).is_empty(),
-        "the echo shows GM notes in a GM channel: {}",
-        gm_answer.body
-    );
-
-    // A player's follow-up after the GM channel's question: no GM state carries over.
+    // A player's follow-up after the GM channels' questions: no GM state carries over.
     let after_gm = "¿Y qué más pasó allí?";
     discord.message_create(PLAYER, thread, after_gm);
     discord
@@ -633,28 +691,97 @@ async fn issue_12_no_canary_reaches_a_player_through_discord() {
         .into_iter()
         .filter(|r| {
             r.method != "GET"
-                && !r.path.split('/').any(|segment| segment == gm_token || segment == GM_CHANNEL.to_string())
+                && !r.path.split('/').any(|segment| {
+                    gm_tokens.iter().any(|token| token == segment) || gm_channels.iter().any(|gm| gm == segment)
+                })
         })
         .map(|r| {
             let mut body = r.body.to_string();
             for text in &typed {
                 body = body.replace(text.as_str(), "");
             }
-            // A source's reply may name the label its own request typed, and nothing else.
-            for (token, label) in &asked_labels {
+            // A source's reply may name the label its own request typed, a timeline's the name
+            // typed, and nothing else.
+            for (token, said) in asked_labels.iter().chain(&asked_names) {
                 if r.path.split('/').any(|segment| segment == token) {
-                    body = body.replace(label.as_str(), "");
+                    body = body.replace(said.as_str(), "");
                 }
             }
             (format!("{} {}", r.method, r.path), body)
         })
         .collect();
-    assert!(player_bodies.len() > 60, "{}", player_bodies.len());
+    assert!(player_bodies.len() > 100, "{}", player_bodies.len());
     for (route, body) in &player_bodies {
         let leaked = canaries_in(body);
         assert!(leaked.is_empty(), "{route} leaks {leaked:?}: {body}");
     }
+    // Every prompt a player's question or recap sent: the reranks over annotations, the answers.
+    assert!(player_prompts.len() > questions.len(), "{}", player_prompts.len());
+    for prompt in &player_prompts {
+        let mut body = prompt.body.to_string();
+        for text in &typed {
+            body = body.replace(text.as_str(), "");
+        }
+        let leaked = canaries_in(&body);
+        assert!(leaked.is_empty(), "a player's prompt leaks {leaked:?}: {body}");
+    }
 
+    bot.stop().await;
+}
+
+/// A channel that was a GM channel and is one no more: the GM's exchanges stored there (answered
+/// from GM notes) never reach the prompt of a player's question in it, after the bot restarts
+/// with the new configuration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_that_stops_being_a_gm_channel_feeds_no_gm_turn_to_its_players() {
+    const CANARY: &str = "Pelgrumo";
+    const GM_CHANNEL: u64 = 700_000_000_000_000_600;
+    oraculo::logging::init();
+    let scratch = Scratch::new(&[
+        ("Crónica.md", CRONICA),
+        ("Secretos/Plan.md", &format!("# El plan\n{CANARY} traicionará al archiduque.\n")),
+    ]);
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    ollama.echo_prompts();
+    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
+        .await
+        .unwrap();
+    let ask = |discord: &FakeDiscord, text: &str| {
+        discord.slash_command(
+            PLAYER,
+            &[],
+            text_channel(GM_CHANNEL),
+            "oraculo",
+            json!([{ "name": "pregunta", "type": 3, "value": text }]),
+        )
+    };
+
+    // A GM channel: the answer echoes the GM's notes, and joins the channel's history.
+    let discord = FakeDiscord::start().await;
+    let bot = RunningBot::start(config_with(&scratch, &ollama, &discord, &format!("gm_channel_ids = [{GM_CHANNEL}]")));
+    wait_for_guild_commands(&discord).await;
+    let gm_question = format!("¿Qué planea {CANARY}?");
+    let token = ask(&discord, &gm_question);
+    let answer = discord.wait_for("the GM's answer", is_final_answer_for(&token)).await;
+    assert!(embed_text(&answer.body).replace(&gm_question, "").contains("traicionará"), "{}", answer.body);
+    bot.stop().await;
+
+    // The same channel, now a player channel: its history holds no GM turn for a player.
+    let discord = FakeDiscord::start().await;
+    let bot = RunningBot::start(config(&scratch, &ollama, &discord));
+    wait_for_guild_commands(&discord).await;
+    let asked_before = ollama.chat_requests("/api/chat").len();
+    let followup = "¿Y qué más pasó?";
+    let token = ask(&discord, followup);
+    let answer = discord.wait_for("the player's answer", is_final_answer_for(&token)).await;
+    assert!(!answer.body.to_string().contains(CANARY), "{}", answer.body);
+    let prompts = ollama.chat_requests("/api/chat");
+    assert!(prompts.len() > asked_before, "the player's question was asked");
+    for prompt in &prompts[asked_before..] {
+        let body = prompt.body.to_string();
+        assert!(!body.contains(CANARY) && !body.contains("traicionará"), "a GM turn reached a player's prompt: {body}");
+    }
     bot.stop().await;
 }
 

@@ -60,8 +60,9 @@ struct State {
     replies: VecDeque<String>,
     /// When set, `/v1/*` answers 401 unless sent `Authorization: Bearer <key>`.
     api_key: Option<String>,
-    /// With no reply queued, a free-text chat answers its whole prompt back (the canary
-    /// tests: whatever the model was shown reaches the user).
+    /// With no reply queued, a free-text chat answers its whole prompt back, newest message
+    /// first (the canary tests: whatever the model was shown reaches the user, and an
+    /// annotation, cut to its first few hundred characters, repeats the fragment it describes).
     echo: bool,
     /// With no reply queued, a free-text chat answers what this makes of the request's
     /// messages (a reply that depends on the question, whatever order questions come in).
@@ -119,7 +120,8 @@ impl FakeOllama {
         self.state.lock().unwrap().reply_rule = Some(Arc::new(rule));
     }
 
-    /// From now on a chat with no queued reply (and no schema) answers its whole prompt.
+    /// From now on a chat with no queued reply (and no schema) answers its whole prompt,
+    /// newest message first.
     pub fn echo_prompts(&self) {
         self.state.lock().unwrap().echo = true;
     }
@@ -383,13 +385,9 @@ async fn serve_chat(
         } else if let Some(rule) = &rule {
             rule(&body["messages"])
         } else if echo {
-            body["messages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|m| m["content"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
+            let contents: Vec<&str> =
+                body["messages"].as_array().into_iter().flatten().filter_map(|m| m["content"].as_str()).collect();
+            contents.into_iter().rev().collect::<Vec<_>>().join("\n")
         } else {
             "(no reply queued)".to_string()
         }

@@ -116,3 +116,304 @@ async fn issue_12_the_index_is_its_owners_alone() {
     assert_eq!(mode(&index_dir), 0o700);
     assert_eq!(mode(&index_dir.join("index.sqlite")), 0o600);
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_note_reached_through_a_link_keeps_the_visibility_of_its_real_path() {
+    use std::os::unix::fs::symlink;
+    let scratch = Scratch::new(&[
+        ("Sesiones/Sesion 1.md", "# Sesión 1\nEl grupo llega al puerto.\n"),
+        ("Secretos/Plan.md", &format!("# Plan\n{CANARY} traicionará al grupo.\n")),
+        ("Secretos/Otro.md", &format!("# Otro\nLa orden de {CANARY}.\n")),
+        (".trash/Borrado.md", &format!("# Borrado\n{CANARY} borrado.\n")),
+    ]);
+    let outside = tempfile::TempDir::new().unwrap();
+    std::fs::write(outside.path().join("Fuera.md"), format!("# Fuera\n{CANARY} de fuera.\n")).unwrap();
+    let campaign = scratch.campaign.path();
+    std::fs::create_dir_all(campaign.join("Mundo")).unwrap();
+    // A folder and a file inside the campaign, reached through links from a public folder.
+    symlink("../Secretos", campaign.join("Mundo/Archivo")).unwrap();
+    symlink("../Secretos/Otro.md", campaign.join("Mundo/Otro.md")).unwrap();
+    // Links out of the campaign, and into a folder never read.
+    symlink(outside.path(), campaign.join("Mundo/Externo")).unwrap();
+    symlink(outside.path().join("Fuera.md"), campaign.join("Mundo/Fuera.md")).unwrap();
+    symlink("../.trash/Borrado.md", campaign.join("Mundo/Borrado.md")).unwrap();
+
+    let fake = FakeOllama::start(&["bge-m3"]).await;
+    let embedder = ollama_embedder(&fake, "bge-m3").await;
+    let summary = ingest_dir(&scratch.index_dir(), campaign, &campaign_config(&["Secretos"]), &embedder).await.unwrap();
+    let warning = |path: &str| -> String {
+        summary.warnings.iter().filter(|w| w.path == path).map(|w| w.message.clone()).collect::<Vec<_>>().join("; ")
+    };
+    assert!(warning("Mundo/Externo").contains("outside the campaign"), "{:#?}", summary.warnings);
+    assert!(warning("Mundo/Fuera.md").contains("outside the campaign"), "{:#?}", summary.warnings);
+    assert!(warning("Mundo/Borrado.md").contains("never read"), "{:#?}", summary.warnings);
+    assert!(summary.warnings.iter().all(|w| !w.message.contains(CANARY)), "{:#?}", summary.warnings);
+
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let fragments = index.store.fragments(None).unwrap();
+    let mut paths: Vec<(&str, oraculo::corpus::Visibility)> =
+        fragments.iter().map(|stored| (stored.fragment.source_path.as_str(), stored.fragment.visibility)).collect();
+    paths.sort();
+    use oraculo::corpus::Visibility::{DmOnly, Player};
+    // Each real file once, under its real path: nothing under `Mundo/`, nothing from outside.
+    assert_eq!(
+        paths,
+        [("Secretos/Otro.md", DmOnly), ("Secretos/Plan.md", DmOnly), ("Sesiones/Sesion 1.md", Player)],
+        "{:#?}",
+        summary.warnings
+    );
+    for stored in index.store.fragments(Some(Player)).unwrap() {
+        assert!(!stored.fragment.text.contains(CANARY), "{}", stored.fragment.source_path);
+    }
+}
+
+/// A small deterministic generator (xorshift64*): a failing case names its seed and replays.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, options: &[&'a str]) -> &'a str {
+        options[self.below(options.len())]
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+/// Random notes built from the secret forms, with the words each one hides: public words are
+/// `abiertoN`, words inside a secret span `ocultoN`'s stand-in `zekretN` (no GM word), so a
+/// player fragment holding a `zekret` word shows text from inside a secret span.
+struct SecretNotesGenerator {
+    rng: Rng,
+    n_words: usize,
+    /// The campaign's secret note names (`zekretN`), which links may name.
+    secret_names: Vec<String>,
+}
+
+const GM_OPENERS: &[(&str, &str)] = &[
+    ("<!-- gm -->", "<!-- /gm -->"),
+    ("<!-- GM -->", "<!-- /GM -->"),
+    ("<!--dm-->", "<!--/dm-->"),
+    ("<!-- DJ -->", "<!-- /DJ -->"),
+    ("<!-- secreto -->", "<!-- /secreto -->"),
+    ("<!-- gm-only -->", "<!-- end gm -->"),
+    ("<!-- notas del DJ -->", "<!-- fin DJ -->"),
+    ("<!--- gm --->", "<!--- /gm --->"),
+    ("<!-- Máster -->", "<!-- /máster -->"),
+];
+const CALLOUT_TYPES: &[&str] =
+    &["secret", "GM", "gm-only", "dm-notes", "notas-dj", "Secreto", "secret|right", "DM notes", "narrador", "privado"];
+const CALLOUT_FOLDS: &[&str] = &["", "-", "+"];
+const LIST_MARKERS: &[&str] = &["- ", "* ", "1. ", "+ "];
+
+impl SecretNotesGenerator {
+    fn public(&mut self, n: usize) -> String {
+        (0..n).map(|_| self.word("abierto")).collect::<Vec<_>>().join(" ")
+    }
+
+    fn secret(&mut self, n: usize) -> String {
+        (0..n.max(1)).map(|_| self.word("zekret")).collect::<Vec<_>>().join(" ")
+    }
+
+    fn word(&mut self, stem: &str) -> String {
+        self.n_words += 1;
+        format!("{stem}{}", self.n_words)
+    }
+
+    /// Secret text that may itself hold other markers (nesting): a comment in a GM block, a
+    /// `%%` in a comment, a callout-looking line in a GM block.
+    fn nested_secret(&mut self) -> String {
+        let inner = self.secret(2);
+        match self.rng.below(5) {
+            0 => format!("{inner} <!-- {} --> {}", self.secret(1), self.secret(1)),
+            1 => format!("{inner} %% {}", self.secret(1)),
+            2 => format!("> [!note] {inner}"),
+            3 => format!("{inner} [[{}]]", self.secret(1)),
+            _ => inner,
+        }
+    }
+
+    /// One secret form, as lines.
+    fn secret_form(&mut self) -> Vec<String> {
+        match self.rng.below(9) {
+            0 => vec![format!("{} %%{}%% {}", self.public(2), self.secret(2), self.public(2))],
+            1 => vec![
+                format!("{} %%{}", self.public(1), self.secret(1)),
+                format!("{}%% {}", self.secret(1), self.public(1)),
+            ],
+            2 => {
+                let (open, close) = GM_OPENERS[self.rng.below(GM_OPENERS.len())];
+                let mut lines = vec![open.to_string()];
+                for _ in 0..1 + self.rng.below(3) {
+                    lines.push(self.nested_secret());
+                }
+                lines.push(close.to_string());
+                lines
+            }
+            3 => {
+                let (open, close) = GM_OPENERS[self.rng.below(GM_OPENERS.len())];
+                vec![format!("{} {open}{}{close} {}", self.public(1), self.secret(2), self.public(1))]
+            }
+            4 => vec![format!("<!-- DJ: {} -->", self.secret(1)), self.nested_secret(), "<!-- /DJ -->".to_string()],
+            5 => vec![format!("{} <!-- {} --> {}", self.public(1), self.secret(2), self.public(1))],
+            6 => {
+                // A secret callout: folded or not, titled, lazily continued, in a list item.
+                let kind = self.rng.pick(CALLOUT_TYPES);
+                let fold = self.rng.pick(CALLOUT_FOLDS);
+                let (first, indent) = if self.rng.chance(30) {
+                    let marker = self.rng.pick(LIST_MARKERS);
+                    (marker.to_string(), " ".repeat(marker.len()))
+                } else {
+                    (String::new(), String::new())
+                };
+                let mut lines = vec![format!("{first}> [!{kind}]{fold} {}", self.secret(1))];
+                for _ in 0..1 + self.rng.below(3) {
+                    lines.push(format!("{indent}> {}", self.nested_secret()));
+                }
+                if self.rng.chance(30) {
+                    lines.push(self.secret(2));
+                }
+                lines.push(String::new());
+                lines
+            }
+            7 => {
+                // Nested in a note callout, which stays public.
+                let kind = self.rng.pick(CALLOUT_TYPES);
+                vec![
+                    format!("> [!note] {}", self.public(1)),
+                    format!("> {}", self.public(2)),
+                    format!("> > [!{kind}]"),
+                    format!("> > {}", self.secret(2)),
+                    ">".to_string(),
+                    format!("> {}", self.public(1)),
+                    String::new(),
+                ]
+            }
+            _ => {
+                // A link to a secret note: its name is the secret.
+                let name = self.secret_names[self.rng.below(self.secret_names.len())].clone();
+                let link = match self.rng.below(6) {
+                    0 => format!("[[Secretos/{name}]]"),
+                    1 => format!("[[{name}]]"),
+                    2 => format!("![[{name}]]"),
+                    3 => format!("[{name}](Secretos/{name}.md)"),
+                    4 => format!("[{}](<Mundo/{name}.md>)", self.public(1)),
+                    _ => format!("[[{name}#{}|{}]]", self.secret(1), self.public(1)),
+                };
+                vec![format!("{} {link} {}", self.public(2), self.public(1))]
+            }
+        }
+    }
+
+    /// A note of random public paragraphs and secret forms, with front matter or not, in one
+    /// of the three line endings. `true` when a front matter mark (or front matter that cannot
+    /// be read) makes the whole note GM-only.
+    fn note(&mut self) -> (String, bool) {
+        let mut all_secret = false;
+        let front: Vec<String> = match self.rng.below(6) {
+            0 => vec!["tags: [npc, puerto]".to_string()],
+            1 => {
+                all_secret = true;
+                let mark = self.rng.pick(&["secret: true", "gm: yes", "visibility: dm", "tags: [secreto]", "dm:"]);
+                vec![mark.to_string()]
+            }
+            2 => {
+                all_secret = true;
+                vec![format!("notas_dj: {}: [", self.secret(1))]
+            }
+            _ => Vec::new(),
+        };
+        let mut lines = Vec::new();
+        if !front.is_empty() {
+            lines.push("---".to_string());
+            lines.extend(front);
+            lines.push("---".to_string());
+        }
+        lines.push(format!("# {}", self.public(1)));
+        for _ in 0..2 + self.rng.below(6) {
+            if self.rng.chance(50) {
+                lines.extend(self.secret_form());
+            } else {
+                lines.push(self.public(3));
+                if self.rng.chance(30) {
+                    lines.push(String::new());
+                }
+            }
+        }
+        let ending = self.rng.pick(&["\n", "\r\n", "\r"]);
+        (lines.join(ending) + ending, all_secret)
+    }
+}
+
+#[test]
+fn no_player_fragment_holds_text_from_inside_a_secret_span() {
+    use oraculo::corpus::{Visibility, fragment_campaign, parse_campaign};
+    let config = campaign_config(&["Secretos"]).corpus;
+    let mut n_public_shown = 0;
+    let mut n_public = 0;
+    for seed in 1..=200u64 {
+        let mut generator = SecretNotesGenerator {
+            rng: Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            n_words: 0,
+            secret_names: Vec::new(),
+        };
+        let mut notes: Vec<(String, String)> = Vec::new();
+        for _ in 0..3 {
+            let name = generator.secret(1);
+            notes.push((format!("Secretos/{name}.md"), format!("# {name}\n{}\n", generator.secret(3))));
+            generator.secret_names.push(name.clone());
+        }
+        let marked = generator.secret(1);
+        notes.push((format!("Mundo/{marked}.md"), format!("---\nsecret: true\n---\n{}\n", generator.secret(2))));
+        generator.secret_names.push(marked);
+        let mut all_secret_notes = Vec::new();
+        for note_idx in 0..8 {
+            let (text, all_secret) = generator.note();
+            let path = format!("Sesiones/Sesion {note_idx}.md");
+            if all_secret {
+                all_secret_notes.push(path.clone());
+            }
+            notes.push((path, text));
+        }
+        let sources: Vec<(&str, &str)> = notes.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
+        let (parsed, _) = parse_campaign(&sources, &config);
+        let (fragments, _) = fragment_campaign(&parsed, &config);
+        let shown: std::collections::HashSet<&str> = fragments
+            .iter()
+            .filter(|fragment| fragment.visibility == Visibility::Player)
+            .flat_map(|fragment| fragment.text.split(|c: char| !c.is_alphanumeric()))
+            .filter(|word| !word.is_empty())
+            .collect();
+        for word in &shown {
+            assert!(
+                !word.starts_with("zekret"),
+                "seed {seed}: {word} from inside a secret span reaches a player:\n{}",
+                notes.iter().map(|(path, text)| format!("--- {path}\n{text}")).collect::<String>()
+            );
+        }
+        for (path, text) in &notes {
+            let words = text.split(|c: char| !c.is_alphanumeric()).filter(|word| word.starts_with("abierto"));
+            for word in words {
+                n_public += 1;
+                if shown.contains(word) {
+                    n_public_shown += 1;
+                    assert!(!all_secret_notes.contains(path), "seed {seed}: {word} of a GM-only note {path} is shown");
+                }
+            }
+        }
+    }
+    // Not vacuous: most public text is still shown.
+    assert!(n_public_shown * 2 > n_public, "{n_public_shown} of {n_public} public words shown");
+}

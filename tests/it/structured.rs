@@ -142,14 +142,28 @@ async fn each_bad_structured_reply_gets_one_retry_then_the_extractive_answer() {
     let bench = bench().await;
     let oracle = bench.oracle(bench.ollama(), AnswerMode::Structured);
     let good = structured(&[("Tomás cayó en el puente.", &["Sesión 7"])]);
+    // (the reply, what the retry tells the model, what the answer's reason says: the reason is
+    // logged, so it names the kind of problem and quotes nothing of the reply).
     let bad_replies = [
-        ("{\"in_notes\": true, \"sentences\": [", "not the JSON object"),
-        (r#"{"in_notes": true, "sentences": []}"#, "gives no sentence"),
-        (&structured(&[("Tomás robó la corona.", &["Sesión 99"])]) as &str, "`Sesión 99`"),
-        (r#"{"in_notes": false, "sentences": [{"text": "Tomás cayó.", "sources": ["Sesión 7"]}]}"#, "not in the notes"),
-        (r#"{"in_notes": true, "sentences": [{"text": "Tomás cayó.", "sources": []}]}"#, "cites no label"),
+        ("{\"in_notes\": true, \"sentences\": [", "not the JSON object", "not the JSON object"),
+        (r#"{"in_notes": true, "sentences": []}"#, "gives no sentence", "gives no sentence"),
+        (
+            &structured(&[("Tomás robó la corona.", &["Sesión 99"])]) as &str,
+            "`Sesión 99`",
+            "sentence 1 cites a label that is not among the labels shown",
+        ),
+        (
+            r#"{"in_notes": false, "sentences": [{"text": "Tomás cayó.", "sources": ["Sesión 7"]}]}"#,
+            "not in the notes",
+            "not in the notes",
+        ),
+        (
+            r#"{"in_notes": true, "sentences": [{"text": "Tomás cayó.", "sources": []}]}"#,
+            "cites no label",
+            "cites no label",
+        ),
     ];
-    for (bad, reason) in bad_replies {
+    for (bad, told_reason, reason) in bad_replies {
         // Bad, then good: the retry, told what was wrong, is used.
         let before = bench.fake.chat_requests("/api/chat").len();
         bench.fake.enqueue_reply(bad);
@@ -162,13 +176,14 @@ async fn each_bad_structured_reply_gets_one_retry_then_the_extractive_answer() {
         let retry = requests.last().unwrap().body["messages"].as_array().unwrap().clone();
         assert_eq!(retry[retry.len() - 2]["content"], bad, "the bad reply is shown back");
         let told = retry.last().unwrap()["content"].as_str().unwrap();
-        assert!(told.contains(reason), "{told}");
+        assert!(told.contains(told_reason), "{told}");
 
         // Bad twice: the extractive answer, with the reason.
         bench.fake.enqueue_reply(bad);
         bench.fake.enqueue_reply(bad);
         let (answer, _) = ask(&oracle).await;
         assert_extractive(&answer, reason);
+        assert!(!answer.fallback.as_deref().unwrap_or("").contains("Sesión 99"), "{answer:?}");
         assert_eq!(answer.attempts, 2);
         assert_eq!(bench.fake.chat_requests("/api/chat").len(), before + 4, "no third try");
     }
