@@ -117,6 +117,15 @@ fn listed(pulled: &[String]) -> String {
     if pulled.is_empty() { "nothing".to_string() } else { pulled.join(", ") }
 }
 
+/// What failed, without the fix (printed below it).
+fn describe(err: &LlmError) -> String {
+    match err {
+        LlmError::ModelFileMissing { path, .. } => format!("model file {path} is missing"),
+        LlmError::ModelMissing { server, url, model, .. } => format!("{server} at {url} does not serve the model `{model}`"),
+        other => other.to_string(),
+    }
+}
+
 /// What fixes a model error: the error's own words name the backend and the setting.
 fn fix_for(err: &LlmError) -> String {
     match err {
@@ -133,14 +142,14 @@ async fn embedder_check(config: &Config) -> Check {
     let embedder = match crate::app::connect_embedder(&config.embedder, &config.data_dir).await {
         Ok(embedder) => embedder,
         Err(err) => {
-            return Check::fail("embedder", format!("the embedder does not load: {err}"), fix_for(&err)).blocking();
+            return Check::fail("embedder", format!("the embedder does not load: {}", describe(&err)), fix_for(&err)).blocking();
         }
     };
     let probe = embedder.embed(&["¿Qué pasó en la última sesión?".to_string()], crate::llm::EmbedRole::Query).await;
     let dimension = match probe {
         Ok(vectors) => vectors.first().map_or(0, Vec::len),
         Err(err) => {
-            return Check::fail("embedder", format!("the embedder {} fails: {err}", embedder.id()), fix_for(&err))
+            return Check::fail("embedder", format!("the embedder {} fails: {}", embedder.id(), describe(&err)), fix_for(&err))
                 .blocking();
         }
     };
@@ -186,7 +195,10 @@ async fn chat_check(config: &Config) -> Check {
         Err(err) => {
             return Check::fail(
                 "chat",
-                format!("the chat model does not load: {err}; answers would be extractive (the notes' own sentences)"),
+                format!(
+                    "the chat model does not load: {}; answers would be extractive (the notes' own sentences)",
+                    describe(&err)
+                ),
                 fix_for(&err),
             );
         }
@@ -223,7 +235,11 @@ async fn chat_check(config: &Config) -> Check {
         }
         Err(err) => Check::fail(
             "chat",
-            format!("chat model {} fails: {err}; answers would be extractive (the notes' own sentences)", chat.id()),
+            format!(
+                "chat model {} fails: {}; answers would be extractive (the notes' own sentences)",
+                chat.id(),
+                describe(&err)
+            ),
             fix_for(&err),
         )
         .with_facts(facts(seconds())),
