@@ -935,8 +935,11 @@ async fn bot(args: &crate::discord::BotArgs) -> anyhow::Result<()> {
 /// `oraculo doctor`: every check printed (or one JSON object), then an error when one failed,
 /// so the exit status says it.
 async fn doctor(args: &CampaignArgs) -> anyhow::Result<()> {
-    let overrides =
-        CliOverrides { config_file: args.config.clone(), data_dir: args.data.clone(), campaign_dir: args.campaign.clone() };
+    let overrides = CliOverrides {
+        config_file: args.config.clone(),
+        data_dir: args.data.clone(),
+        campaign_dir: args.campaign.clone(),
+    };
     let options = crate::doctor::Options { probe_models: true, discord_client: None };
     let report = crate::doctor::run(&overrides, &options).await;
     if args.json {

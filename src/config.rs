@@ -1024,7 +1024,8 @@ mod tests {
 
     #[test]
     fn the_campaign_folder_comes_from_oraculo_campaign_below_the_flag() {
-        let config = check("[campaign]\ndir = \"/from/file\"\n", &[("HOME", "/h"), ("ORACULO_CAMPAIGN", "/campaign")]).unwrap();
+        let config =
+            check("[campaign]\ndir = \"/from/file\"\n", &[("HOME", "/h"), ("ORACULO_CAMPAIGN", "/campaign")]).unwrap();
         assert_eq!(config.campaign.dir.as_deref(), Some(Path::new("/campaign")));
         let raw = RawConfig::parse("", Path::new("config.toml")).unwrap();
         let flag = CliOverrides { campaign_dir: Some("/flag".into()), ..CliOverrides::default() };

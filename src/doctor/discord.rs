@@ -45,7 +45,8 @@ pub fn token_problem(token: &str) -> Option<String> {
         return Some("it starts with \"Bot \": write the token alone, the bot adds the prefix".into());
     }
     let parts: Vec<&str> = token.split('.').collect();
-    let base64url = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    let base64url =
+        |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if parts.len() != 3 || !parts.iter().all(|part| base64url(part)) {
         let hint = if token.len() == 32 && base64url(token) {
             " (32 characters with no dots: that is the OAuth2 client secret, not the bot token)"
@@ -226,7 +227,9 @@ async fn rest_checks(
         Answer::Failed(detail) => {
             return vec![Check::skip(
                 "discord_login",
-                format!("Discord not reachable from here ({detail}): the application, intent and server checks are skipped"),
+                format!(
+                    "Discord not reachable from here ({detail}): the application, intent and server checks are skipped"
+                ),
             )];
         }
     };
@@ -256,7 +259,11 @@ async fn guild_checks(config: &Config, rest: &Rest, invite: &str) -> Vec<Check> 
     let guilds: Vec<PartialGuild> = match rest.get("/users/@me/guilds").await {
         Answer::Ok(guilds) => guilds,
         Answer::Refused => {
-            return vec![Check::fail("discord_guilds", "Discord refused the token listing the bot's servers (401)", "reset the token")];
+            return vec![Check::fail(
+                "discord_guilds",
+                "Discord refused the token listing the bot's servers (401)",
+                "reset the token",
+            )];
         }
         Answer::Failed(detail) => return vec![Check::skip("discord_guilds", format!("the bot's servers: {detail}"))],
     };

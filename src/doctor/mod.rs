@@ -219,7 +219,10 @@ pub async fn preflight(config: &Config, discord_client: Option<reqwest::Client>)
     if blocking.is_empty() {
         Ok(report)
     } else {
-        Err(format!("the bot cannot answer with this install (`oraculo doctor` checks it all):\n{}", blocking.join("\n")))
+        Err(format!(
+            "the bot cannot answer with this install (`oraculo doctor` checks it all):\n{}",
+            blocking.join("\n")
+        ))
     }
 }
 
@@ -275,7 +278,11 @@ fn index_check(who: &str, campaign_dir: &Path, index_dir: &Path, campaign: &crat
     let store = match crate::index::Store::open(&sqlite) {
         Ok(store) => store,
         Err(err) => {
-            return Check::fail("index", format!("{who}the index {} cannot be opened: {err}", sqlite.display()), ingest_fix);
+            return Check::fail(
+                "index",
+                format!("{who}the index {} cannot be opened: {err}", sqlite.display()),
+                ingest_fix,
+            );
         }
     };
     let (fragments, stored) = match (store.n_fragments(), store.file_hashes()) {
@@ -378,11 +385,11 @@ mod tests {
     #[test]
     fn notes_are_compared_with_the_index_by_path_and_hash() {
         check(&[("a.md", "1")], &[("a.md", "1")], NoteChanges::default());
-        check(&[("a.md", "2"), ("b.md", "1")], &[("a.md", "1"), ("c.md", "1")], NoteChanges {
-            added: 1,
-            changed: 1,
-            removed: 1,
-        });
+        check(
+            &[("a.md", "2"), ("b.md", "1")],
+            &[("a.md", "1"), ("c.md", "1")],
+            NoteChanges { added: 1, changed: 1, removed: 1 },
+        );
     }
 
     #[test]

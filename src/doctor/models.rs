@@ -121,7 +121,9 @@ fn listed(pulled: &[String]) -> String {
 fn describe(err: &LlmError) -> String {
     match err {
         LlmError::ModelFileMissing { path, .. } => format!("model file {path} is missing"),
-        LlmError::ModelMissing { server, url, model, .. } => format!("{server} at {url} does not serve the model `{model}`"),
+        LlmError::ModelMissing { server, url, model, .. } => {
+            format!("{server} at {url} does not serve the model `{model}`")
+        }
         other => other.to_string(),
     }
 }
@@ -142,15 +144,20 @@ async fn embedder_check(config: &Config) -> Check {
     let embedder = match crate::app::connect_embedder(&config.embedder, &config.data_dir).await {
         Ok(embedder) => embedder,
         Err(err) => {
-            return Check::fail("embedder", format!("the embedder does not load: {}", describe(&err)), fix_for(&err)).blocking();
+            return Check::fail("embedder", format!("the embedder does not load: {}", describe(&err)), fix_for(&err))
+                .blocking();
         }
     };
     let probe = embedder.embed(&["¿Qué pasó en la última sesión?".to_string()], crate::llm::EmbedRole::Query).await;
     let dimension = match probe {
         Ok(vectors) => vectors.first().map_or(0, Vec::len),
         Err(err) => {
-            return Check::fail("embedder", format!("the embedder {} fails: {}", embedder.id(), describe(&err)), fix_for(&err))
-                .blocking();
+            return Check::fail(
+                "embedder",
+                format!("the embedder {} fails: {}", embedder.id(), describe(&err)),
+                fix_for(&err),
+            )
+            .blocking();
         }
     };
     let seconds = started.elapsed().as_secs_f64();
@@ -163,7 +170,9 @@ async fn embedder_check(config: &Config) -> Check {
         None => Check::ok("embedder", format!("{head}, as the index holds")).with_facts(facts),
         Some((campaign, id, dim)) => Check::fail(
             "embedder",
-            format!("{head}, but the index of {campaign} holds {dim}-d vectors from {id}: questions would search nothing"),
+            format!(
+                "{head}, but the index of {campaign} holds {dim}-d vectors from {id}: questions would search nothing"
+            ),
             format!("oraculo ingest (it embeds the notes again with {})", embedder.id()),
         )
         .blocking()
@@ -211,9 +220,7 @@ async fn chat_check(config: &Config) -> Check {
         temperature: 0.0,
     };
     let seconds = || started.elapsed().as_secs_f64();
-    let facts = |seconds: f64| {
-        serde_json::json!({ "model": chat.id(), "window_tokens": window.tokens, "window_source": window.source, "seconds": seconds })
-    };
+    let facts = |seconds: f64| serde_json::json!({ "model": chat.id(), "window_tokens": window.tokens, "window_source": window.source, "seconds": seconds });
     match chat.chat(&request, None).await {
         Ok(_) => {
             let smoke = if chat.is_smoke_test() {
@@ -228,7 +235,10 @@ async fn chat_check(config: &Config) -> Check {
                     "chat model {} answers ({seconds:.1} s), window {} tokens ({}){smoke}",
                     chat.id(),
                     window.tokens,
-                    serde_json::to_value(window.source).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+                    serde_json::to_value(window.source)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
                 ),
             )
             .with_facts(facts(seconds))

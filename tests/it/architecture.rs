@@ -30,15 +30,24 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "discord",
         &[
-            "answer", "app", "config", "conversation", "corpus", "doctor", "ingest", "llm", "oracle", "retrieve",
+            "answer",
+            "app",
+            "config",
+            "conversation",
+            "corpus",
+            "doctor",
+            "ingest",
+            "llm",
+            "oracle",
+            "retrieve",
             "timeline",
         ],
     ),
     (
         "cli",
         &[
-            "answer", "app", "config", "corpus", "discord", "doctor", "eval", "index", "ingest", "llm", "logging", "oracle",
-            "prompt", "retrieve", "sample", "timeline",
+            "answer", "app", "config", "corpus", "discord", "doctor", "eval", "index", "ingest", "llm", "logging",
+            "oracle", "prompt", "retrieve", "sample", "timeline",
         ],
     ),
 ];

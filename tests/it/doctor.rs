@@ -114,7 +114,8 @@ async fn an_install_with_everything_in_place_passes_every_check() {
     for (name, status) in [("ollama_models", Status::Ok), ("discord_token", Status::Ok), ("discord_dm", Status::Ok)] {
         assert!(checks.iter().filter(|check| check.check == name).all(|check| check.status == status), "{name}");
     }
-    let authorized = install.discord.requests().iter().all(|r| r.header("authorization") == Some(&format!("Bot {TOKEN}")));
+    let authorized =
+        install.discord.requests().iter().all(|r| r.header("authorization") == Some(&format!("Bot {TOKEN}")));
     assert!(authorized, "every REST call carries the bot token");
 
     // A note edited after the ingest: still answering, with the ingest to run.
@@ -130,7 +131,8 @@ async fn an_install_with_everything_in_place_passes_every_check() {
 async fn a_model_not_pulled_is_named_with_its_exact_pull_line() {
     let install = Install::new(&[EMBED_MODEL]).await;
     let checks = install.diagnose(TOKEN).await;
-    let missing: Vec<&Check> = checks.iter().filter(|c| c.check == "ollama_models" && c.status == Status::Fail).collect();
+    let missing: Vec<&Check> =
+        checks.iter().filter(|c| c.check == "ollama_models" && c.status == Status::Fail).collect();
     assert_eq!(missing.len(), 1, "{checks:#?}");
     assert_eq!(missing[0].fix.as_deref(), Some("ollama pull qwen2.5:14b"));
     assert!(!missing[0].blocks_bot, "without the chat model the answers are extractive, still answers");
