@@ -167,6 +167,9 @@ async fn embedder_check(config: &Config) -> Check {
     let other: Vec<&(String, String, usize)> =
         indexed.iter().filter(|(_, id, dim)| id != embedder.id() || *dim != dimension).collect();
     match other.first() {
+        None if indexed.is_empty() => {
+            Check::ok("embedder", format!("{head}; no index yet to compare")).with_facts(facts)
+        }
         None => Check::ok("embedder", format!("{head}, as the index holds")).with_facts(facts),
         Some((campaign, id, dim)) => Check::fail(
             "embedder",
