@@ -47,6 +47,9 @@ pub enum Command {
     /// Runs the Discord bot (token from DISCORD_TOKEN or the config's [discord] section)
     /// until Ctrl-C or SIGTERM.
     Bot(crate::discord::BotArgs),
+    /// Checks, line by line, whether this install can answer: the config, the folders, the
+    /// index, the models, Discord; each ✗ with its fix, exit status 1 on any ✗.
+    Doctor(CampaignArgs),
 }
 
 #[derive(Debug, Args)]
@@ -233,6 +236,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Recap(args) => recap(&args).await,
         Command::Eval(args) => eval(&args).await,
         Command::Bot(args) => bot(&args).await,
+        Command::Doctor(args) => doctor(&args).await,
     }
 }
 
@@ -944,6 +948,27 @@ impl IngestProgress for ProgressBar {
 async fn bot(args: &crate::discord::BotArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.overrides())?;
     crate::discord::run(config, crate::discord::shutdown_signal()).await
+}
+
+/// `oraculo doctor`: every check printed (or one JSON object), then an error when one failed,
+/// so the exit status says it.
+async fn doctor(args: &CampaignArgs) -> anyhow::Result<()> {
+    let overrides = CliOverrides {
+        config_file: args.config.clone(),
+        data_dir: args.data.clone(),
+        campaign_dir: args.campaign.clone(),
+    };
+    let options = crate::doctor::Options { probe_models: true, discord_client: None };
+    let report = crate::doctor::run(&overrides, &options).await;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", report.render());
+    }
+    match report.failures().count() {
+        0 => Ok(()),
+        failed => anyhow::bail!("{failed} check(s) failed"),
+    }
 }
 
 #[cfg(test)]

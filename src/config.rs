@@ -370,6 +370,11 @@ impl Config {
             .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/share/oraculo")))
             .context("no data dir: set data_dir in the config, ORACULO_DATA, or --data")?;
 
+        // `ORACULO_CAMPAIGN` is `--campaign` from the environment (a container's `/campaign`).
+        let overrides = &CliOverrides {
+            campaign_dir: overrides.campaign_dir.clone().or_else(|| env("ORACULO_CAMPAIGN").map(PathBuf::from)),
+            ..overrides.clone()
+        };
         if raw.campaign.is_some() && raw.campaigns.is_some() {
             bail!("both [campaign] and [[campaigns]]: write every campaign as a [[campaigns]] entry");
         }
@@ -1015,5 +1020,21 @@ mod tests {
             let err = check(text, &[("HOME", "/h")]).unwrap_err();
             assert!(format!("{err:#}").contains(needle), "{text}: {err:#}");
         }
+    }
+
+    #[test]
+    fn the_campaign_folder_comes_from_oraculo_campaign_below_the_flag() {
+        let config =
+            check("[campaign]\ndir = \"/from/file\"\n", &[("HOME", "/h"), ("ORACULO_CAMPAIGN", "/campaign")]).unwrap();
+        assert_eq!(config.campaign.dir.as_deref(), Some(Path::new("/campaign")));
+        let raw = RawConfig::parse("", Path::new("config.toml")).unwrap();
+        let flag = CliOverrides { campaign_dir: Some("/flag".into()), ..CliOverrides::default() };
+        let env = |key: &str| match key {
+            "HOME" => Some("/h".to_string()),
+            "ORACULO_CAMPAIGN" => Some("/campaign".to_string()),
+            _ => None,
+        };
+        let config = Config::from_layers(raw, &env, &flag).unwrap();
+        assert_eq!(config.campaign.dir.as_deref(), Some(Path::new("/flag")));
     }
 }

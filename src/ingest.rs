@@ -108,6 +108,14 @@ struct NoteFile {
     text: String,
 }
 
+/// Every note an ingest of `campaign_dir` would read, as (path, sha256 of its bytes), in path
+/// order: what `oraculo doctor` compares with the index to tell which notes changed since.
+pub fn note_hashes(campaign_dir: &Path, config: &CampaignConfig) -> Result<Vec<(String, String)>, IngestError> {
+    let mut diagnostics = Vec::new();
+    let files = read_campaign(campaign_dir, config, &mut diagnostics)?;
+    Ok(files.into_iter().map(|file| (file.path, file.bytes_hash)).collect())
+}
+
 /// Reads, fragments, embeds and indexes `campaign_dir` into `index`.
 pub async fn ingest_campaign(
     index: &mut Index,

@@ -23,6 +23,8 @@
 //! - [`llm`]: transport to models: embedders (embedded e5-small, Ollama) and chat models.
 //! - [`discord`]: the bot: `/oraculo` with cited embeds, threads for follow-ups, `/reingest`.
 //!
+//! [`doctor`] checks that an install can answer (`oraculo doctor`, and the bot at its start).
+//!
 //! [`app`] is what the CLI, the bot and the evaluation share above the pipeline (resolving a
 //! campaign, opening its oracle). [`secret`] is the one redacted value type. [`config`],
 //! [`logging`] and [`cli`] are the edges; [`sample`] is the built-in campaign, and [`eval`]
@@ -37,6 +39,7 @@ pub mod compendium;
 pub mod conversation;
 pub mod corpus;
 pub mod discord;
+pub mod doctor;
 pub mod index;
 pub mod ingest;
 pub mod lexicon;

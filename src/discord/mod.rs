@@ -180,6 +180,10 @@ pub async fn run_with_client(
         );
     }
 
+    // The doctor's checks (Discord's view of the token, the intent, the servers; Ollama's
+    // models): a ✗ that leaves the bot unable to answer stops it here, with the doctor's line.
+    crate::doctor::preflight(&config, rest_client.clone()).await.map_err(anyhow::Error::msg)?;
+
     // 2. The oracles: one per campaign over one embedder and one chat model, opened as the
     // CLI opens them.
     let opened = crate::app::open_campaigns(&config).await.context("opening the campaigns' oracles")?;

@@ -264,6 +264,20 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// path → sha256 of the bytes of every file the last complete ingest stored: what a note
+    /// on disk is compared with to tell whether it changed since.
+    pub fn file_hashes(&self) -> Result<HashMap<String, String>, IndexError> {
+        let mut statement = self.connection.prepare("SELECT path, content_hash FROM files")?;
+        let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// How many fragments the index holds, GM-only ones included.
+    pub fn n_fragments(&self) -> Result<usize, IndexError> {
+        let count: i64 = self.connection.query_row("SELECT COUNT(*) FROM fragments", [], |row| row.get(0))?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
     pub fn meta(&self, key: &str) -> Result<Option<String>, IndexError> {
         Ok(self.connection.query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0)).optional()?)
     }

@@ -26,15 +26,28 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("timeline", &["answer", "corpus", "index", "llm", "oracle", "prompt", "retrieve"]),
     ("eval", &["answer", "corpus", "index", "llm", "oracle", "retrieve", "sample"]),
     ("app", &["config", "index", "ingest", "llm", "oracle", "sample"]),
+    ("doctor", &["app", "config", "index", "ingest", "llm"]),
     (
         "discord",
-        &["answer", "app", "config", "conversation", "corpus", "ingest", "llm", "oracle", "retrieve", "timeline"],
+        &[
+            "answer",
+            "app",
+            "config",
+            "conversation",
+            "corpus",
+            "doctor",
+            "ingest",
+            "llm",
+            "oracle",
+            "retrieve",
+            "timeline",
+        ],
     ),
     (
         "cli",
         &[
-            "answer", "app", "config", "corpus", "discord", "eval", "index", "ingest", "llm", "logging", "oracle",
-            "prompt", "retrieve", "sample", "timeline",
+            "answer", "app", "config", "corpus", "discord", "doctor", "eval", "index", "ingest", "llm", "logging",
+            "oracle", "prompt", "retrieve", "sample", "timeline",
         ],
     ),
 ];

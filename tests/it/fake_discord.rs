@@ -82,7 +82,20 @@ struct State {
     limit_next_edit: Option<f64>,
     /// The `Retry-After` of the 429 being written.
     retry_after: Option<f64>,
+    /// When set, a REST call (other than an interaction's own) must carry `Bot <this>`, or
+    /// it gets Discord's 401.
+    accepted_token: Option<String>,
+    /// The application's flags (`GET /oauth2/applications/@me`); `None`: the Message Content
+    /// intent switched on, as for an unverified bot ([`MESSAGE_CONTENT_LIMITED`]).
+    application_flags: Option<u64>,
+    /// The servers the bot is in (`GET /users/@me/guilds`); `None`: [`GUILD_ID`] alone.
+    guilds: Option<Vec<u64>>,
 }
+
+/// Application flag: the Message Content intent on, for a bot in under 100 servers.
+pub const MESSAGE_CONTENT_LIMITED: u64 = 1 << 19;
+/// The privileged gateway intent a bot asks for to read message text.
+const MESSAGE_CONTENT_INTENT: u64 = 1 << 15;
 
 #[derive(Clone)]
 pub struct FakeDiscord {
@@ -172,6 +185,37 @@ impl FakeDiscord {
     /// when a bot outruns a bucket.
     pub fn limit_next_edit(&self, retry_after: f64) {
         self.state.lock().unwrap().limit_next_edit = Some(retry_after);
+    }
+
+    /// From now on only `token` is a valid bot token: any other gets Discord's 401.
+    pub fn accept_only_token(&self, token: &str) {
+        self.state.lock().unwrap().accepted_token = Some(token.to_string());
+    }
+
+    /// The application's flags from now on (0: the Message Content intent off).
+    pub fn set_application_flags(&self, flags: u64) {
+        self.state.lock().unwrap().application_flags = Some(flags);
+    }
+
+    /// The servers the bot is in from now on.
+    pub fn set_guilds(&self, guilds: &[u64]) {
+        self.state.lock().unwrap().guilds = Some(guilds.to_vec());
+    }
+
+    fn application_flags(&self) -> u64 {
+        self.state.lock().unwrap().application_flags.unwrap_or(MESSAGE_CONTENT_LIMITED)
+    }
+
+    /// Whether a REST call is refused for its token: Discord answers 401 to a bot call
+    /// without the right `Authorization: Bot …` (interaction webhooks carry their own token).
+    fn unauthorized(&self, path: &str, headers: &[(String, String)]) -> bool {
+        let state = self.state.lock().unwrap();
+        let Some(token) = &state.accepted_token else { return false };
+        if path.starts_with("/webhooks/") || path.starts_with("/interactions/") {
+            return false;
+        }
+        let sent = headers.iter().find(|(name, _)| name == "authorization").map(|(_, value)| value.as_str());
+        sent != Some(format!("Bot {token}").as_str())
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -401,7 +445,11 @@ impl FakeDiscord {
             };
             let crate::http::Request { method, target, headers, body } = request;
             let path = target.split('?').next().unwrap_or("").trim_start_matches("/api/v10").to_string();
-            let (status, payload) = self.answer(&method, &path, &body);
+            let (status, payload) = if self.unauthorized(&path, &headers) {
+                (401, json!({ "message": "401: Unauthorized", "code": 0 }).to_string())
+            } else {
+                self.answer(&method, &path, &body)
+            };
             let limits = self.rate_limit_headers(&method, &path, status);
             {
                 let mut state = self.state.lock().unwrap();
@@ -454,8 +502,20 @@ impl FakeDiscord {
             ("GET", ["oauth2", "applications", "@me"]) => ok(json!({
                 "id": APP_ID.to_string(), "name": "Oráculo", "icon": null, "description": "",
                 "bot_public": false, "bot_require_code_grant": false, "verify_key": "00",
-                "owner": user_json(1, false), "flags": 0,
+                "owner": user_json(1, false), "flags": self.application_flags(),
             })),
+            ("GET", ["users", "@me", "guilds"]) => {
+                let guilds = self.state.lock().unwrap().guilds.clone().unwrap_or_else(|| vec![GUILD_ID]);
+                ok(guilds
+                    .iter()
+                    .map(|id| {
+                        json!({
+                            "id": id.to_string(), "name": format!("Mesa {}", id % 1000), "icon": null,
+                            "banner": null, "owner": false, "permissions": "309237730304", "features": [],
+                        })
+                    })
+                    .collect())
+            }
             ("PUT", ["applications", _, "commands"]) | ("PUT", ["applications", _, "guilds", _, "commands"]) => {
                 ok(json!([]))
             }
@@ -663,6 +723,17 @@ impl FakeDiscord {
             match payload["op"].as_u64() {
                 Some(1) => socket.send(send(json!({ "op": 11 }))).await?,
                 Some(2) => {
+                    let asks_content = payload["d"]["intents"].as_u64().unwrap_or(0) & MESSAGE_CONTENT_INTENT != 0;
+                    if asks_content && self.application_flags() & (MESSAGE_CONTENT_LIMITED | (1 << 18)) == 0 {
+                        // What Discord does when a bot asks for a privileged intent its
+                        // application does not have switched on.
+                        let frame = tokio_tungstenite::tungstenite::protocol::CloseFrame {
+                            code: 4014.into(),
+                            reason: "Disallowed intent(s).".into(),
+                        };
+                        let _ = socket.close(Some(frame)).await;
+                        return Ok(());
+                    }
                     self.state.lock().unwrap().identify = Some(payload["d"].clone());
                     self.changed.send_modify(|n| *n += 1);
                     sequence += 1;

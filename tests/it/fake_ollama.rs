@@ -183,9 +183,10 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<(
                 body: body.clone(),
                 headers: headers.clone(),
             });
-            // Faults are meant for the work routes: the window questions a client asks
-            // first (`/props`, `/v1/models`, `/api/show`) never take one.
-            let window_route = matches!(path.as_str(), "/props" | "/v1/models" | "/api/show");
+            // Faults are meant for the work routes: the questions a client asks first (the
+            // window: `/props`, `/v1/models`, `/api/show`; the pulled models: `/api/tags`)
+            // never take one.
+            let window_route = matches!(path.as_str(), "/props" | "/v1/models" | "/api/show" | "/api/tags");
             if window_route { None } else { state.faults.pop_front() }
         };
         if method == "POST" && (path == "/api/chat" || path == "/v1/chat/completions") {
@@ -271,7 +272,11 @@ fn answer(method: &str, path: &str, body: &Value, state: &Arc<Mutex<State>>) -> 
         ("GET", "/api/tags") => {
             let list: Vec<Value> = models
                 .iter()
-                .map(|m| json!({ "name": format!("{m}:latest"), "model": format!("{m}:latest") }))
+                .map(|m| {
+                    // Ollama lists a model pulled without a tag as `:latest`, a tagged one as is.
+                    let name = if m.contains(':') { m.clone() } else { format!("{m}:latest") };
+                    json!({ "name": name, "model": name, "size": 1_000_000, "digest": "0" })
+                })
                 .collect();
             (200, json!({ "models": list }).to_string())
         }

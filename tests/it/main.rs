@@ -12,6 +12,7 @@ mod architecture;
 mod canary;
 mod chat;
 mod discord;
+mod doctor;
 mod embedded;
 mod eval;
 mod first_answer;
