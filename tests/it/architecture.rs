@@ -26,15 +26,19 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("timeline", &["answer", "corpus", "index", "llm", "oracle", "prompt", "retrieve"]),
     ("eval", &["answer", "corpus", "index", "llm", "oracle", "retrieve", "sample"]),
     ("app", &["config", "index", "ingest", "llm", "oracle", "sample"]),
+    ("watch", &["config", "corpus", "index", "ingest", "llm"]),
     (
         "discord",
-        &["answer", "app", "config", "conversation", "corpus", "ingest", "llm", "oracle", "retrieve", "timeline"],
+        &[
+            "answer", "app", "config", "conversation", "corpus", "ingest", "llm", "oracle", "retrieve", "timeline",
+            "watch",
+        ],
     ),
     (
         "cli",
         &[
             "answer", "app", "config", "corpus", "discord", "eval", "index", "ingest", "llm", "logging", "oracle",
-            "prompt", "retrieve", "sample", "timeline",
+            "prompt", "retrieve", "sample", "timeline", "watch",
         ],
     ),
 ];

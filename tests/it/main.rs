@@ -22,3 +22,4 @@ mod secrets;
 mod servers;
 mod structured;
 mod time;
+mod watch;
