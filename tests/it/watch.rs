@@ -29,15 +29,15 @@ const SESSION_1: &str = "# Sesión 1\nEl archiduque Ardo huyó al norte tras la 
 const SESSION_2: &str = "# Sesión 2\nUna tormenta hundió el barco del archiduque frente al faro.\n";
 
 /// An embedder whose passage calls can be held at a gate: an ingest caught mid-way.
-struct GatedEmbedder<E> {
-    inner: E,
+struct GatedEmbedder {
+    inner: Arc<dyn Embedder>,
     closed: AtomicBool,
     opened: Notify,
     held: AtomicUsize,
 }
 
 #[async_trait]
-impl<E: Embedder> Embedder for GatedEmbedder<E> {
+impl Embedder for GatedEmbedder {
     fn id(&self) -> &str {
         self.inner.id()
     }
@@ -340,8 +340,11 @@ watch_dm_warnings = true
 [embedder]
 backend = "ollama"
 model = "{EMBED_MODEL}"
+batch_size = 4
+window_words = 250
 [ollama]
 url = "{ollama}"
+timeout_secs = 30
 retries = 0
 [chat]
 backend = "ollama"
