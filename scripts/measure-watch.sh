@@ -17,6 +17,9 @@ EDIT=${3:-Sesiones/Sesión 38.md}
 ORACULO=${ORACULO:-${CARGO_TARGET_DIR:-target}/debug/oraculo}
 WORK=${WORK:-$(mktemp -d)}
 NEW_NUMBER=${NEW_NUMBER:-41}
+# Where the new session goes, and the heading it gets (CRD3: NEW_PATH=C1E116.md NEW_HEADING=).
+NEW_PATH=${NEW_PATH:-Sesiones/Sesión $NEW_NUMBER.md}
+NEW_HEADING=${NEW_HEADING-# Sesión $NEW_NUMBER}
 mkdir -p "$WORK/data"
 ln -sfn "${ORACULO_MODELS:-$HOME/.local/share/oraculo/models}" "$WORK/data/models"
 rm -rf "$WORK/campaign" && cp -r "$CAMPAIGN" "$WORK/campaign"
@@ -60,11 +63,14 @@ measure() {
     "$what" "$(echo "$done_at - $saved" | bc)" "$since" "$windows"
 }
 
-new_path="$WORK/campaign/Sesiones/Sesión $NEW_NUMBER.md"
-sed -E "s/^# .*/# Sesión $NEW_NUMBER/" "$WORK/campaign/$NEW_FROM" > "$WORK/new-session.md"
+if [ -n "$NEW_HEADING" ]; then
+  sed -E "s/^# .*/$NEW_HEADING/" "$WORK/campaign/$NEW_FROM" > "$WORK/new-session.md"
+else
+  cp "$WORK/campaign/$NEW_FROM" "$WORK/new-session.md"
+fi
 saved=$(date +%s.%N)
-cp "$WORK/new-session.md" "$new_path"
-measure "new session $NEW_NUMBER" "$saved"
+cp "$WORK/new-session.md" "$WORK/campaign/$NEW_PATH"
+measure "new session $NEW_PATH" "$saved"
 
 saved=$(date +%s.%N)
 printf '\nAl final de la sesión, el grupo encontró un mapa del faro escondido en una bota.\n' >> "$WORK/campaign/$EDIT"
