@@ -868,10 +868,26 @@ mod tests {
             ("[[campaigns]]\nname = \" \"\ndir = \"/a\"\n", "name is empty"),
             ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nchannel_ids = [0]\n", "campaigns[0].channel_ids holds 0"),
             ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nmax_note_bytes = 0\n", "campaigns[0].max_note_bytes"),
+            ("[campaign]\nwatch_mode = \"inotify\"\n", "campaign.watch_mode = \"inotify\""),
+            ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nwatch_poll_ms = 10\n", "campaigns[0].watch_poll_ms = 10"),
         ] {
             let err = format!("{:#}", check(text, &[("HOME", "/h")]).unwrap_err());
             assert!(err.contains(needle), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn the_watched_vault_is_on_by_default_and_read_per_campaign() {
+        let config = check("", &[("HOME", "/h")]).unwrap();
+        assert_eq!(config.campaign.watch, WatchConfig::default());
+        assert!(config.campaign.watch.enabled && !config.campaign.watch.dm_warnings);
+        let text = "[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nwatch = false\n\n[[campaigns]]\nname = \"B\"\ndir = \"/b\"\n\
+                    watch_debounce_ms = 250\nwatch_mode = \"poll\"\nwatch_poll_ms = 500\nwatch_dm_warnings = true\n";
+        let config = check(text, &[("HOME", "/h")]).unwrap();
+        assert!(!config.campaigns[0].campaign.watch.enabled);
+        let b = &config.campaigns[1].campaign.watch;
+        assert_eq!((b.debounce, b.mode, b.poll_interval), (Duration::from_millis(250), WatchMode::Poll, Duration::from_millis(500)));
+        assert!(b.enabled && b.dm_warnings);
     }
 
     #[test]
