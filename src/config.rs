@@ -886,7 +886,10 @@ mod tests {
         let config = check(text, &[("HOME", "/h")]).unwrap();
         assert!(!config.campaigns[0].campaign.watch.enabled);
         let b = &config.campaigns[1].campaign.watch;
-        assert_eq!((b.debounce, b.mode, b.poll_interval), (Duration::from_millis(250), WatchMode::Poll, Duration::from_millis(500)));
+        assert_eq!(
+            (b.debounce, b.mode, b.poll_interval),
+            (Duration::from_millis(250), WatchMode::Poll, Duration::from_millis(500))
+        );
         assert!(b.enabled && b.dm_warnings);
     }
 

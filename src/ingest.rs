@@ -606,7 +606,8 @@ fn keep_notes_being_written(
         }
     }
     for path in &kept {
-        let message = "cannot be read now (empty, or being written): its last indexed version is kept until it reads".into();
+        let message =
+            "cannot be read now (empty, or being written): its last indexed version is kept until it reads".into();
         diagnostics.push(Diagnostic { path: path.clone(), line: None, message });
     }
     if !kept.is_empty() {

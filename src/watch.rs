@@ -32,8 +32,8 @@ use crate::corpus::Diagnostic;
 use crate::index::{Index, IndexError};
 use crate::ingest::{self, AnnotationReport, IngestSummary, Quiet, annotate_new_fragments, ingest_campaign};
 use crate::llm::Embedder;
-use crate::llm::chat::{ChatModel, ChatRequest, ChatResponse, TokenSink};
 use crate::llm::LlmError;
+use crate::llm::chat::{ChatModel, ChatRequest, ChatResponse, TokenSink};
 
 /// A burst that never pauses (a sync tool rewriting the folder) is still ingested this long
 /// after its first change: the notes saved first should not wait for the last.
@@ -90,7 +90,13 @@ impl WatchTarget {
         } else {
             vec![data_dir]
         };
-        WatchTarget { campaign_dir, index_dir: index_dir.to_path_buf(), campaign: campaign.clone(), batch_size, own_dirs }
+        WatchTarget {
+            campaign_dir,
+            index_dir: index_dir.to_path_buf(),
+            campaign: campaign.clone(),
+            batch_size,
+            own_dirs,
+        }
     }
 }
 
@@ -148,7 +154,10 @@ impl WatchReport {
                 let what = if ingested.catch_up { "read the folder" } else { "saved" };
                 let mut line = format!(
                     "{what}: {} changed, {} removed, {} windows embedded; answerable {:.1} s after the change",
-                    summary.files_changed, summary.files_removed, summary.windows_embedded, ingested.seconds_since_change
+                    summary.files_changed,
+                    summary.files_removed,
+                    summary.windows_embedded,
+                    ingested.seconds_since_change
                 );
                 for warning in &ingested.new_warnings {
                     let at = warning.line.map(|line| format!(":{line}")).unwrap_or_default();
@@ -451,8 +460,8 @@ fn start_source(
         let sender = changes.clone();
         let poll_config =
             notify::Config::default().with_poll_interval(config.poll_interval).with_compare_contents(true);
-        let mut watcher = notify::PollWatcher::new(move |change| drop(sender.send(change)), poll_config)
-            .map_err(watch_error)?;
+        let mut watcher =
+            notify::PollWatcher::new(move |change| drop(sender.send(change)), poll_config).map_err(watch_error)?;
         watcher.watch(dir, notify::RecursiveMode::Recursive).map_err(watch_error)?;
         Ok((Box::new(watcher), ChangeSource::Poll, reason))
     };
@@ -498,7 +507,10 @@ fn is_note_change(change: &Change, target: &WatchTarget) -> bool {
     if matches!(event.kind, notify::EventKind::Access(_)) {
         return false;
     }
-    let gone = matches!(event.kind, notify::EventKind::Remove(_) | notify::EventKind::Modify(notify::event::ModifyKind::Name(_)));
+    let gone = matches!(
+        event.kind,
+        notify::EventKind::Remove(_) | notify::EventKind::Modify(notify::event::ModifyKind::Name(_))
+    );
     event.paths.iter().any(|path| {
         if target.own_dirs.iter().any(|own| path.starts_with(own)) {
             return false;

@@ -320,7 +320,8 @@ impl Watched {
             );
             let turns: Arc<dyn crate::watch::ModelTurns> = Arc::new(self.turns.clone());
             let annotator = YieldingChat { inner: Arc::clone(desk.oracle.chat()), turns };
-            let models = WatchModels { embedder: Arc::clone(desk.oracle.embedder()), annotator: Some(Arc::new(annotator)) };
+            let models =
+                WatchModels { embedder: Arc::clone(desk.oracle.embedder()), annotator: Some(Arc::new(annotator)) };
             let settings = WatchSettings::new(&setup.campaign.watch);
             let (reports, received) = tokio::sync::mpsc::unbounded_channel();
             let mut stop = stop.clone();
@@ -333,7 +334,9 @@ impl Watched {
                 let run = worker.run("watch", move || watch_campaign(target, models, settings, Some(reports), stopped));
                 match run.await {
                     Ok(Ok(())) => {}
-                    Ok(Err(err)) => tracing::error!(campaign = %name, error = %err, "not watching; /reingest reads the notes"),
+                    Ok(Err(err)) => {
+                        tracing::error!(campaign = %name, error = %err, "not watching; /reingest reads the notes")
+                    }
                     Err(gone) => tracing::error!(campaign = %name, error = %gone, "not watching"),
                 }
             });

@@ -30,7 +30,16 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "discord",
         &[
-            "answer", "app", "config", "conversation", "corpus", "ingest", "llm", "oracle", "retrieve", "timeline",
+            "answer",
+            "app",
+            "config",
+            "conversation",
+            "corpus",
+            "ingest",
+            "llm",
+            "oracle",
+            "retrieve",
+            "timeline",
             "watch",
         ],
     ),

@@ -111,7 +111,8 @@ impl Watching {
 }
 
 fn settings(mode: WatchMode) -> WatchSettings {
-    let watch = WatchConfig { debounce: DEBOUNCE, mode, poll_interval: Duration::from_millis(200), ..Default::default() };
+    let watch =
+        WatchConfig { debounce: DEBOUNCE, mode, poll_interval: Duration::from_millis(200), ..Default::default() };
     WatchSettings { watch, annotate_after: Duration::from_secs(3600) }
 }
 
@@ -378,9 +379,8 @@ proxy_url = "{rest}"
     .expect("the catch-up ingest");
     tokio::time::sleep(Duration::from_millis(500)).await;
     scratch.write("Sesiones/Sesion 2.md", &format!("{SESSION_2}<!-- DJ: el faro es una trampa\n"));
-    let opened = discord
-        .wait_for("the DM's direct channel", |r| r.method == "POST" && r.path == "/users/@me/channels")
-        .await;
+    let opened =
+        discord.wait_for("the DM's direct channel", |r| r.method == "POST" && r.path == "/users/@me/channels").await;
     assert_eq!(opened.body["recipient_id"].as_str(), Some(DM.to_string().as_str()));
     let sent = discord
         .wait_for("the warning message", |r| {
