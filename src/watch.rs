@@ -651,6 +651,71 @@ mod tests {
         check_change(Create(CreateKind::File), "imagen.png", false);
     }
 
+    /// A model whose first answer never ends (a long annotation), counting the requests.
+    struct SlowFirstChat {
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait]
+    impl ChatModel for SlowFirstChat {
+        fn id(&self) -> &str {
+            "slow-first"
+        }
+        fn context_window(&self) -> usize {
+            2048
+        }
+        fn count_tokens(&self, text: &str) -> usize {
+            text.len()
+        }
+        async fn chat(&self, _: &ChatRequest, _: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
+            if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                std::future::pending::<()>().await;
+            }
+            Ok(ChatResponse {
+                text: "annotated".into(),
+                prompt_tokens: None,
+                completion_tokens: None,
+                cached_prompt_tokens: None,
+            })
+        }
+    }
+
+    /// Turns always free; a question waits from the moment `asked` is notified until taken.
+    struct OneQuestion {
+        asked: tokio::sync::Notify,
+        waiting: std::sync::atomic::AtomicBool,
+    }
+
+    #[async_trait]
+    impl ModelTurns for OneQuestion {
+        async fn background_turn(&self) -> Box<dyn Send + Sync> {
+            // The question takes its turn first; then the model is free again.
+            self.waiting.store(false, std::sync::atomic::Ordering::SeqCst);
+            Box::new(())
+        }
+        async fn question_waiting(&self) {
+            if !self.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+                self.asked.notified().await;
+                self.waiting.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_background_request_gives_the_model_back_to_a_question_and_is_asked_again() {
+        let inner = Arc::new(SlowFirstChat { calls: Default::default() });
+        let turns = Arc::new(OneQuestion { asked: tokio::sync::Notify::new(), waiting: Default::default() });
+        let chat = YieldingChat { inner: Arc::clone(&inner) as Arc<dyn ChatModel>, turns: Arc::clone(&turns) as _ };
+        let request = ChatRequest { messages: Vec::new(), json_schema: None, max_tokens: 8, temperature: 0.0 };
+        let answered = tokio::spawn(async move { chat.chat(&request, None).await.map(|response| response.text) });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!answered.is_finished(), "the first request is still being written");
+        turns.asked.notify_one();
+        let text = tokio::time::timeout(Duration::from_secs(5), answered).await.unwrap().unwrap().unwrap();
+        assert_eq!(text, "annotated");
+        assert_eq!(inner.calls.load(std::sync::atomic::Ordering::SeqCst), 2, "interrupted once, asked again");
+    }
+
     #[test]
     fn mountinfo_escapes_are_read() {
         assert_eq!(unescape_mountinfo("/a\\040b\\134c"), PathBuf::from("/a b\\c"));
