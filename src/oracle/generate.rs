@@ -573,9 +573,7 @@ impl<'a> SentenceJudge<'a> {
         let mut repeats = Repeats::default();
         for sentence in reply.sentences {
             let verdict = match self.by_the_letter(&sentence) {
-                Ok(attributed) => {
-                    self.by_meaning(&attributed).await.map(|()| attributed).map_err(|r| Dropped::from(&r))
-                }
+                Ok(attributed) => self.by_meaning(&attributed).await.map(|()| attributed).map_err(|r| Dropped::from(&r)),
                 Err(reason) => Err(reason),
             };
             match verdict {

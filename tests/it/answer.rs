@@ -191,11 +191,7 @@ async fn the_rerank_reads_extractive_annotations_and_keeps_to_its_share_of_the_t
 
     // No model annotated this index: by default the rerank stays off.
     let answer = oracle.ask(&request, None).await.unwrap();
-    assert!(
-        matches!(answer.rerank, RerankDecision::Skipped(RerankSkip::MissingAnnotation { .. })),
-        "{:?}",
-        answer.rerank
-    );
+    assert!(matches!(answer.rerank, RerankDecision::Skipped(RerankSkip::MissingAnnotation { .. })), "{:?}", answer.rerank);
 
     // Reading the extractive annotations, it runs, and was shown one per candidate.
     let pick = pool[pool.len() - 1].fragment_id;
