@@ -243,6 +243,7 @@ fn campaign_config() -> CampaignConfig {
         },
         ignore: DEFAULT_IGNORED.iter().map(|s| s.to_string()).collect(),
         max_note_bytes: DEFAULT_MAX_NOTE_BYTES,
+        watch: oraculo::config::WatchConfig::default(),
     }
 }
 

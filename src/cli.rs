@@ -142,6 +142,11 @@ pub struct IngestArgs {
     /// Skip the annotation pass (run `oraculo annotate` later).
     #[arg(long)]
     pub no_annotate: bool,
+    /// Keep watching the folder: each burst of saves is read by one incremental ingest (one
+    /// line each, a JSON object with --json) and its new fragments are annotated in the
+    /// background, until Ctrl-C.
+    #[arg(long)]
+    pub watch: bool,
 }
 
 #[derive(Debug, Args)]
@@ -243,6 +248,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
     let args = &ingest_args.campaign;
     let config = args.load_config()?;
+    if ingest_args.watch {
+        return watch_campaign(&config, !ingest_args.no_annotate, args.json).await;
+    }
     let summary = run_ingest(&config, !ingest_args.no_annotate, !args.json).await?;
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
@@ -250,6 +258,43 @@ async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
         print!("{}", render_summary(&summary));
     }
     Ok(())
+}
+
+/// `oraculo ingest --watch`: the watcher the bot runs, reporting on stdout until Ctrl-C.
+async fn watch_campaign(config: &Config, annotate: bool, json: bool) -> anyhow::Result<()> {
+    use crate::watch::{WatchModels, WatchSettings, WatchTarget};
+    let (campaign_dir, index_dir) = campaign_paths(config)?;
+    let embedder = crate::app::connect_embedder(&config.embedder, &config.data_dir).await?;
+    let annotator = match annotate {
+        false => None,
+        true => match crate::app::connect_chat(&config.chat, &config.data_dir).await {
+            Ok(chat) => Some(chat),
+            Err(err) => {
+                tracing::warn!(error = %err, "no chat model: new fragments stay without annotations");
+                None
+            }
+        },
+    };
+    let target =
+        WatchTarget::new(&campaign_dir, &index_dir, &config.data_dir, &config.campaign, config.embedder.batch_size());
+    let (reports, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let watching = crate::watch::watch_campaign(
+        target,
+        WatchModels { embedder, annotator },
+        WatchSettings::new(&config.campaign.watch),
+        Some(reports),
+        crate::discord::shutdown_signal(),
+    );
+    let print = async {
+        while let Some(report) = received.recv().await {
+            match json {
+                true => println!("{}", serde_json::to_string(&report).unwrap_or_default()),
+                false => println!("{}", report.render()),
+            }
+        }
+    };
+    let (watched, ()) = tokio::join!(watching, print);
+    watched.with_context(|| format!("watching {}", campaign_dir.display()))
 }
 
 /// Ingests the configured campaign (incremental), then annotates new fragments and folds the

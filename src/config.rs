@@ -29,6 +29,16 @@ pub const DEFAULT_SECRET_PATHS: &[&str] = &["Secretos", "Secrets"];
 /// A note bigger than this is skipped with a warning: a 100-session chronicle is ~1 MB, so a
 /// bigger "note" is an export or a dump, and reading it would stall the ingest.
 pub const DEFAULT_MAX_NOTE_BYTES: u64 = 8 * 1024 * 1024;
+/// Quiet time after a save before the watched folder is ingested: an editor's save (a temp
+/// file written, then renamed over the note) and Obsidian's autosave while the DM types come
+/// within a few hundred milliseconds of each other, and a second is short next to the
+/// question that follows.
+pub const DEFAULT_WATCH_DEBOUNCE_MS: u64 = 1000;
+/// A polled folder (network or sync mount) is scanned this often: a save is answerable
+/// within a scan and the debounce, and a scan of a few hundred notes' metadata is cheap.
+pub const DEFAULT_WATCH_POLL_MS: u64 = 2000;
+/// Below this a poll rescans the folder continuously.
+pub const MIN_WATCH_POLL_MS: u64 = 200;
 /// Ollama's usual address.
 pub const DEFAULT_OLLAMA_URL: &str = "http://127.0.0.1:11434";
 /// The production embedder: multilingual, 8192-token window.
@@ -101,6 +111,11 @@ pub struct RawCampaign {
     pub kind_folders: Option<BTreeMap<String, String>>,
     pub max_note_bytes: Option<u64>,
     pub session_patterns: Option<Vec<RawSessionPattern>>,
+    pub watch: Option<bool>,
+    pub watch_debounce_ms: Option<u64>,
+    pub watch_mode: Option<String>,
+    pub watch_poll_ms: Option<u64>,
+    pub watch_dm_warnings: Option<bool>,
 }
 
 /// `[[campaigns]]`: one campaign of several served by one bot: its notes (as `[campaign]`)
@@ -117,6 +132,11 @@ pub struct RawNamedCampaign {
     pub kind_folders: Option<BTreeMap<String, String>>,
     pub max_note_bytes: Option<u64>,
     pub session_patterns: Option<Vec<RawSessionPattern>>,
+    pub watch: Option<bool>,
+    pub watch_debounce_ms: Option<u64>,
+    pub watch_mode: Option<String>,
+    pub watch_poll_ms: Option<u64>,
+    pub watch_dm_warnings: Option<bool>,
     pub dm_user_ids: Option<Vec<u64>>,
     pub dm_role_ids: Option<Vec<u64>>,
     pub gm_channel_ids: Option<Vec<u64>>,
@@ -275,6 +295,46 @@ pub struct CampaignConfig {
     /// Folder or file names (any depth, case-insensitive) the ingest never reads.
     pub ignore: Vec<String>,
     pub max_note_bytes: u64,
+    /// How the bot (and `oraculo ingest --watch`) follows the folder as the DM saves.
+    pub watch: WatchConfig,
+}
+
+/// `campaign.watch*`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchConfig {
+    /// Whether the bot watches the folder (`oraculo ingest --watch` watches either way).
+    pub enabled: bool,
+    /// Quiet time after the last change before the ingest runs: a burst of saves is one ingest.
+    pub debounce: Duration,
+    pub mode: WatchMode,
+    /// How often a polled folder is scanned.
+    pub poll_interval: Duration,
+    /// Tell the campaign's DM by direct message when a saved note produced new warnings.
+    pub dm_warnings: bool,
+}
+
+/// Where the changes come from (`campaign.watch_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchMode {
+    /// The system's file events, or polling where they do not arrive (a network or sync
+    /// mount, detected by its filesystem; events that cannot be set up).
+    Auto,
+    /// The system's file events only.
+    Events,
+    /// Scan the folder every `poll_interval`.
+    Poll,
+}
+
+impl Default for WatchConfig {
+    fn default() -> WatchConfig {
+        WatchConfig {
+            enabled: true,
+            debounce: Duration::from_millis(DEFAULT_WATCH_DEBOUNCE_MS),
+            mode: WatchMode::Auto,
+            poll_interval: Duration::from_millis(DEFAULT_WATCH_POLL_MS),
+            dm_warnings: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -429,6 +489,7 @@ impl Config {
 
 /// Validates one campaign's notes settings (`key`: where they are, for messages).
 fn campaign_config(campaign: RawCampaign, key: &str) -> anyhow::Result<CampaignConfig> {
+    let watch = watch_config(&campaign, key)?;
     let mut kind_folders = default_kind_folders();
     for (folder, kind) in campaign.kind_folders.unwrap_or_default() {
         let kind = NoteKind::parse(&kind).with_context(|| {
@@ -462,11 +523,33 @@ fn campaign_config(campaign: RawCampaign, key: &str) -> anyhow::Result<CampaignC
         bail!("{key}.max_note_bytes must be above 0");
     }
     Ok(CampaignConfig {
+        watch,
         dir: campaign.dir,
         corpus,
         // A user's list extends the defaults: `.trash` stays unread whatever the config says.
         ignore: DEFAULT_IGNORED.iter().map(|s| s.to_string()).chain(campaign.ignore.unwrap_or_default()).collect(),
         max_note_bytes,
+    })
+}
+
+/// Validates `campaign.watch*` (`key`: where they are, for messages).
+fn watch_config(campaign: &RawCampaign, key: &str) -> anyhow::Result<WatchConfig> {
+    let mode = match campaign.watch_mode.as_deref() {
+        None | Some("auto") => WatchMode::Auto,
+        Some("events") => WatchMode::Events,
+        Some("poll") => WatchMode::Poll,
+        Some(other) => bail!("{key}.watch_mode = {other:?}: expected \"auto\", \"events\" or \"poll\""),
+    };
+    let poll_ms = campaign.watch_poll_ms.unwrap_or(DEFAULT_WATCH_POLL_MS);
+    if poll_ms < MIN_WATCH_POLL_MS {
+        bail!("{key}.watch_poll_ms = {poll_ms}: at least {MIN_WATCH_POLL_MS}");
+    }
+    Ok(WatchConfig {
+        enabled: campaign.watch.unwrap_or(true),
+        debounce: Duration::from_millis(campaign.watch_debounce_ms.unwrap_or(DEFAULT_WATCH_DEBOUNCE_MS)),
+        mode,
+        poll_interval: Duration::from_millis(poll_ms),
+        dm_warnings: campaign.watch_dm_warnings.unwrap_or(false),
     })
 }
 
@@ -549,6 +632,11 @@ fn named_campaigns(
             kind_folders: entry.kind_folders,
             max_note_bytes: entry.max_note_bytes,
             session_patterns: entry.session_patterns,
+            watch: entry.watch,
+            watch_debounce_ms: entry.watch_debounce_ms,
+            watch_mode: entry.watch_mode,
+            watch_poll_ms: entry.watch_poll_ms,
+            watch_dm_warnings: entry.watch_dm_warnings,
         };
         let gm_channels = if gm_channels_inherited { "gm_channel_ids, from [discord]" } else { "gm_channel_ids" };
         for (channel, field) in places
@@ -785,10 +873,29 @@ mod tests {
             ("[[campaigns]]\nname = \" \"\ndir = \"/a\"\n", "name is empty"),
             ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nchannel_ids = [0]\n", "campaigns[0].channel_ids holds 0"),
             ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nmax_note_bytes = 0\n", "campaigns[0].max_note_bytes"),
+            ("[campaign]\nwatch_mode = \"inotify\"\n", "campaign.watch_mode = \"inotify\""),
+            ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nwatch_poll_ms = 10\n", "campaigns[0].watch_poll_ms = 10"),
         ] {
             let err = format!("{:#}", check(text, &[("HOME", "/h")]).unwrap_err());
             assert!(err.contains(needle), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn the_watched_vault_is_on_by_default_and_read_per_campaign() {
+        let config = check("", &[("HOME", "/h")]).unwrap();
+        assert_eq!(config.campaign.watch, WatchConfig::default());
+        assert!(config.campaign.watch.enabled && !config.campaign.watch.dm_warnings);
+        let text = "[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nwatch = false\n\n[[campaigns]]\nname = \"B\"\ndir = \"/b\"\n\
+                    watch_debounce_ms = 250\nwatch_mode = \"poll\"\nwatch_poll_ms = 500\nwatch_dm_warnings = true\n";
+        let config = check(text, &[("HOME", "/h")]).unwrap();
+        assert!(!config.campaigns[0].campaign.watch.enabled);
+        let b = &config.campaigns[1].campaign.watch;
+        assert_eq!(
+            (b.debounce, b.mode, b.poll_interval),
+            (Duration::from_millis(250), WatchMode::Poll, Duration::from_millis(500))
+        );
+        assert!(b.enabled && b.dm_warnings);
     }
 
     #[test]

@@ -131,9 +131,11 @@ pub async fn ingest_campaign(
         let _lock = index.lock_for_ingest()?;
         let mut diagnostics = Vec::new();
 
-        let note_files = {
+        let stored = index.store.file_fingerprints()?;
+        let (note_files, kept) = {
             let _span = info_span!("ingest.read").entered();
-            read_campaign(campaign_dir, config, &mut diagnostics)?
+            let read = read_campaign(campaign_dir, config, &mut diagnostics)?;
+            keep_notes_being_written(read, &stored, &mut diagnostics)
         };
         let (notes, fragments) = {
             let _span = info_span!("ingest.split", n_files = note_files.len()).entered();
@@ -156,9 +158,9 @@ pub async fn ingest_campaign(
         let mut summary = summarize(campaign_dir, &records);
         summary.embedder = embedder.id().to_string();
 
-        // What SQLite must change.
-        let stored = index.store.file_fingerprints()?;
-        let present: HashSet<&str> = records.iter().map(|r| r.path.as_str()).collect();
+        // What SQLite must change. A note being written keeps what the index holds of it.
+        let present: HashSet<&str> =
+            records.iter().map(|r| r.path.as_str()).chain(kept.iter().map(String::as_str)).collect();
         let removals: Vec<String> = stored.keys().filter(|p| !present.contains(p.as_str())).cloned().collect();
         let upserts: Vec<FileRecord> =
             records.iter().filter(|r| stored.get(&r.path) != Some(&r.fingerprint())).cloned().collect();
@@ -282,21 +284,48 @@ pub async fn annotate_fragments(
     chat: &dyn ChatModel,
     progress: &dyn IngestProgress,
 ) -> AnnotationReport {
+    annotate_pending(index, chat, progress, None).await
+}
+
+/// Annotates, and extracts the entities of, only the fragments whose content hash is in
+/// `new`: what a watched vault's last saves made. It takes no ingest lock, so that the next
+/// save's ingest (or a `/reingest`) never waits behind it; the few fragments it covers could
+/// at worst be annotated twice by a full pass running at the same time.
+pub async fn annotate_new_fragments(
+    index: &Index,
+    chat: &dyn ChatModel,
+    new: &HashSet<String>,
+    progress: &dyn IngestProgress,
+) -> AnnotationReport {
+    annotate_pending(index, chat, progress, Some(new)).await
+}
+
+async fn annotate_pending(
+    index: &Index,
+    chat: &dyn ChatModel,
+    progress: &dyn IngestProgress,
+    only: Option<&HashSet<String>>,
+) -> AnnotationReport {
     use crate::prompt::{ANNOTATE_PROMPT_VERSION, annotate_messages};
-    let span = info_span!("ingest.annotate", model = chat.id());
+    let span = info_span!("ingest.annotate", model = chat.id(), scoped = only.is_some());
     let started = Instant::now();
     async move {
         let mut report = AnnotationReport { model: Some(chat.id().to_string()), ..Default::default() };
-        // The ingest lock: two passes at once would pay the model twice for the same fragments.
-        let _lock = match index.lock_for_ingest() {
-            Ok(lock) => lock,
-            Err(err) => {
-                report.error = Some(err.to_string());
-                return report;
-            }
+        // The ingest lock for a full pass: two at once would pay the model twice for the same
+        // fragments.
+        let _lock = match only {
+            Some(_) => None,
+            None => match index.lock_for_ingest() {
+                Ok(lock) => Some(lock),
+                Err(err) => {
+                    report.error = Some(err.to_string());
+                    return report;
+                }
+            },
         };
+        let in_scope = |hash: &str| only.is_none_or(|only| only.contains(hash));
         let pending = match index.store.fragments_missing_annotation(chat.id(), ANNOTATE_PROMPT_VERSION) {
-            Ok(pending) => pending,
+            Ok(pending) => pending.into_iter().filter(|s| in_scope(&s.fragment.content_hash)).collect::<Vec<_>>(),
             Err(err) => {
                 report.error = Some(err.to_string());
                 return report;
@@ -335,7 +364,7 @@ pub async fn annotate_fragments(
             progress.annotated(1);
         }
         if report.error.is_none() {
-            extract_entities(index, chat, &mut report).await;
+            extract_entities(index, chat, &in_scope, &mut report).await;
         }
         report.seconds = started.elapsed().as_secs_f64();
         report
@@ -346,7 +375,12 @@ pub async fn annotate_fragments(
 
 /// The compendium's LLM source: named entities of each player-visible session fragment, cached
 /// by content hash + model + prompt version like the annotations. The next ingest merges them.
-async fn extract_entities(index: &Index, chat: &dyn ChatModel, report: &mut AnnotationReport) {
+async fn extract_entities(
+    index: &Index,
+    chat: &dyn ChatModel,
+    in_scope: &dyn Fn(&str) -> bool,
+    report: &mut AnnotationReport,
+) {
     use crate::prompt::{ENTITIES_PROMPT_VERSION, entities_messages, entities_schema};
     #[derive(serde::Deserialize)]
     struct Extraction {
@@ -359,8 +393,11 @@ async fn extract_entities(index: &Index, chat: &dyn ChatModel, report: &mut Anno
             return;
         }
     };
-    let sessions =
-        pending.iter().filter(|s| s.fragment.kind == NoteKind::Session && s.fragment.visibility == Visibility::Player);
+    let sessions = pending.iter().filter(|s| {
+        s.fragment.kind == NoteKind::Session
+            && s.fragment.visibility == Visibility::Player
+            && in_scope(&s.fragment.content_hash)
+    });
     for stored in sessions {
         let fragment = &stored.fragment;
         let request = ChatRequest {
@@ -549,6 +586,44 @@ fn summarize(campaign_dir: &Path, records: &[FileRecord]) -> IngestSummary {
     summary
 }
 
+/// What a walk of the campaign read: the notes, and the paths of notes that are there but
+/// could not be read now (an I/O error, or no bytes at all: an editor caught between
+/// truncating a note and writing it again).
+struct CampaignRead {
+    files: Vec<NoteFile>,
+    unreadable: Vec<String>,
+}
+
+/// Sets aside the notes that could not be read now but that the index holds: their last
+/// indexed fragments stay, with a warning, until a later ingest (the next save, when the
+/// vault is watched) reads them. A note never indexed has nothing to keep: an empty one is
+/// read as the empty note it is, and one that cannot be read is left out with its warning.
+/// Returns the notes to parse and the paths kept as they are.
+fn keep_notes_being_written(
+    read: CampaignRead,
+    stored: &std::collections::HashMap<String, String>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Vec<NoteFile>, Vec<String>) {
+    let mut kept: Vec<String> = read.unreadable.into_iter().filter(|path| stored.contains_key(path)).collect();
+    let mut files = Vec::with_capacity(read.files.len());
+    for file in read.files {
+        if file.n_bytes == 0 && stored.contains_key(&file.path) {
+            kept.push(file.path);
+        } else {
+            files.push(file);
+        }
+    }
+    for path in &kept {
+        let message =
+            "cannot be read now (empty, or being written): its last indexed version is kept until it reads".into();
+        diagnostics.push(Diagnostic { path: path.clone(), line: None, message });
+    }
+    if !kept.is_empty() {
+        info!(n_kept = kept.len(), "notes being written keep their last indexed fragments");
+    }
+    (files, kept)
+}
+
 /// Walks the campaign and reads every Markdown note, reporting what it cannot read.
 ///
 /// A note reached through a symbolic link is read once, as the file it really is: under its
@@ -559,7 +634,7 @@ fn read_campaign(
     campaign_dir: &Path,
     config: &CampaignConfig,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Result<Vec<NoteFile>, IngestError> {
+) -> Result<CampaignRead, IngestError> {
     let campaign_error =
         |source: std::io::Error| IngestError::Campaign { path: campaign_dir.display().to_string(), source };
     let metadata = std::fs::metadata(campaign_dir).map_err(campaign_error)?;
@@ -572,6 +647,7 @@ fn read_campaign(
     // `ignore` says: a deleted note must not come back as campaign text.
     let is_read = |name: &str| !name.starts_with('.') && !ignored.contains(&corpus::fold(name));
     let mut files = Vec::new();
+    let mut unreadable = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut links_out: Vec<Diagnostic> = Vec::new();
     let walker = walkdir::WalkDir::new(campaign_dir).follow_links(true).sort_by_file_name().into_iter();
@@ -619,7 +695,11 @@ fn read_campaign(
         let link_path = relative(campaign_dir, entry.path());
         if !linked {
             if is_markdown(entry.path()) && seen.insert(link_path.clone()) {
-                files.extend(read_note_file(entry.path(), link_path, config.max_note_bytes, diagnostics));
+                match read_note_file(entry.path(), link_path, config.max_note_bytes, diagnostics) {
+                    NoteRead::Read(file) => files.push(file),
+                    NoteRead::Unreadable(path) => unreadable.push(path),
+                    NoteRead::NotANote => {}
+                }
             }
             continue;
         }
@@ -649,17 +729,30 @@ fn read_campaign(
         if !seen.insert(path.clone()) {
             continue;
         }
-        if let Some(file) = read_note_file(entry.path(), path, config.max_note_bytes, diagnostics) {
-            files.push(file);
+        match read_note_file(entry.path(), path, config.max_note_bytes, diagnostics) {
+            NoteRead::Read(file) => files.push(file),
+            NoteRead::Unreadable(path) => unreadable.push(path),
+            NoteRead::NotANote => {}
         }
     }
     diagnostics.extend(links_out);
     // Whichever way a file was reached first, the notes come in path order.
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(files)
+    Ok(CampaignRead { files, unreadable })
 }
 
-fn is_markdown(path: &Path) -> bool {
+/// Whether the walk reads what lies at `relative` (a path inside the campaign folder): no
+/// part of it is hidden or ignored. The watcher asks it of every changed path, so that a
+/// save in `.obsidian/` or an editor's hidden swap file never starts an ingest.
+pub fn reads_path(relative: &Path, config: &CampaignConfig) -> bool {
+    relative.components().all(|component| {
+        let name = component.as_os_str().to_string_lossy();
+        !name.starts_with('.') && !config.ignore.iter().any(|ignored| corpus::fold(ignored) == corpus::fold(&name))
+    })
+}
+
+/// A Markdown note by its extension (`.md`, `.markdown`, any case).
+pub fn is_markdown(path: &Path) -> bool {
     matches!(path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(), Some("md" | "markdown"))
 }
 
@@ -668,19 +761,23 @@ fn relative(root: &Path, path: &Path) -> String {
     relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
 }
 
-/// Reads one note; `None` (with a diagnostic) for what cannot be a note.
-fn read_note_file(
-    absolute: &Path,
-    path: String,
-    max_bytes: u64,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Option<NoteFile> {
+/// One note file, as read.
+enum NoteRead {
+    Read(NoteFile),
+    /// It is there but could not be read now (its path): a later read may succeed.
+    Unreadable(String),
+    /// Binary or oversize: not a note, whenever it is read.
+    NotANote,
+}
+
+/// Reads one note; what cannot be read comes with a diagnostic.
+fn read_note_file(absolute: &Path, path: String, max_bytes: u64, diagnostics: &mut Vec<Diagnostic>) -> NoteRead {
     let mut report = |message: String| diagnostics.push(Diagnostic { path: path.clone(), line: None, message });
     let size = match std::fs::metadata(absolute) {
         Ok(metadata) => metadata.len(),
         Err(err) => {
             report(format!("cannot read: {err}"));
-            return None;
+            return NoteRead::Unreadable(path);
         }
     };
     if size > max_bytes {
@@ -689,20 +786,22 @@ fn read_note_file(
             size as f64 / 1e6,
             max_bytes as f64 / 1e6
         ));
-        return None;
+        return NoteRead::NotANote;
     }
     let bytes = match std::fs::read(absolute) {
         Ok(bytes) => bytes,
         Err(err) => {
             report(format!("cannot read: {err}"));
-            return None;
+            return NoteRead::Unreadable(path);
         }
     };
     if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
         report("binary file (NUL bytes), not a Markdown note: skipped".into());
-        return None;
+        return NoteRead::NotANote;
     }
     let bytes_hash = hex::encode(Sha256::digest(&bytes));
+    // The size read now: the file may have grown or shrunk since its metadata was read.
+    let n_bytes = bytes.len() as u64;
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(err) => {
@@ -717,7 +816,7 @@ fn read_note_file(
             text
         }
     };
-    Some(NoteFile { path, bytes_hash, n_bytes: size, text })
+    NoteRead::Read(NoteFile { path, bytes_hash, n_bytes, text })
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //!   documents and links; finds them in questions and fragments. Pure.
 //! - [`lexicon`]: Spanish and English stopwords, shared by the compendium and BM25.
 //! - [`ingest`]: walks a campaign folder, feeds the corpus, embeds what is new, writes the index.
+//! - [`watch`]: follows a campaign folder as the DM saves: one incremental ingest per burst.
 //! - [`index`]: SQLite (fragments, FTS5 for BM25, migrations) and LanceDB (window vectors),
 //!   committed so that a reader never sees half an ingest.
 //! - [`retrieve`]: a question → dense, BM25, entity and time paths fused by reciprocal rank,
@@ -48,6 +49,7 @@ pub mod oracle;
 pub mod prompt;
 pub mod retrieve;
 pub mod timeline;
+pub mod watch;
 
 pub mod cli;
 pub mod eval;

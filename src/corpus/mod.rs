@@ -139,7 +139,7 @@ pub struct CorpusConfig {
 }
 
 /// One problem with one file. The ingest reports it and goes on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// Relative to the campaign root, `/`-separated.
     pub path: String,

@@ -218,12 +218,14 @@ pub async fn run_with_client(
         ids.dedup();
         ids
     };
+    let queue = Queue::new(discord.concurrency, discord.questions_per_minute);
+    let watched = Watched { desks: desks.clone(), ingest_worker: ingest_worker.clone(), turns: queue.background() };
     let data = Data {
         lang: desks.first().map_or(Lang::Es, |desk| desk.lang),
         desks,
         worker,
         ingest_worker,
-        queue: Queue::new(discord.concurrency, discord.questions_per_minute),
+        queue,
         withdrawals: queue::Withdrawals::default(),
         lifecycle: Arc::clone(&lifecycle),
     };
@@ -264,6 +266,8 @@ pub async fn run_with_client(
         .await
         .context("creating the Discord client")?;
     let shard_manager = Arc::clone(&client.shard_manager);
+    let (stop_watching, watching) = watch::channel(false);
+    watched.start(&config, Arc::clone(&client.http), watching);
 
     // 6. Run until the signal, or until the connection ends on its own (a bad token).
     let mut connection = tokio::spawn(async move { client.start().await });
@@ -279,6 +283,7 @@ pub async fn run_with_client(
     }
 
     // 7. Drain, then disconnect.
+    stop_watching.send_replace(true);
     lifecycle.drain(SHUTDOWN_GRACE, INTERRUPT_NOTICE).await;
     shard_manager.shutdown_all().await;
     if tokio::time::timeout(Duration::from_secs(10), connection).await.is_err() {
@@ -286,6 +291,104 @@ pub async fn run_with_client(
     }
     tracing::info!("bot stopped");
     Ok(())
+}
+
+/// What the campaigns' watchers need from the bot's state.
+struct Watched {
+    desks: Vec<Arc<Desk>>,
+    ingest_worker: queue::LocalWorker,
+    turns: queue::BackgroundTurns,
+}
+
+/// Most warnings one direct message lists: the rest are in `oraculo sources`.
+const WARNINGS_PER_MESSAGE: usize = 10;
+
+impl Watched {
+    /// Watches each campaign whose `campaign.watch` is on (the default): a saved note is read
+    /// by an incremental ingest on the ingest thread, its new fragments annotated in turns no
+    /// question wants, and the campaign's DM told of new warnings by direct message when
+    /// `campaign.watch_dm_warnings` asks. Watching stops when `stop` turns true.
+    fn start(self, config: &Config, http: Arc<serenity::Http>, stop: watch::Receiver<bool>) {
+        use crate::watch::{WatchModels, WatchSettings, WatchTarget, YieldingChat, watch_campaign};
+        for desk in self.desks {
+            let setup = &desk.reingest;
+            if !setup.campaign.watch.enabled {
+                continue;
+            }
+            let target = WatchTarget::new(
+                &setup.campaign_dir,
+                desk.oracle.index_dir(),
+                &config.data_dir,
+                &setup.campaign,
+                setup.batch_size,
+            );
+            let turns: Arc<dyn crate::watch::ModelTurns> = Arc::new(self.turns.clone());
+            let annotator = YieldingChat { inner: Arc::clone(desk.oracle.chat()), turns };
+            let models =
+                WatchModels { embedder: Arc::clone(desk.oracle.embedder()), annotator: Some(Arc::new(annotator)) };
+            let settings = WatchSettings::new(&setup.campaign.watch);
+            let (reports, received) = tokio::sync::mpsc::unbounded_channel();
+            let mut stop = stop.clone();
+            let worker = self.ingest_worker.clone();
+            let name = desk.name.clone();
+            tokio::spawn(async move {
+                let stopped = async move {
+                    let _ = stop.wait_for(|stopped| *stopped).await;
+                };
+                let run = worker.run("watch", move || watch_campaign(target, models, settings, Some(reports), stopped));
+                match run.await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(err)) => {
+                        tracing::error!(campaign = %name, error = %err, "not watching; /reingest reads the notes")
+                    }
+                    Err(gone) => tracing::error!(campaign = %name, error = %gone, "not watching"),
+                }
+            });
+            let dm_users = config
+                .campaigns
+                .iter()
+                .find(|named| named.name == desk.name)
+                .map(|named| named.places.dm_user_ids.clone())
+                .unwrap_or_default();
+            if setup.campaign.watch.dm_warnings && !dm_users.is_empty() {
+                tokio::spawn(tell_dm_of_warnings(Arc::clone(&http), dm_users, desk.lang, received));
+            }
+        }
+    }
+}
+
+/// Sends each watched ingest's new warnings to the campaign's DM users by direct message.
+async fn tell_dm_of_warnings(
+    http: Arc<serenity::Http>,
+    dm_users: Vec<u64>,
+    lang: Lang,
+    mut reports: tokio::sync::mpsc::UnboundedReceiver<crate::watch::WatchReport>,
+) {
+    while let Some(report) = reports.recv().await {
+        let crate::watch::WatchReport::Ingested(ingested) = report else { continue };
+        if ingested.new_warnings.is_empty() {
+            continue;
+        }
+        let mut text = match lang {
+            Lang::Es => "Las notas guardadas dejaron avisos (`oraculo sources` los lista todos):".to_string(),
+            Lang::En => "The saved notes left warnings (`oraculo sources` lists them all):".to_string(),
+        };
+        for warning in ingested.new_warnings.iter().take(WARNINGS_PER_MESSAGE) {
+            let line = warning.line.map(|line| format!(":{line}")).unwrap_or_default();
+            text.push_str(&format!("\n• `{}{line}`: {}", warning.path.replace('`', "'"), warning.message));
+        }
+        for user in &dm_users {
+            let sent = match serenity::UserId::new(*user).create_dm_channel(&http).await {
+                Ok(direct) => {
+                    direct.id.send_message(&http, embeds::Message::notice(&text).to_create_message(None)).await
+                }
+                Err(err) => Err(err),
+            };
+            if let Err(err) = sent {
+                errors::log_discord_error(&err, "telling the DM of a saved note's warnings");
+            }
+        }
+    }
 }
 
 /// Registers the commands in each configured guild (usable in servers only), and globally

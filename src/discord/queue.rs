@@ -41,6 +41,10 @@ struct Slots {
     /// First in, first served; a waiter that left has a closed channel and is skipped. Each
     /// is told its position whenever the queue moves.
     waiters: VecDeque<(oneshot::Sender<Slot>, watch::Sender<usize>)>,
+    /// Woken when a slot is given back: background work may take it.
+    freed: Arc<tokio::sync::Notify>,
+    /// Woken when a question starts waiting: background work gives its slot back.
+    wanted: Arc<tokio::sync::Notify>,
 }
 
 impl Slots {
@@ -181,6 +185,7 @@ impl Drop for Slot {
             }
         }
         state.running = state.running.saturating_sub(1);
+        state.freed.notify_waiters();
     }
 }
 
@@ -213,7 +218,13 @@ impl Queue {
     /// `concurrency` questions at once; `per_minute` questions per user per minute (0: no limit).
     pub fn new(concurrency: usize, per_minute: u32) -> Queue {
         Queue {
-            slots: Arc::new(Mutex::new(Slots { capacity: concurrency.max(1), running: 0, waiters: VecDeque::new() })),
+            slots: Arc::new(Mutex::new(Slots {
+                capacity: concurrency.max(1),
+                running: 0,
+                waiters: VecDeque::new(),
+                freed: Arc::default(),
+                wanted: Arc::default(),
+            })),
             limiter: Mutex::new(RateLimiter::new(per_minute, RATE_WINDOW)),
             source_limiter: Mutex::new(RateLimiter::new(per_minute.saturating_mul(SOURCES_PER_QUESTION), RATE_WINDOW)),
         }
@@ -248,7 +259,67 @@ impl Queue {
         let (sender, receiver) = oneshot::channel();
         let (position_sender, position) = watch::channel(state.waiters.len() + 1);
         state.waiters.push_back((sender, position_sender));
+        state.wanted.notify_waiters();
         Admission::Queued(Waiting { position, receiver, slots: Arc::clone(&self.slots) })
+    }
+
+    /// The turns background work (a watched vault's annotations) takes on the same model.
+    pub fn background(&self) -> BackgroundTurns {
+        BackgroundTurns { slots: Arc::clone(&self.slots) }
+    }
+}
+
+/// A wake-up can slip between a look at the queue and the wait that follows it: background
+/// work looks again at least this often.
+const BACKGROUND_RECHECK: Duration = Duration::from_millis(250);
+
+/// Slots for background work, at the lowest priority: one is taken only while no question
+/// waits, and a question that starts waiting is told to whoever holds one.
+#[derive(Debug, Clone)]
+pub struct BackgroundTurns {
+    slots: Arc<Mutex<Slots>>,
+}
+
+impl BackgroundTurns {
+    /// Waits for a slot no question wants.
+    pub async fn turn(&self) -> Slot {
+        loop {
+            let freed = {
+                let mut state = lock(&self.slots);
+                state.renumber();
+                if state.running < state.capacity && state.waiters.is_empty() {
+                    state.running += 1;
+                    return Slot { slots: Some(Arc::clone(&self.slots)) };
+                }
+                Arc::clone(&state.freed)
+            };
+            let _ = tokio::time::timeout(BACKGROUND_RECHECK, freed.notified()).await;
+        }
+    }
+
+    /// Resolves once a question waits for a slot.
+    pub async fn question_waiting(&self) {
+        loop {
+            let wanted = {
+                let mut state = lock(&self.slots);
+                state.renumber();
+                if !state.waiters.is_empty() {
+                    return;
+                }
+                Arc::clone(&state.wanted)
+            };
+            let _ = tokio::time::timeout(BACKGROUND_RECHECK, wanted.notified()).await;
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::watch::ModelTurns for BackgroundTurns {
+    async fn background_turn(&self) -> Box<dyn Send + Sync> {
+        Box::new(self.turn().await)
+    }
+    async fn question_waiting(&self) {
+        BackgroundTurns::question_waiting(self).await
     }
 }
 
@@ -463,6 +534,30 @@ mod tests {
         assert!(matches!(moved, QueueEvent::Moved(1)));
         assert_eq!(fourth.position(), 2);
         drop(started);
+    }
+
+    #[tokio::test]
+    async fn background_work_waits_for_a_free_slot_and_hears_a_question_arrive() {
+        let queue = Queue::new(1, 0);
+        let background = queue.background();
+        let Admission::Now(question) = queue.enter() else { panic!("a free slot runs at once") };
+        let turn = tokio::spawn({
+            let background = background.clone();
+            async move { background.turn().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!turn.is_finished(), "background work waits while a question runs");
+        drop(question);
+        let turn = tokio::time::timeout(Duration::from_secs(5), turn).await.unwrap().unwrap();
+        // A question arrives while the background holds the slot: it is told, and gets the
+        // slot as soon as the background gives it back.
+        let Admission::Queued(waiting) = queue.enter() else { panic!("the background holds the slot") };
+        tokio::time::timeout(Duration::from_secs(5), background.question_waiting()).await.expect("told");
+        drop(turn);
+        let slot = tokio::time::timeout(Duration::from_secs(5), waiting.start()).await.unwrap().unwrap();
+        // With a question running, background work does not start.
+        assert!(tokio::time::timeout(Duration::from_millis(300), background.turn()).await.is_err());
+        drop(slot);
     }
 
     #[tokio::test]

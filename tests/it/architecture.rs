@@ -27,6 +27,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("eval", &["answer", "corpus", "index", "llm", "oracle", "retrieve", "sample"]),
     ("app", &["config", "index", "ingest", "llm", "oracle", "sample"]),
     ("doctor", &["app", "config", "index", "ingest", "llm"]),
+    ("watch", &["config", "corpus", "index", "ingest", "llm"]),
     (
         "discord",
         &[
@@ -41,13 +42,14 @@ const LAYERS: &[(&str, &[&str])] = &[
             "oracle",
             "retrieve",
             "timeline",
+            "watch",
         ],
     ),
     (
         "cli",
         &[
             "answer", "app", "config", "corpus", "discord", "doctor", "eval", "index", "ingest", "llm", "logging",
-            "oracle", "prompt", "retrieve", "sample", "timeline",
+            "oracle", "prompt", "retrieve", "sample", "timeline", "watch",
         ],
     ),
 ];

@@ -23,3 +23,4 @@ mod secrets;
 mod servers;
 mod structured;
 mod time;
+mod watch;

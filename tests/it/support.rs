@@ -33,6 +33,7 @@ pub fn campaign_config(secret_paths: &[&str]) -> CampaignConfig {
         },
         ignore: DEFAULT_IGNORED.iter().map(|s| s.to_string()).collect(),
         max_note_bytes: DEFAULT_MAX_NOTE_BYTES,
+        watch: oraculo::config::WatchConfig::default(),
     }
 }
 
