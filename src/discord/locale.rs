@@ -143,9 +143,9 @@ impl Lang {
     }
 
     /// What a refused user reads (never sent for a server the bot does not serve).
-    pub fn barred(self, barred: super::commands::Barred) -> String {
+    pub fn barred(self, barred: super::access::Barred) -> String {
         match barred {
-            super::commands::Barred::NoCampaign => self.pick(
+            super::access::Barred::NoCampaign => self.pick(
                 "Este canal no pertenece a ninguna campaña: pregunta en el canal de tu mesa.",
                 "This channel belongs to no campaign: ask in your table's channel.",
             ),

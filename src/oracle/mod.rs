@@ -6,6 +6,7 @@
 
 mod answer;
 mod generate;
+mod instant;
 mod plan;
 mod story;
 
@@ -31,6 +32,7 @@ use crate::retrieve::{
 };
 
 pub use answer::{Answer, AnswerTimings, CitationSource, EXCERPT_CHARS, ShownSource};
+pub use instant::{InstantKept, Settled, settle};
 pub use plan::{ContextPlan, DEADLINE_SLACK, FrameCost, PlanInputs, plan_answer};
 pub use story::ArcStory;
 
@@ -59,6 +61,8 @@ pub struct AnswerSettings {
     /// The total time one answer's generation may take, every attempt included; past it the
     /// answer is extractive (issue 12, item 12: one endless stream cannot hold the queue).
     pub deadline: Duration,
+    /// Whether the notes' own sentences are shown before the model's answer.
+    pub instant: bool,
 }
 
 impl AnswerSettings {
@@ -72,6 +76,7 @@ impl AnswerSettings {
             mode: AnswerMode::Free,
             answer_seconds: crate::config::DEFAULT_ANSWER_SECONDS,
             deadline: Duration::from_secs(crate::config::DEFAULT_ANSWER_DEADLINE_SECS),
+            instant: true,
         }
     }
 
@@ -81,6 +86,7 @@ impl AnswerSettings {
             mode: answer.mode,
             answer_seconds: answer.seconds,
             deadline: answer.deadline,
+            instant: answer.instant,
             ..AnswerSettings::new(max_tokens)
         }
     }
