@@ -131,14 +131,15 @@ impl Settled {
 impl Oracle {
     /// [`Oracle::ask_in_stages`] with the notes' own sentences first: `on_instant` gets them
     /// as soon as the search and the context are done, then the model answers (the rerank
-    /// first, when it runs) and [`settle`] decides what stays.
+    /// first, when it runs). The instant answer and the model's, for [`settle`] to decide
+    /// what stays.
     pub async fn ask_instant_first(
         &self,
         request: &AskRequest<'_>,
         on_stage: &(dyn Fn(super::Stage) + Send + Sync),
         on_instant: &(dyn Fn(&Answer) + Send + Sync),
         on_token: Option<crate::llm::chat::TokenSink<'_>>,
-    ) -> Result<(Option<Answer>, Settled), AskError> {
+    ) -> Result<(Option<Answer>, Answer), AskError> {
         let span = tracing::info_span!("answer", audience = ?request.audience, instant = true);
         async move {
             on_stage(super::Stage::Searching);
@@ -148,7 +149,7 @@ impl Oracle {
                 on_instant(instant);
             }
             let answer = self.answer_prepared(request, prepared, on_stage, on_token).await?;
-            Ok((instant.clone(), settle(instant, answer)))
+            Ok((instant, answer))
         }
         .instrument(span)
         .await
