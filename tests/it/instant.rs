@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::answer::{chat_config, port_campaign};
 use crate::discord::{
-    CHANNEL, FIRST_QUESTION, PLAYER, Reach, Table, ask_first_question, embed_text, is_final_answer_for,
+    CHANNEL, PLAYER, Reach, Table, ask_first_question, embed_text, is_final_answer_for,
     is_webhook_for,
 };
 use crate::fake_discord::text_channel;
