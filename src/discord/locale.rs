@@ -121,7 +121,7 @@ impl Lang {
     /// The language a question is written in (its answer's, and the lines around the notes'
     /// sentences).
     pub fn of_question(question: &str) -> Lang {
-        Lang::of_labels(crate::lexicon::language_of(question))
+        Lang::of_labels(crate::oracle::question_language(question))
     }
 
     /// Under the instant answer while the model writes.

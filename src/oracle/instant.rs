@@ -95,6 +95,11 @@ impl Oracle {
     }
 }
 
+/// The language `question` is written in: its answer's, and the instant answer's.
+pub fn question_language(question: &str) -> LabelLanguage {
+    crate::lexicon::language_of(question)
+}
+
 /// What stays once the model is done: the model's answer, unless it failed, ran out of time
 /// or cited nothing while the instant answer had the notes' sentences; then the instant
 /// answer, with why.

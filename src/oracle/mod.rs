@@ -32,7 +32,7 @@ use crate::retrieve::{
 };
 
 pub use answer::{Answer, AnswerTimings, CitationSource, EXCERPT_CHARS, ShownSource};
-pub use instant::{InstantKept, Settled, settle};
+pub use instant::{InstantKept, Settled, question_language, settle};
 pub use plan::{ContextPlan, DEADLINE_SLACK, FrameCost, PlanInputs, plan_answer};
 pub use story::ArcStory;
 

@@ -290,8 +290,11 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     assert_eq!(deferred.body["type"], 5, "deferred within Discord's 3 seconds: {}", deferred.body);
     // Streamed: the answer's message shows the text so far, then becomes the final layout.
     let preview = discord.wait_for("the answer's first preview", is_webhook_for(&question_token, "PATCH")).await;
-    // Before any text: the stage, at once (on a CPU the model reads for a minute first).
-    assert!(embed_text(&preview.body).contains("Buscando en las notas"), "{}", preview.body);
+    // Before the model's text: the notes' own sentences, cited, at once (on a CPU the model
+    // reads for a minute first), marked as such.
+    assert!(embed_text(&preview.body).contains("Esto es lo que dicen las notas"), "{}", preview.body);
+    assert!(embed_text(&preview.body).contains("[Sesión 1]"), "{}", preview.body);
+    assert!(preview.body.to_string().contains("📜 Frases de las notas, tal cual"), "{}", preview.body);
     assert!(preview.path.ends_with("/messages/@original"), "the first message replaces the deferral: {}", preview.path);
     assert!(is_preview(&preview.body), "the first message is a preview: {}", preview.body);
     assert!(field_names(&preview.body).is_empty(), "no sources before the citations are checked");
@@ -926,13 +929,14 @@ async fn issue_14_mentions_and_replies_ask_and_continue() {
     assert_eq!(ollama.chat_requests("/api/chat").len(), 2, "two questions, two answers");
 
     // 5. The model's stream cut mid-answer (its server killed): the notes' own sentences are
-    //    posted, and the exchange does not join the conversation (issue 16).
+    //    stay, saying why, and the exchange does not join the conversation.
     ollama.enqueue_reply("Una tormenta hundió el barco del archiduque frente al faro [Sesión 2].");
     ollama.enqueue(Fault::Delay(std::time::Duration::ZERO)); // the question's embedding
     ollama.enqueue(Fault::CutMidToken);
     let cut_question = "¿Qué hundió la tormenta?";
     discord.message_create_with(PLAYER, CHANNEL, &format!("<@{BOT_ID}> {cut_question}"), &[BOT_ID], None);
-    discord.wait_for("the notes' own sentences", final_saying("no ha podido responder")).await;
+    let kept = discord.wait_for("the notes' own sentences", final_saying("Esto es lo que dicen las notas")).await;
+    assert!(kept.body.to_string().contains("el modelo no ha podido responder"), "{}", kept.body);
     ollama.enqueue_reply("Nada más consta [Sesión 1].");
     let answered = discord.bot_message(CHANNEL, "El archiduque huyó al norte [Sesión 1].", ANSWER_COLOUR);
     discord.message_create_with(PLAYER, CHANNEL, "¿Algo más?", &[], Some(answered));
