@@ -98,6 +98,14 @@ impl Table {
         Table::start_adjusted(extra, reach, |_| {}).await
     }
 
+    /// A table over a campaign already indexed in `scratch`, the bot started with `config`.
+    pub(crate) async fn from_parts(scratch: Scratch, ollama: FakeOllama, discord: FakeDiscord, config: Config) -> Table {
+        oraculo::logging::init();
+        let bot = RunningBot::start(config);
+        wait_for_guild_commands(&discord).await;
+        Table { _scratch: scratch, ollama, discord, bot }
+    }
+
     /// [`Table::start_reaching`] with the config changed by `adjust` (a `[chat]` setting).
     pub(crate) async fn start_adjusted(extra: &str, reach: Reach, adjust: impl FnOnce(&mut Config)) -> Table {
         oraculo::logging::init();

@@ -197,3 +197,108 @@ async fn ask_json_records_the_instant_answer_beside_the_model_s() {
     assert!(instant["citations"].as_array().is_some_and(|c| c.iter().any(|c| c["valid"] == true)), "{json}");
     assert_eq!(json["instant_kept"], Value::Null, "{json}");
 }
+
+/// p50 and p95 of `seconds` (nearest rank), for the measurement's report.
+fn percentiles(seconds: &mut [f64]) -> (f64, f64) {
+    seconds.sort_by(f64::total_cmp);
+    let at = |p: f64| seconds[((p * seconds.len() as f64).ceil() as usize).clamp(1, seconds.len()) - 1];
+    (at(0.50), at(0.95))
+}
+
+/// Seconds from `asked` to the first message of interaction `token` holding the notes' cited
+/// sentences, and to its final layout.
+async fn first_cited_and_final(table: &Table, token: &str, asked: Instant) -> (f64, f64) {
+    table.discord.wait_for("the final answer", is_final_answer_for(token)).await;
+    let bodies = answer_bodies(table, token);
+    let first = bodies.iter().find(|(body, _)| embed_text(body).contains('[')).expect("cited text").1;
+    let last = bodies.last().expect("the final layout").1;
+    ((first - asked).as_secs_f64(), (last - asked).as_secs_f64())
+}
+
+/// The instant answer measured on the sample campaign: the embedded e5 embedder, the chat
+/// model the Ollama stand-in (answers at once, or held 2 s to keep a question queued behind
+/// it). Prints the key facts the instant answer holds against the extractive mode's, and the
+/// seconds from the interaction to the first cited text, p50 and p95 over the bank's
+/// answerable questions, alone and queued behind a running answer:
+/// `cargo test --test it -- --ignored measure_the_instant_answer --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement over the sample bank: minutes"]
+async fn measure_the_instant_answer_on_the_sample_campaign() {
+    use oraculo::eval::score::AnswerScore;
+    let scratch = Scratch::new(&[]);
+    std::os::unix::fs::symlink(crate::support::models_dir(), scratch.data.path().join("models")).unwrap();
+    let campaign = oraculo::sample::materialize(&scratch.data.path().join("sample")).unwrap();
+    let index_dir = oraculo::index::campaign_index_dir(scratch.data.path(), &campaign);
+    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(crate::embedded::e5());
+    ingest_dir(&index_dir, &campaign, &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    let bank: Vec<_> = oraculo::eval::sample_bank()
+        .unwrap()
+        .into_iter()
+        .filter(|q| q.kind != oraculo::eval::QuestionKind::Unanswerable && q.history.is_empty())
+        .collect();
+
+    // 1. Key facts: the instant answer against `--answer-mode extractive`, question by question.
+    let fake = FakeOllama::start(&["qwen2.5:14b"]).await;
+    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+    let oracle = Oracle::new(&index_dir, Arc::clone(&embedder), Arc::clone(&chat), AnswerSettings::new(256));
+    let mut extractive = Oracle::new(&index_dir, Arc::clone(&embedder), chat, AnswerSettings::new(256));
+    extractive.set_mode(oraculo::answer::AnswerMode::Extractive);
+    let (mut facts, mut instant_found, mut extractive_found, mut same_text) = (0, 0, 0, 0);
+    for question in bank.iter().filter(|q| !q.key_facts.is_empty()) {
+        let request = AskRequest { question: &question.question, history: &[], audience: Audience::Player };
+        let prepared = oracle.prepare_without_model(&request).await.unwrap();
+        let instant = oracle.instant_answer(&prepared).map(|a| a.text).unwrap_or_default();
+        let made = extractive.ask(&request, None).await.unwrap().text;
+        facts += question.key_facts.len();
+        instant_found += AnswerScore::new(question, &instant, vec![], vec![]).key_facts_found.len();
+        extractive_found += AnswerScore::new(question, &made, vec![], vec![]).key_facts_found.len();
+        same_text += usize::from(instant == made);
+    }
+    let n_scored = bank.iter().filter(|q| !q.key_facts.is_empty()).count();
+    eprintln!(
+        "key facts over {n_scored} answerable questions: instant {instant_found}/{facts}, extractive \
+         {extractive_found}/{facts}; the same text for {same_text} of {n_scored}"
+    );
+
+    // 2. Through the Discord stand-in: alone, then queued behind a running answer.
+    let discord = crate::fake_discord::FakeDiscord::start().await;
+    let ollama = FakeOllama::start(&["fake-chat"]).await;
+    ollama.reply_by(|_| "El archiduque huyó al norte [Sesión 1].".to_string());
+    let campaign_section = format!("[campaign]\ndir = \"{}\"\n", campaign.display());
+    let text =
+        crate::discord::config_toml(scratch.data.path(), &campaign_section, &ollama, &discord, "questions_per_minute = 0")
+            .replace("backend = \"ollama\"\nmodel = \"fake-embed\"\nbatch_size = 4\nwindow_words = 250", "backend = \"embedded\"");
+    assert!(text.contains("backend = \"embedded\""), "{text}");
+    let config = crate::discord::parse_config(&text);
+    let table = Table::from_parts(scratch, ollama, discord, config).await;
+    let (mut alone, mut alone_final, mut queued) = (Vec::new(), Vec::new(), Vec::new());
+    for question in &bank {
+        let asked = Instant::now();
+        let token = ask(&table, &question.question);
+        let (first, last) = first_cited_and_final(&table, &token, asked).await;
+        alone.push(first);
+        alone_final.push(last);
+    }
+    for question in &bank {
+        table.ollama.enqueue(Fault::Delay(Duration::from_secs(2)));
+        let running = ask(&table, FIRST_QUESTION_FOR_QUEUE);
+        table.discord.wait_for("the running answer's notes", |r| is_webhook_for(&running, "PATCH")(r)).await;
+        let asked = Instant::now();
+        let token = ask(&table, &question.question);
+        let (first, _) = first_cited_and_final(&table, &token, asked).await;
+        queued.push(first);
+    }
+    let n = alone.len();
+    let (a50, a95) = percentiles(&mut alone);
+    let (f50, f95) = percentiles(&mut alone_final);
+    let (q50, q95) = percentiles(&mut queued);
+    eprintln!(
+        "first cited text over {n} answerable questions: alone p50 {a50:.2} s p95 {a95:.2} s (final layout p50 \
+         {f50:.2} s p95 {f95:.2} s, the stand-in model answering at once); queued behind a running answer p50 \
+         {q50:.2} s p95 {q95:.2} s"
+    );
+    table.bot.stop().await;
+}
+
+/// The question that holds the model while the measured one waits.
+const FIRST_QUESTION_FOR_QUEUE: &str = "¿Qué ofreció el archiduque al grupo?";
