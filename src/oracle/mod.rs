@@ -132,6 +132,16 @@ pub struct Prepared {
     names: NameBook,
 }
 
+/// What [`Oracle::prepare`] chose to show in full, and what the choice read.
+struct Choice {
+    chosen: Vec<Candidate>,
+    rerank: RerankDecision,
+    rerank_ms: f64,
+    rerank_prompt_tokens: Option<usize>,
+    /// The pool's model annotations, by fragment id.
+    annotations: HashMap<i64, String>,
+}
+
 /// Where an answer is before its first word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
@@ -422,50 +432,9 @@ impl Oracle {
         rerank: bool,
         started: Instant,
     ) -> Result<Prepared, AskError> {
-        // Rerank over the cached annotations of the pool.
         let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
-        let by_hash = index.store.annotations(&hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
-        let annotations: HashMap<i64, String> = search
-            .candidates
-            .iter()
-            .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
-            .collect();
-        let rerank_started = Instant::now();
-        let (mut chosen, rerank) = if rerank {
-            rerank_by_annotation(
-                &search.search_query,
-                &search.candidates,
-                &annotations,
-                self.chat.as_ref(),
-                self.settings.k,
-                self.settings.rerank_timeout,
-            )
-            .await
-        } else {
-            let fusion_order = search.candidates.iter().take(self.settings.k).cloned().collect();
-            (fusion_order, RerankDecision::Skipped(RerankSkip::Disabled))
-        };
-        let rerank_ms = rerank_started.elapsed().as_secs_f64() * 1000.0;
-        // The sessions the question names are its subject: shown whatever the rerank chose,
-        // and first, so that a slow machine's plan gives them the largest share.
-        let named = &search.time.named_sessions;
-        crate::retrieve::time::keep_named_sessions(
-            &mut chosen,
-            &search.candidates,
-            named,
-            self.settings.k,
-            |candidate: &Candidate| (candidate.fragment_id, candidate.session),
-        );
-        chosen.sort_by_key(|candidate| !candidate.session.is_some_and(|session| named.contains(&session)));
-        // The size of what the rerank read (or would have read), for the cost report.
-        let rerank_prompt_tokens = (annotations.len() == search.candidates.len()).then(|| {
-            let listed: Vec<(i64, &str)> =
-                search.candidates.iter().map(|c| (c.fragment_id, annotations[&c.fragment_id].as_str())).collect();
-            crate::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
-                .iter()
-                .map(|message| self.chat.count_tokens(&message.content))
-                .sum::<usize>()
-        });
+        let Choice { mut chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations } =
+            self.choose(index, &search, &hashes, rerank).await?;
 
         // The context: chosen in full (or as their passages, when a CPU has no time for the
         // whole), the rest of the pool as one-line summaries.
@@ -544,6 +513,62 @@ impl Oracle {
             leftovers,
             names,
         })
+    }
+
+    /// The fragments shown in full: the rerank's choice over the pool's cached annotations
+    /// (or the fusion order), the sessions the question names kept and first.
+    async fn choose(
+        &self,
+        index: &Index,
+        search: &SearchResult,
+        hashes: &[&str],
+        rerank: bool,
+    ) -> Result<Choice, AskError> {
+        // Rerank over the cached annotations of the pool.
+        let by_hash = index.store.annotations(hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
+        let annotations: HashMap<i64, String> = search
+            .candidates
+            .iter()
+            .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
+            .collect();
+        let rerank_started = Instant::now();
+        let (mut chosen, rerank) = if rerank {
+            rerank_by_annotation(
+                &search.search_query,
+                &search.candidates,
+                &annotations,
+                self.chat.as_ref(),
+                self.settings.k,
+                self.settings.rerank_timeout,
+            )
+            .await
+        } else {
+            let fusion_order = search.candidates.iter().take(self.settings.k).cloned().collect();
+            (fusion_order, RerankDecision::Skipped(RerankSkip::Disabled))
+        };
+        let rerank_ms = rerank_started.elapsed().as_secs_f64() * 1000.0;
+        // The sessions the question names are its subject: shown whatever the rerank chose,
+        // and first, so that a slow machine's plan gives them the largest share.
+        let named = &search.time.named_sessions;
+        crate::retrieve::time::keep_named_sessions(
+            &mut chosen,
+            &search.candidates,
+            named,
+            self.settings.k,
+            |candidate: &Candidate| (candidate.fragment_id, candidate.session),
+        );
+        chosen.sort_by_key(|candidate| !candidate.session.is_some_and(|session| named.contains(&session)));
+        // The size of what the rerank read (or would have read), for the cost report.
+        let rerank_prompt_tokens = (annotations.len() == search.candidates.len()).then(|| {
+            let listed: Vec<(i64, &str)> =
+                search.candidates.iter().map(|c| (c.fragment_id, annotations[&c.fragment_id].as_str())).collect();
+            crate::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
+                .iter()
+                .map(|message| self.chat.count_tokens(&message.content))
+                .sum::<usize>()
+        });
+
+        Ok(Choice { chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations })
     }
 
     /// Every fragment of `label` the audience may read, in part order (for "show me the source").
