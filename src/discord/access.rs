@@ -273,7 +273,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_14_each_place_belongs_to_one_campaign() {
+    fn each_place_belongs_to_one_campaign() {
         let places = |guilds: &[u64], channels: &[u64], gm: &[u64], dms: &[u64]| {
             Access::from_places(&CampaignPlaces {
                 dm_user_ids: dms.to_vec(),
@@ -335,9 +335,9 @@ mod tests {
         assert_eq!(access.audience(11, direct(500)), Audience::Player, "a DM channel id is not a GM channel");
     }
 
-    /// Issue 12, items 7 to 9: each place where GM notes or any note could leak.
+    /// Each place where GM notes or any note could leak.
     #[test]
-    fn issue_12_the_audience_and_the_admission_follow_the_context_not_a_missing_guild() {
+    fn the_audience_and_the_admission_follow_the_context_not_a_missing_guild() {
         let access = access();
         // A group DM (or another user's DM, through a user install): no guild, not the bot's DM.
         let group = Location { surface: Surface::Private, guild: None, channel: 42, parent: None };
@@ -361,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_12_a_category_in_gm_channel_ids_makes_no_channel_a_gm_channel() {
+    fn a_category_in_gm_channel_ids_makes_no_channel_a_gm_channel() {
         let access = access();
         let channel = |kind: u8, parent: u64| {
             serde_json::from_value::<serenity::PartialChannel>(serde_json::json!({
