@@ -85,6 +85,14 @@ pub struct EvalArgs {
     /// waiting where this one is faster, and the context is planned for that speed.
     #[arg(long, value_name = "PROMPT[/GENERATED]", value_parser = parse_pace)]
     pub pace: Option<crate::llm::chat::ModelSpeed>,
+    /// What the rerank reads: `model` (the chat model's annotations; the default) or
+    /// `extractive` (those, else the extractive ones every ingest makes).
+    #[arg(long, value_name = "ANNOTATIONS", value_parser = parse_rerank_reads)]
+    pub rerank_reads: Option<crate::retrieve::rerank::RerankReads>,
+    /// Rerank even where, at the model's measured speed, reading the annotations would take
+    /// more than its share of `chat.answer_seconds` (to measure what the rerank costs).
+    #[arg(long)]
+    pub rerank_without_time_limit: bool,
 }
 
 #[derive(Debug, Args)]
@@ -700,6 +708,15 @@ fn parse_pace(text: &str) -> Result<crate::llm::chat::ModelSpeed, String> {
     Ok(crate::llm::chat::ModelSpeed { prompt_tokens_per_s: prompt, generated_tokens_per_s: generated })
 }
 
+fn parse_rerank_reads(text: &str) -> Result<crate::retrieve::rerank::RerankReads, String> {
+    use crate::retrieve::rerank::RerankReads;
+    match text {
+        "model" => Ok(RerankReads::ModelAnnotations),
+        "extractive" => Ok(RerankReads::ExtractiveToo),
+        other => Err(format!("`{other}`: the rerank reads `model` or `extractive` annotations")),
+    }
+}
+
 fn parse_answer_mode(text: &str) -> Result<crate::answer::AnswerMode, String> {
     match text {
         "structured" => Ok(crate::answer::AnswerMode::Structured),
@@ -841,6 +858,7 @@ async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     if let Some(speed) = args.pace {
         oracle.set_pace(speed);
     }
+    oracle.set_rerank(args.rerank_reads.unwrap_or_default(), !args.rerank_without_time_limit);
     let answers = match (args.retrieval_only, args.answers_per_kind) {
         (true, _) => crate::eval::AnswerScope::None,
         (false, Some(n)) => crate::eval::AnswerScope::PerKind(n),

@@ -9,17 +9,24 @@
 //! - [`ingest`]: walks a campaign folder, feeds the corpus, embeds what is new, writes the index.
 //! - [`index`]: SQLite (fragments, FTS5 for BM25, migrations) and LanceDB (window vectors),
 //!   committed so that a reader never sees half an ingest.
-//! - [`retrieve`]: a question → dense, BM25 and entity paths fused by reciprocal rank.
-//! - [`answer`]: chosen fragments in full plus one-line summaries of the rest, the versioned
-//!   prompts, and citations checked against the labels shown.
+//! - [`retrieve`]: a question → dense, BM25, entity and time paths fused by reciprocal rank,
+//!   then reranked over the fragments' annotations.
+//! - [`answer`]: chosen fragments in full plus one-line summaries of the rest, the structured
+//!   answer's schema, the checks of each sentence, and citations checked against the labels
+//!   shown.
+//! - [`prompt`]: the versioned prompts under `prompts/` and the messages built from them, the
+//!   one place the answer, the rerank and the annotations take their prompts from.
 //! - [`oracle`]: one question in, one cited answer out: the façade the CLI and the bot call.
 //! - [`timeline`]: campaign time for the table: an entity's sessions in order, a session's recap.
+//! - [`conversation`]: the conversations' history, kept in the campaign's index with the
+//!   audience each exchange was answered for.
 //! - [`llm`]: transport to models: embedders (embedded e5-small, Ollama) and chat models.
 //! - [`discord`]: the bot: `/oraculo` with cited embeds, threads for follow-ups, `/reingest`.
 //!
 //! [`app`] is what the CLI, the bot and the evaluation share above the pipeline (resolving a
 //! campaign, opening its oracle). [`secret`] is the one redacted value type. [`config`],
-//! [`logging`] and [`cli`] are the edges; [`sample`] is the built-in campaign.
+//! [`logging`] and [`cli`] are the edges; [`sample`] is the built-in campaign, and [`eval`]
+//! runs a question bank through every variant of the pipeline and scores it.
 
 pub mod app;
 pub mod config;

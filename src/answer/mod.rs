@@ -1,7 +1,7 @@
 //! Answer: reranked candidates → what the model sees → the prompt → checked citations.
 //!
 //! The pure half of the answer stage; the glue that calls the chat model lives with the
-//! callers. In reading order:
+//! callers, and the prompts built from `prompts/` live in `crate::prompt`. In reading order:
 //! - `arc`: for a question about someone across the campaign, the context's first block: one
 //!   cited line per session where they appear, in story order, the sentence of each that best
 //!   answers the question.
@@ -10,8 +10,6 @@
 //!   token budget that never cuts a fragment; under a CPU's time budget,
 //!   [`narrow_to_passages`] first shows each chosen fragment as its passages, the
 //!   best-ranked with the largest share.
-//! - `prompt`: the versioned prompt files under `prompts/` and the messages built from
-//!   them: the answer, a fragment's annotation, the rerank over annotations.
 //! - `passages`: the paragraphs of a fragment that matter for a question (when a CPU has
 //!   no time for the whole), and the extractive answer (when no model can answer).
 //! - `structured`: the JSON schema of a structured answer, its check, its rendering as

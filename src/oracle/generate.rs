@@ -601,7 +601,13 @@ impl<'a> SentenceJudge<'a> {
                 }
                 Ok(attributed) => {
                     if attributed.sources != sentence.sources {
-                        tracing::debug!(sentence = %sentence.text, from = ?sentence.sources, to = ?attributed.sources, "a sentence is cited to the notes that back it");
+                        // Labels and words of a GM answer are GM text: only counts above debug.
+                        tracing::info!(
+                            n_cited = sentence.sources.len(),
+                            n_backing = attributed.sources.len(),
+                            "a sentence is cited to the notes that back it"
+                        );
+                        tracing::debug!(sentence = %sentence.text, from = ?sentence.sources, to = ?attributed.sources, "the sentence re-cited");
                     }
                     kept.push(attributed);
                 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::Instrument;
+use tracing::{Instrument, debug};
 
 use crate::answer::grounding::NameBook;
 use crate::answer::passages::QueryTerms;
@@ -25,7 +25,7 @@ use crate::index::{Index, IndexError, StoredFragment};
 use crate::llm::chat::{ChatMessage, ChatModel, TokenSink};
 use crate::llm::{Embedder, LlmError};
 use crate::prompt::ANNOTATE_PROMPT_VERSION;
-use crate::retrieve::rerank::{RerankDecision, RerankSkip, rerank_by_annotation};
+use crate::retrieve::rerank::{RERANK_SHARE, RerankDecision, RerankReads, RerankSkip, rerank_by_annotation};
 use crate::retrieve::{
     Audience, Candidate, CompendiumIndex, DEFAULT_K, PathSet, RetrieveError, SearchRequest, SearchResult, Turn,
     TurnRole,
@@ -51,6 +51,11 @@ pub struct AnswerSettings {
     pub k: usize,
     /// The rerank gives up after this and keeps the fusion order.
     pub rerank_timeout: Duration,
+    /// Which annotations the rerank reads.
+    pub rerank_reads: RerankReads,
+    /// Whether the rerank is skipped when, at the backend's measured speed, reading would
+    /// take more than [`RERANK_SHARE`] of `answer_seconds` (off only to measure it).
+    pub rerank_within_time: bool,
     /// The answer budget, in tokens.
     pub max_tokens: usize,
     pub temperature: f32,
@@ -71,6 +76,8 @@ impl AnswerSettings {
         AnswerSettings {
             k: DEFAULT_K,
             rerank_timeout: Duration::from_secs(60),
+            rerank_reads: RerankReads::default(),
+            rerank_within_time: true,
             max_tokens,
             temperature: 0.2,
             mode: AnswerMode::Free,
@@ -140,6 +147,8 @@ struct Choice {
     rerank_prompt_tokens: Option<usize>,
     /// The pool's model annotations, by fragment id.
     annotations: HashMap<i64, String>,
+    /// The pool's extractive annotations (made at ingest), by content hash.
+    extractive: HashMap<String, String>,
 }
 
 /// Where an answer is before its first word.
@@ -252,6 +261,22 @@ impl Oracle {
     /// and to report that speed to the planner ([`crate::llm::chat::PacedChat`]).
     pub fn set_pace(&mut self, speed: crate::llm::chat::ModelSpeed) {
         self.chat = Arc::new(crate::llm::chat::PacedChat::new(Arc::clone(&self.chat), speed));
+    }
+
+    /// Changes what the rerank reads and whether it keeps to its share of the answer's time
+    /// (`oraculo eval --rerank-reads`, `--rerank-without-time-limit`).
+    pub fn set_rerank(&mut self, reads: RerankReads, within_time: bool) {
+        self.settings.rerank_reads = reads;
+        self.settings.rerank_within_time = within_time;
+    }
+
+    /// Why the rerank, reading `prompt_tokens` at the backend's measured speed, would take
+    /// more than its share of the answer's time; `None` when it fits or no speed is known.
+    async fn rerank_exceeds_its_time(&self, prompt_tokens: usize) -> Option<RerankSkip> {
+        let speed = self.chat.speed().await.filter(crate::llm::chat::ModelSpeed::is_plausible)?;
+        let needed_seconds = prompt_tokens as f64 / speed.prompt_tokens_per_s;
+        let allowed_seconds = self.settings.answer_seconds * RERANK_SHARE;
+        (needed_seconds > allowed_seconds).then_some(RerankSkip::NoTime { needed_seconds, allowed_seconds })
     }
 
     /// Changes how answers are made (`oraculo ask --extractive`).
@@ -433,7 +458,7 @@ impl Oracle {
         started: Instant,
     ) -> Result<Prepared, AskError> {
         let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
-        let Choice { mut chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations } =
+        let Choice { mut chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations, extractive } =
             self.choose(index, &search, &hashes, rerank).await?;
 
         // The context: chosen in full (or as their passages, when a CPU has no time for the
@@ -454,11 +479,6 @@ impl Oracle {
         let terms = QueryTerms::new(question, &entity_names);
         // A leftover's headline: its model annotation, else the extractive one made at ingest
         // (its most central sentences), so a CPU with no annotations still shows summaries.
-        let extractive = index.store.annotations(
-            &hashes,
-            crate::index::store::EXTRACTIVE_ANNOTATOR,
-            crate::index::store::EXTRACTIVE_ANNOTATION_VERSION,
-        )?;
         let headline = |candidate: &Candidate| {
             annotations.get(&candidate.fragment_id).or_else(|| extractive.get(&candidate.content_hash)).cloned()
         };
@@ -524,27 +544,67 @@ impl Oracle {
         hashes: &[&str],
         rerank: bool,
     ) -> Result<Choice, AskError> {
-        // Rerank over the cached annotations of the pool.
+        // Rerank over the cached annotations of the pool: the model's, and where the settings
+        // say so the extractive ones for the fragments it did not annotate.
         let by_hash = index.store.annotations(hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
+        let extractive = index.store.annotations(
+            hashes,
+            crate::index::store::EXTRACTIVE_ANNOTATOR,
+            crate::index::store::EXTRACTIVE_ANNOTATION_VERSION,
+        )?;
         let annotations: HashMap<i64, String> = search
             .candidates
             .iter()
             .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
             .collect();
+        let rerank_annotations: HashMap<i64, String> = match self.settings.rerank_reads {
+            RerankReads::ModelAnnotations => annotations.clone(),
+            RerankReads::ExtractiveToo => search
+                .candidates
+                .iter()
+                .filter_map(|c| {
+                    let text = annotations.get(&c.fragment_id).or_else(|| extractive.get(&c.content_hash))?;
+                    Some((c.fragment_id, text.clone()))
+                })
+                .collect(),
+        };
+        // The size of what the rerank reads (or would read), for the time rule and the cost report.
+        let rerank_prompt_tokens = (rerank_annotations.len() == search.candidates.len()).then(|| {
+            let listed: Vec<(i64, &str)> = search
+                .candidates
+                .iter()
+                .map(|c| (c.fragment_id, rerank_annotations[&c.fragment_id].as_str()))
+                .collect();
+            crate::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
+                .iter()
+                .map(|message| self.chat.count_tokens(&message.content))
+                .sum::<usize>()
+        });
+        let no_time = match (rerank && self.settings.rerank_within_time, rerank_prompt_tokens) {
+            (true, Some(tokens)) => self.rerank_exceeds_its_time(tokens).await,
+            _ => None,
+        };
         let rerank_started = Instant::now();
-        let (mut chosen, rerank) = if rerank {
-            rerank_by_annotation(
-                &search.search_query,
-                &search.candidates,
-                &annotations,
-                self.chat.as_ref(),
-                self.settings.k,
-                self.settings.rerank_timeout,
-            )
-            .await
-        } else {
-            let fusion_order = search.candidates.iter().take(self.settings.k).cloned().collect();
-            (fusion_order, RerankDecision::Skipped(RerankSkip::Disabled))
+        let (mut chosen, rerank) = match (rerank, no_time) {
+            (true, Some(skip)) => {
+                debug!(?skip, "rerank skipped: no time for it at this machine's speed");
+                (search.candidates.iter().take(self.settings.k).cloned().collect(), RerankDecision::Skipped(skip))
+            }
+            (true, None) => {
+                rerank_by_annotation(
+                    &search.search_query,
+                    &search.candidates,
+                    &rerank_annotations,
+                    self.chat.as_ref(),
+                    self.settings.k,
+                    self.settings.rerank_timeout,
+                )
+                .await
+            }
+            (false, _) => {
+                let fusion_order = search.candidates.iter().take(self.settings.k).cloned().collect();
+                (fusion_order, RerankDecision::Skipped(RerankSkip::Disabled))
+            }
         };
         let rerank_ms = rerank_started.elapsed().as_secs_f64() * 1000.0;
         // The sessions the question names are its subject: shown whatever the rerank chose,
@@ -558,17 +618,7 @@ impl Oracle {
             |candidate: &Candidate| (candidate.fragment_id, candidate.session),
         );
         chosen.sort_by_key(|candidate| !candidate.session.is_some_and(|session| named.contains(&session)));
-        // The size of what the rerank read (or would have read), for the cost report.
-        let rerank_prompt_tokens = (annotations.len() == search.candidates.len()).then(|| {
-            let listed: Vec<(i64, &str)> =
-                search.candidates.iter().map(|c| (c.fragment_id, annotations[&c.fragment_id].as_str())).collect();
-            crate::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
-                .iter()
-                .map(|message| self.chat.count_tokens(&message.content))
-                .sum::<usize>()
-        });
-
-        Ok(Choice { chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations })
+        Ok(Choice { chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations, extractive })
     }
 
     /// Every fragment of `label` the audience may read, in part order (for "show me the source").

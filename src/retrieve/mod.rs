@@ -1,6 +1,6 @@
 //! Retrieve: a question → a fused pool of candidate fragments.
 //!
-//! Three independent paths, because no single one is enough (design notes, "tres vías"):
+//! Four independent paths, because no single one is enough:
 //! - [`dense`]: embeddings; understands paraphrase, scatters invented names;
 //! - [`bm25`]: FTS5; nails "Norkiel" literally, cannot generalise;
 //! - [`entity`]: the compendium; brings every session where a named entity appears;

@@ -27,6 +27,24 @@ static MISSING_ANNOTATIONS_SAID: AtomicBool = AtomicBool::new(false);
 /// Tokens for `{"ids": [..8 ids..]}` with room to spare.
 const RERANK_MAX_TOKENS: usize = 128;
 
+/// The share of `chat.answer_seconds` the rerank's reading may take on a backend that reports
+/// its speed (the embedded model on a CPU): the rerank reads every candidate's annotation
+/// before the answer reads anything, so past this share the answer would lose the time its
+/// plan counted on. On a server (no speed reported) the rerank's timeout is the only limit.
+pub const RERANK_SHARE: f64 = 0.25;
+
+/// Which annotations the rerank reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RerankReads {
+    /// The chat model's own annotations (`oraculo annotate`); without them the rerank is off.
+    #[default]
+    ModelAnnotations,
+    /// The model's annotations, else the extractive ones every ingest makes (a fragment's
+    /// most central sentences), so the rerank runs on an index no model annotated.
+    ExtractiveToo,
+}
+
 /// Why the rerank left the fusion order as it was.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
@@ -43,6 +61,12 @@ pub enum RerankSkip {
     },
     Timeout {
         seconds: u64,
+    },
+    /// Reading the annotations at the backend's measured speed would take more than
+    /// [`RERANK_SHARE`] of the answer's time.
+    NoTime {
+        needed_seconds: f64,
+        allowed_seconds: f64,
     },
     UnparsableJson {
         detail: String,

@@ -10,7 +10,7 @@ use oraculo::ingest::{Quiet, annotate_fragments};
 use oraculo::llm::chat::ChatModel;
 use oraculo::llm::ollama_chat::{OllamaChat, OllamaChatConfig};
 use oraculo::oracle::{AnswerSettings, AskRequest, Oracle};
-use oraculo::retrieve::rerank::{RerankDecision, RerankSkip, rerank_by_annotation};
+use oraculo::retrieve::rerank::{RERANK_SHARE, RerankDecision, RerankReads, RerankSkip, rerank_by_annotation};
 use oraculo::retrieve::{Audience, Candidate, CompendiumIndex, PathSet, SearchRequest, search};
 
 use crate::fake_ollama::{FakeOllama, Fault};
@@ -170,6 +170,50 @@ async fn rerank_falls_back_to_fusion_order_on_every_failure() {
     let (chosen, decision) = rerank(&bench, &down, &bench.annotations, Duration::from_secs(10)).await;
     assert!(matches!(decision, RerankDecision::Skipped(RerankSkip::BackendUnavailable { .. })), "{decision:?}");
     assert_eq!(ids(&chosen), fusion);
+}
+
+/// Asked to, the rerank reads the extractive annotations every ingest makes; on a backend too
+/// slow to read them within its share of the answer's time, it is skipped without a call.
+#[tokio::test]
+async fn the_rerank_reads_extractive_annotations_and_keeps_to_its_share_of_the_time() {
+    let scratch = port_campaign();
+    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+    let embedder = Arc::new(ollama_embedder(&fake, "bge-m3").await);
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
+    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+    let question = "¿Qué pasó en el puerto con Baika?";
+    let pool = pool_of(&scratch, embedder.as_ref(), question).await;
+    assert!(pool.len() > 8, "the pool must exceed k for the rerank to choose: {}", pool.len());
+    let request = AskRequest { question, history: &[], audience: Audience::Player };
+    let mut settings = AnswerSettings::new(256);
+    settings.mode = oraculo::answer::AnswerMode::Extractive;
+    let mut oracle = Oracle::new(&scratch.index_dir(), embedder.clone(), chat.clone(), settings.clone());
+
+    // No model annotated this index: by default the rerank stays off.
+    let answer = oracle.ask(&request, None).await.unwrap();
+    assert!(matches!(answer.rerank, RerankDecision::Skipped(RerankSkip::MissingAnnotation { .. })), "{:?}", answer.rerank);
+
+    // Reading the extractive annotations, it runs, and was shown one per candidate.
+    let pick = pool[pool.len() - 1].fragment_id;
+    fake.enqueue_reply(&format!("{{\"ids\": [{pick}]}}"));
+    oracle.set_rerank(RerankReads::ExtractiveToo, true);
+    let answer = oracle.ask(&request, None).await.unwrap();
+    assert_eq!(answer.rerank, RerankDecision::Applied { from_model: 1 });
+    let prompt = fake.chat_requests("/api/chat").pop().unwrap().body["messages"].to_string();
+    assert!(prompt.contains(&format!("[{pick}]")) || prompt.contains(&pick.to_string()), "{prompt}");
+
+    // At 5 prompt tokens a second its reading does not fit its share of the answer's time.
+    oracle.set_pace(oraculo::llm::chat::ModelSpeed { prompt_tokens_per_s: 5.0, generated_tokens_per_s: 2.0 });
+    let calls_before = fake.chat_requests("/api/chat").len();
+    let answer = oracle.ask(&request, None).await.unwrap();
+    match answer.rerank {
+        RerankDecision::Skipped(RerankSkip::NoTime { needed_seconds, allowed_seconds }) => {
+            assert_eq!(allowed_seconds, settings.answer_seconds * RERANK_SHARE);
+            assert!(needed_seconds > allowed_seconds, "{needed_seconds} ≤ {allowed_seconds}");
+        }
+        other => panic!("expected the rerank skipped for time, got {other:?}"),
+    }
+    assert_eq!(fake.chat_requests("/api/chat").len(), calls_before, "no rerank call was made");
 }
 
 #[tokio::test]

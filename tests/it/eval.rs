@@ -59,6 +59,10 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
             "dense+bm25",
             "dense+entity",
             "bm25+entity",
+            "bm25 [bm25 by best passage]",
+            "dense+bm25+entity+time [bm25 by best passage]",
+            "bm25 [bm25 by best two passages]",
+            "dense+bm25+entity+time [bm25 by best two passages]",
             NAIVE_BASELINE
         ]
     );
