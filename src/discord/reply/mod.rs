@@ -116,6 +116,8 @@ struct Asking<'a, 'o> {
 struct Preparing {
     handle: Option<tokio::task::JoinHandle<Made<Ready>>>,
     done: Option<Made<Ready>>,
+    /// The instant answer is on the question's message already (shown while it waited).
+    shown: bool,
 }
 
 impl Preparing {
@@ -133,7 +135,7 @@ impl Preparing {
                 })
                 .await
         });
-        Preparing { handle: Some(handle), done: None }
+        Preparing { handle: Some(handle), done: None, shown: false }
     }
 
     /// Resolves once the preparation is done; at once when it already is.
@@ -220,11 +222,16 @@ impl<'o> Asking<'_, 'o> {
                     pace.edited();
                 }
                 () = prepared => {
-                    // The notes' sentences replace the queue notice at once.
+                    // The notes' sentences replace the queue notice at once; an edit refused
+                    // for a burst is tried again (they must arrive, not wait for the turn).
                     if let Some(instant) = preparing.as_deref().and_then(Preparing::instant) {
-                        *shown = self.outlet.show_preview(shown.take(), &self.waiting_message(position, Some(instant))).await;
+                        let message = self.waiting_message(position, Some(instant));
+                        *shown = self.outlet.post_or_replace(shown.take(), &message).await;
                         moved = false;
-                    pace.edited();
+                        pace.edited();
+                    }
+                    if let Some(preparing) = preparing.as_deref_mut() {
+                        preparing.shown = preparing.instant().is_some();
                     }
                 }
                 () = self.data.lifecycle.interrupted() => {
@@ -274,9 +281,16 @@ impl<'o> Asking<'_, 'o> {
             None => return self.tell_failure(shown, Err(WorkerGone("answers"))).await,
         };
         let shown = match &instant {
-            Some(instant) => {
+            // Shown while it waited: only the line under it changes, and a refused edit may
+            // be skipped.
+            Some(instant) if preparing.shown => {
                 let message = embeds::instant_message(&instant.text, &self.asked_in.instant_writing());
                 self.outlet.show_preview(shown, &message).await
+            }
+            // First shown now: an edit refused for a burst is tried again.
+            Some(instant) => {
+                let message = embeds::instant_message(&instant.text, &self.asked_in.instant_writing());
+                self.outlet.post_or_replace(shown, &message).await
             }
             None => shown,
         };
