@@ -567,8 +567,7 @@ async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
         audience: if args.gm { Audience::Gm } else { Audience::Player },
     };
     if args.campaign.json {
-        let answer = oracle.ask(&request, None).await?;
-        println!("{}", serde_json::to_string(&answer)?);
+        println!("{}", serde_json::to_string(&answer_json(&oracle, &request).await?)?);
         return Ok(());
     }
     let answer = ask_streaming(&oracle, &request).await?;
@@ -577,7 +576,27 @@ async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Asks, printing the answer as it streams (a structured answer sentence by sentence); the
+/// `oraculo ask --json`: the model's answer as always, with `instant` (the notes' own
+/// sentences shown first, or null) and `instant_kept` (why they stand instead of the model's
+/// answer, or null) beside its fields.
+async fn answer_json(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<serde_json::Value> {
+    let (answer, instant, kept) = if oracle.instant_enabled() {
+        let (instant, model) = oracle.ask_instant_first(request, &|_| {}, &|_| {}, None).await?;
+        let kept = crate::oracle::settle(instant.clone(), model.clone()).instant_kept;
+        (model, instant, kept)
+    } else {
+        (oracle.ask(request, None).await?, None, None)
+    };
+    let mut json = serde_json::to_value(&answer)?;
+    if let Some(object) = json.as_object_mut() {
+        object.insert("instant".into(), serde_json::to_value(&instant)?);
+        object.insert("instant_kept".into(), serde_json::to_value(kept)?);
+    }
+    Ok(json)
+}
+
+/// Asks, printing the notes' own sentences first (with `chat.instant_answer`), then the
+/// model's answer under them as it streams (a structured answer sentence by sentence); the
 /// final text is printed again only if it differs from what streamed: invented citations
 /// marked, or the extractive answer that replaced a model's unusable one.
 async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<crate::oracle::Answer> {
@@ -590,8 +609,22 @@ async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Res
         print!("{token}");
         let _ = std::io::stdout().flush();
     };
-    let answer = oracle.ask(request, Some(&sink)).await?;
+    let on_instant = |instant: &crate::oracle::Answer| {
+        println!("{}\n\n{}\n\n{}", INSTANT_HEADING, instant.text.trim(), MODEL_HEADING);
+        let _ = std::io::stdout().flush();
+    };
+    let (answer, kept) = if oracle.instant_enabled() {
+        let (instant, model) = oracle.ask_instant_first(request, &|_| {}, &on_instant, Some(&sink)).await?;
+        let settled = crate::oracle::settle(instant, model);
+        (settled.answer, settled.instant_kept)
+    } else {
+        (oracle.ask(request, Some(&sink)).await?, None)
+    };
     let streamed = streamed.into_inner().unwrap_or_default();
+    if let Some(why) = kept {
+        println!("\n(the model's answer is not used: {}; the notes' sentences above stand)", instant_kept_reason(why));
+        return Ok(answer);
+    }
     if streamed.trim().is_empty() {
         println!("{}", answer.text);
     } else if streamed.trim() != answer.text.trim() {
@@ -606,6 +639,20 @@ async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Res
         println!();
     }
     Ok(answer)
+}
+
+/// Above the instant answer on a terminal.
+const INSTANT_HEADING: &str = "── From the notes, as written (the model is writing its answer) ──";
+/// Between the instant answer and the model's.
+const MODEL_HEADING: &str = "── The model's answer ──";
+
+/// Why the notes' sentences stand instead of the model's answer, for a terminal.
+fn instant_kept_reason(why: crate::oracle::InstantKept) -> &'static str {
+    match why {
+        crate::oracle::InstantKept::ModelFailed => "the model failed",
+        crate::oracle::InstantKept::ModelOutOfTime => "the model did not finish in time",
+        crate::oracle::InstantKept::ModelAbstained => "the model found no answer in the notes",
+    }
 }
 
 async fn timeline(args: &TimelineArgs) -> anyhow::Result<()> {

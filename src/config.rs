@@ -182,6 +182,7 @@ pub struct RawChat {
     pub answer_mode: Option<String>,
     pub answer_seconds: Option<f64>,
     pub answer_deadline_secs: Option<u64>,
+    pub instant_answer: Option<bool>,
 }
 
 /// `[discord]`: the bot (`oraculo bot`). Ids are Discord snowflakes (integers).
@@ -356,6 +357,9 @@ pub struct AnswerConfig {
     pub seconds: f64,
     /// The total time one answer's generation may take (`chat.answer_deadline_secs`).
     pub deadline: std::time::Duration,
+    /// Whether the notes' own sentences are shown at once, before the model's answer
+    /// (`chat.instant_answer`, default on).
+    pub instant: bool,
 }
 
 /// Which chat model answers, annotates and reranks; `llm::connect_chat` builds it.
@@ -736,7 +740,8 @@ fn answer_config(chat: &mut RawChat, env: &dyn Fn(&str) -> Option<String>) -> an
     if (deadline_secs as f64) < seconds {
         bail!("chat.answer_deadline_secs = {deadline_secs}: expected at least chat.answer_seconds ({seconds})");
     }
-    Ok(AnswerConfig { mode, seconds, deadline: std::time::Duration::from_secs(deadline_secs) })
+    let instant = chat.instant_answer.take().unwrap_or(true);
+    Ok(AnswerConfig { mode, seconds, deadline: std::time::Duration::from_secs(deadline_secs), instant })
 }
 
 /// Validates `[chat]`; the Ollama backend reaches the server `[ollama]` describes.
@@ -995,6 +1000,7 @@ mod tests {
                 mode: AnswerMode::Structured,
                 seconds: DEFAULT_ANSWER_SECONDS,
                 deadline: std::time::Duration::from_secs(DEFAULT_ANSWER_DEADLINE_SECS),
+                instant: true,
             }
         );
 
@@ -1013,7 +1019,9 @@ mod tests {
         let text = "[chat]\nbackend = \"ollama\"\nanswer_mode = \"structured\"\nanswer_seconds = 30\nanswer_deadline_secs = 60\n";
         let config = check(text, &[("HOME", "/h")]).unwrap();
         let deadline = std::time::Duration::from_secs(60);
-        assert_eq!(config.answer, AnswerConfig { mode: AnswerMode::Structured, seconds: 30.0, deadline });
+        assert_eq!(config.answer, AnswerConfig { mode: AnswerMode::Structured, seconds: 30.0, deadline, instant: true });
+        let off = check("[chat]\ninstant_answer = false\n", &[("HOME", "/h")]).unwrap();
+        assert!(!off.answer.instant, "chat.instant_answer = false turns the notes' sentences first off");
     }
 
     #[test]

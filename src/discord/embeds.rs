@@ -154,6 +154,21 @@ pub fn add_footer_note(messages: &mut [Message], note: &str) {
     }
 }
 
+/// The notes' own sentences while the model writes (or waits for its turn): the instant
+/// answer's text, cited, with `line` under it saying so. Sources and buttons come with the
+/// final layout.
+pub fn instant_message(text: &str, line: &str) -> Message {
+    Message {
+        embeds: vec![Embed {
+            description: Some(clip(text.trim(), DESCRIPTION_LIMIT)),
+            colour: ANSWER_COLOUR,
+            footer: Some(clip(line, FOOTER_LIMIT)),
+            ..Embed::default()
+        }],
+        ..Message::default()
+    }
+}
+
 /// The answer while it is written: the text so far (its end, when longer than one embed),
 /// with a footer saying it is not finished. No sources or buttons until it is.
 pub fn preview_message(text_so_far: &str, lang: Lang) -> Message {

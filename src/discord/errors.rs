@@ -7,7 +7,7 @@
 
 use poise::serenity_prelude as serenity;
 
-use super::commands::{Barred, refuse_barred};
+use super::access::{Barred, refuse_barred};
 use super::embeds::{self, Message};
 use super::locale::Lang;
 use super::{Context, Data, Error};

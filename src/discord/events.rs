@@ -10,10 +10,8 @@
 use poise::serenity_prelude as serenity;
 use tracing::Instrument;
 
-use super::commands::{
-    Barred, Location, Outlet, Surface, answer_question, interaction_place, refuse_barred, refuse_question,
-    source_messages_for,
-};
+use super::access::{Barred, Location, Surface, interaction_place, refuse_barred};
+use super::reply::{Outlet, answer_question, refuse_question, source_messages_for};
 use super::embeds::{self, Message};
 use super::errors::log_discord_error;
 use super::history::Place;

@@ -118,6 +118,53 @@ impl Lang {
         self.pick("✍️ Escribiendo… (las fuentes aparecen al terminar)", "✍️ Writing… (sources appear when it is done)")
     }
 
+    /// The language a question is written in (its answer's, and the lines around the notes'
+    /// sentences).
+    pub fn of_question(question: &str) -> Lang {
+        Lang::of_labels(crate::oracle::question_language(question))
+    }
+
+    /// Under the instant answer while the model writes.
+    pub fn instant_writing(self) -> String {
+        self.pick(
+            "📜 Frases de las notas, tal cual. ✍️ El modelo está escribiendo su respuesta…",
+            "📜 Sentences from the notes, as written. ✍️ The model is writing its answer…",
+        )
+    }
+
+    /// Under the instant answer of a question waiting for the model.
+    pub fn instant_queued(self, position: usize) -> String {
+        match self {
+            Lang::Es => format!(
+                "📜 Frases de las notas, tal cual. ⏳ En cola (posición {position}): el modelo escribirá su respuesta \
+                 cuando llegue su turno."
+            ),
+            Lang::En => format!(
+                "📜 Sentences from the notes, as written. ⏳ Queued (position {position}): the model will write its \
+                 answer when its turn comes."
+            ),
+        }
+    }
+
+    /// Under the instant answer when it stays: why the model's answer is not there.
+    pub fn instant_kept(self, why: crate::oracle::InstantKept) -> String {
+        use crate::oracle::InstantKept;
+        match why {
+            InstantKept::ModelFailed => self.pick(
+                "📜 Frases de las notas, tal cual: el modelo no ha podido responder.",
+                "📜 Sentences from the notes, as written: the model could not answer.",
+            ),
+            InstantKept::ModelOutOfTime => self.pick(
+                "📜 Frases de las notas, tal cual: el modelo no terminó a tiempo.",
+                "📜 Sentences from the notes, as written: the model did not finish in time.",
+            ),
+            InstantKept::ModelAbstained => self.pick(
+                "📜 Frases de las notas, tal cual: el modelo no encontró en ellas la respuesta.",
+                "📜 Sentences from the notes, as written: the model found no answer in them.",
+            ),
+        }
+    }
+
     /// Under an extractive answer given because the model did not answer.
     pub fn model_not_answering(self) -> String {
         self.pick(
@@ -143,9 +190,9 @@ impl Lang {
     }
 
     /// What a refused user reads (never sent for a server the bot does not serve).
-    pub fn barred(self, barred: super::commands::Barred) -> String {
+    pub fn barred(self, barred: super::access::Barred) -> String {
         match barred {
-            super::commands::Barred::NoCampaign => self.pick(
+            super::access::Barred::NoCampaign => self.pick(
                 "Este canal no pertenece a ninguna campaña: pregunta en el canal de tu mesa.",
                 "This channel belongs to no campaign: ask in your table's channel.",
             ),

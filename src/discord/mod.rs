@@ -1,8 +1,10 @@
 //! The Discord edge: `/oraculo` answers with cited embeds, threads for follow-ups, a DM-only
 //! `/reingest`, `/fuente` (and a button) to read a cited source in full.
 //!
-//! - `commands`: the slash commands, who may use them, and the answer flow they share with
-//!   thread follow-ups.
+//! - `commands`: the slash commands (poise's), nothing else.
+//! - `access`: who may ask where: places, audiences, which campaign a place belongs to.
+//! - `reply`: answering a question: the outlet, the edit pace, the queue wait, the instant
+//!   answer and the model's answer in one message.
 //! - `events`: gateway events that are not commands: messages in the bot's threads, source
 //!   buttons.
 //! - `embeds`: an answer as messages within Discord's limits (pure), and the serenity builders.
@@ -18,6 +20,7 @@
 //!
 //! Architecture invariant: every message the bot sends carries empty `allowed_mentions`.
 
+pub mod access;
 pub mod commands;
 pub mod embeds;
 pub mod errors;
@@ -25,6 +28,7 @@ pub mod events;
 pub mod history;
 pub mod locale;
 pub mod queue;
+pub mod reply;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -38,7 +42,7 @@ use tokio::sync::watch;
 use crate::config::{CampaignConfig, Config};
 
 use crate::oracle::Oracle;
-use commands::Access;
+use access::Access;
 use history::History;
 use locale::Lang;
 use queue::Queue;
@@ -95,10 +99,10 @@ pub struct Desk {
 }
 
 impl Data {
-    /// The campaign that answers `user` at `location`, or why none does ([`commands::route`]).
-    pub fn desk(&self, user: u64, location: commands::Location) -> Result<Arc<Desk>, commands::Barred> {
+    /// The campaign that answers `user` at `location`, or why none does ([`access::route`]).
+    pub fn desk(&self, user: u64, location: access::Location) -> Result<Arc<Desk>, access::Barred> {
         let accesses: Vec<&Access> = self.desks.iter().map(|desk| &desk.access).collect();
-        commands::route(&accesses, user, location).map(|idx| Arc::clone(&self.desks[idx]))
+        access::route(&accesses, user, location).map(|idx| Arc::clone(&self.desks[idx]))
     }
 }
 
@@ -236,7 +240,7 @@ pub async fn run_with_client(
     let framework = poise::Framework::builder()
         .options(poise::FrameworkOptions {
             commands: commands::commands(),
-            command_check: Some(|ctx| Box::pin(commands::place_check(ctx))),
+            command_check: Some(|ctx| Box::pin(access::place_check(ctx))),
             on_error: |error| Box::pin(errors::on_error(error)),
             event_handler: |ctx, event, framework, data| Box::pin(events::handle(ctx, event, framework, data)),
             allowed_mentions: Some(embeds::no_mentions()),

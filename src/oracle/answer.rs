@@ -110,6 +110,9 @@ pub struct Answer {
     /// Why the model was stopped before it finished (its time ran out); the sentences it had
     /// written and that passed every check are the answer. `None` otherwise.
     pub cut_short: Option<String>,
+    /// The model's time ran out before it wrote a sentence that passed the checks: the
+    /// answer is the notes' own sentences (`fallback` says so).
+    pub out_of_time: bool,
     /// Model replies it took (a structured reply that did not fit gets one retry).
     pub attempts: usize,
     pub context_plan: ContextPlan,

@@ -45,6 +45,8 @@ pub(super) struct MadeAnswer {
     pub(super) fallback: Option<String>,
     /// The model stopped before it finished (its time ran out): why, its checked sentences kept.
     pub(super) cut_short: Option<String>,
+    /// The model's time ran out before it wrote a checked sentence: the answer is extractive.
+    pub(super) out_of_time: bool,
     pub(super) attempts: usize,
     pub(super) prompt_tokens: Option<usize>,
     pub(super) cached_prompt_tokens: Option<usize>,
@@ -64,6 +66,7 @@ impl MadeAnswer {
             mode,
             fallback: None,
             cut_short: None,
+            out_of_time: false,
             attempts: 0,
             prompt_tokens: None,
             cached_prompt_tokens: None,
@@ -147,7 +150,7 @@ impl Oracle {
         // token). The structured answer keeps the deadline itself and returns what it wrote.
         let (mut made, replanned) = match tokio::time::timeout_at(deadline_at + DEADLINE_GRACE, generation).await {
             Ok(done) => done,
-            Err(_) => (self.extract(prepared, Some(self.out_of_time(prepared))), None),
+            Err(_) => (self.extract_out_of_time(prepared), None),
         };
         let prepared = replanned.as_ref().unwrap_or(prepared);
         if let Some(notice) = time_notice.filter(|_| !prepared.search.time.answers_alone()) {
@@ -162,7 +165,7 @@ impl Oracle {
     }
 
     /// The answer object: `made`'s citations checked against what `prepared` showed.
-    fn answer_from(&self, prepared: &Prepared, made: MadeAnswer, generation_ms: f64) -> Answer {
+    pub(super) fn answer_from(&self, prepared: &Prepared, made: MadeAnswer, generation_ms: f64) -> Answer {
         let Prepared { question, started, search, rerank, rerank_prompt_tokens, context, texts, plan, chosen, .. } =
             prepared;
         // An extractive answer cites the chosen fragments and story lines it quotes, shown
@@ -215,6 +218,7 @@ impl Oracle {
             mode: made.mode,
             fallback: made.fallback,
             cut_short: made.cut_short,
+            out_of_time: made.out_of_time,
             attempts: made.attempts,
             context_plan: plan.clone(),
             missing_paths: search.missing_paths.clone(),
@@ -406,7 +410,7 @@ impl Oracle {
     /// check, or the notes' own sentences when it had written none.
     fn cut_short(&self, prepared: &Prepared, written: Vec<Sentence>, attempt: usize) -> MadeAnswer {
         if written.is_empty() {
-            return self.extract(prepared, Some(self.out_of_time(prepared))).after_attempts(attempt);
+            return self.extract_out_of_time(prepared).after_attempts(attempt);
         }
         let language = crate::lexicon::language_of(&prepared.question);
         tracing::warn!(n_sentences = written.len(), "the model ran out of time; its checked sentences are the answer");
@@ -416,13 +420,31 @@ impl Oracle {
         made.after_attempts(attempt)
     }
 
+    /// The extractive answer given because the model's time ran out, saying so.
+    fn extract_out_of_time(&self, prepared: &Prepared) -> MadeAnswer {
+        let mut made = self.extract(prepared, Some(self.out_of_time(prepared)));
+        made.out_of_time = true;
+        made
+    }
+
     /// The extractive answer: 2 to 5 sentences of the chosen fragments, each with its label;
     /// for an arc question, the story's best line of each session, in story order.
     /// `fallback`: why the model's answer is not used, when it was asked.
     pub(super) fn extract(&self, prepared: &Prepared, fallback: Option<String>) -> MadeAnswer {
         let _span = tracing::info_span!("answer.extract", n_chosen = prepared.chosen.len()).entered();
         let language = crate::lexicon::language_of(&prepared.question);
-        let excerpts = match prepared.context.arc.as_ref().filter(|arc| !arc.lines.is_empty()) {
+        let excerpts = self.extractive_excerpts(prepared);
+        let mut made =
+            MadeAnswer::new(render_extractive(&excerpts, language, fallback.is_some()), AnswerMode::Extractive);
+        made.fallback = fallback;
+        made
+    }
+
+    /// The sentences an extractive answer quotes: the story's best line of each session for
+    /// an arc question, else the chosen fragments' sentences for the question. Empty: the
+    /// notes chosen say nothing on it.
+    pub(super) fn extractive_excerpts(&self, prepared: &Prepared) -> Vec<Excerpt> {
+        match prepared.context.arc.as_ref().filter(|arc| !arc.lines.is_empty()) {
             Some(arc) => {
                 let mut lines: Vec<Excerpt> = arc
                     .lines
@@ -437,11 +459,7 @@ impl Oracle {
                 lines
             }
             None => self.excerpts_of_chosen(prepared),
-        };
-        let mut made =
-            MadeAnswer::new(render_extractive(&excerpts, language, fallback.is_some()), AnswerMode::Extractive);
-        made.fallback = fallback;
-        made
+        }
     }
 
     /// The excerpts of the chosen fragments for the question. A question that names sessions

@@ -6,6 +6,7 @@
 
 mod answer;
 mod generate;
+mod instant;
 mod plan;
 mod story;
 
@@ -31,6 +32,7 @@ use crate::retrieve::{
 };
 
 pub use answer::{Answer, AnswerTimings, CitationSource, EXCERPT_CHARS, ShownSource};
+pub use instant::{InstantKept, Settled, question_language, settle};
 pub use plan::{ContextPlan, DEADLINE_SLACK, FrameCost, PlanInputs, plan_answer};
 pub use story::ArcStory;
 
@@ -64,6 +66,8 @@ pub struct AnswerSettings {
     /// The total time one answer's generation may take, every attempt included; past it the
     /// answer is extractive (issue 12, item 12: one endless stream cannot hold the queue).
     pub deadline: Duration,
+    /// Whether the notes' own sentences are shown before the model's answer.
+    pub instant: bool,
 }
 
 impl AnswerSettings {
@@ -79,6 +83,7 @@ impl AnswerSettings {
             mode: AnswerMode::Free,
             answer_seconds: crate::config::DEFAULT_ANSWER_SECONDS,
             deadline: Duration::from_secs(crate::config::DEFAULT_ANSWER_DEADLINE_SECS),
+            instant: true,
         }
     }
 
@@ -88,6 +93,7 @@ impl AnswerSettings {
             mode: answer.mode,
             answer_seconds: answer.seconds,
             deadline: answer.deadline,
+            instant: answer.instant,
             ..AnswerSettings::new(max_tokens)
         }
     }
@@ -131,6 +137,18 @@ pub struct Prepared {
     leftovers: Vec<ContextFragment>,
     /// The campaign's names by entity, for the grounding check.
     names: NameBook,
+}
+
+/// What [`Oracle::prepare`] chose to show in full, and what the choice read.
+struct Choice {
+    chosen: Vec<Candidate>,
+    rerank: RerankDecision,
+    rerank_ms: f64,
+    rerank_prompt_tokens: Option<usize>,
+    /// The pool's model annotations, by fragment id.
+    annotations: HashMap<i64, String>,
+    /// The pool's extractive annotations (made at ingest), by content hash.
+    extractive: HashMap<String, String>,
 }
 
 /// Where an answer is before its first word.
@@ -439,81 +457,9 @@ impl Oracle {
         rerank: bool,
         started: Instant,
     ) -> Result<Prepared, AskError> {
-        // Rerank over the cached annotations of the pool: the model's, and where the settings
-        // say so the extractive ones for the fragments it did not annotate.
         let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
-        let by_hash = index.store.annotations(&hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
-        let extractive = index.store.annotations(
-            &hashes,
-            crate::index::store::EXTRACTIVE_ANNOTATOR,
-            crate::index::store::EXTRACTIVE_ANNOTATION_VERSION,
-        )?;
-        let annotations: HashMap<i64, String> = search
-            .candidates
-            .iter()
-            .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
-            .collect();
-        let rerank_annotations: HashMap<i64, String> = match self.settings.rerank_reads {
-            RerankReads::ModelAnnotations => annotations.clone(),
-            RerankReads::ExtractiveToo => search
-                .candidates
-                .iter()
-                .filter_map(|c| {
-                    let text = annotations.get(&c.fragment_id).or_else(|| extractive.get(&c.content_hash))?;
-                    Some((c.fragment_id, text.clone()))
-                })
-                .collect(),
-        };
-        // The size of what the rerank reads (or would read), for the time rule and the cost report.
-        let rerank_prompt_tokens = (rerank_annotations.len() == search.candidates.len()).then(|| {
-            let listed: Vec<(i64, &str)> = search
-                .candidates
-                .iter()
-                .map(|c| (c.fragment_id, rerank_annotations[&c.fragment_id].as_str()))
-                .collect();
-            crate::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
-                .iter()
-                .map(|message| self.chat.count_tokens(&message.content))
-                .sum::<usize>()
-        });
-        let no_time = match (rerank && self.settings.rerank_within_time, rerank_prompt_tokens) {
-            (true, Some(tokens)) => self.rerank_exceeds_its_time(tokens).await,
-            _ => None,
-        };
-        let rerank_started = Instant::now();
-        let (mut chosen, rerank) = match (rerank, no_time) {
-            (true, Some(skip)) => {
-                debug!(?skip, "rerank skipped: no time for it at this machine's speed");
-                (search.candidates.iter().take(self.settings.k).cloned().collect(), RerankDecision::Skipped(skip))
-            }
-            (true, None) => {
-                rerank_by_annotation(
-                    &search.search_query,
-                    &search.candidates,
-                    &rerank_annotations,
-                    self.chat.as_ref(),
-                    self.settings.k,
-                    self.settings.rerank_timeout,
-                )
-                .await
-            }
-            (false, _) => {
-                let fusion_order = search.candidates.iter().take(self.settings.k).cloned().collect();
-                (fusion_order, RerankDecision::Skipped(RerankSkip::Disabled))
-            }
-        };
-        let rerank_ms = rerank_started.elapsed().as_secs_f64() * 1000.0;
-        // The sessions the question names are its subject: shown whatever the rerank chose,
-        // and first, so that a slow machine's plan gives them the largest share.
-        let named = &search.time.named_sessions;
-        crate::retrieve::time::keep_named_sessions(
-            &mut chosen,
-            &search.candidates,
-            named,
-            self.settings.k,
-            |candidate: &Candidate| (candidate.fragment_id, candidate.session),
-        );
-        chosen.sort_by_key(|candidate| !candidate.session.is_some_and(|session| named.contains(&session)));
+        let Choice { mut chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations, extractive } =
+            self.choose(index, &search, &hashes, rerank).await?;
 
         // The context: chosen in full (or as their passages, when a CPU has no time for the
         // whole), the rest of the pool as one-line summaries.
@@ -587,6 +533,92 @@ impl Oracle {
             leftovers,
             names,
         })
+    }
+
+    /// The fragments shown in full: the rerank's choice over the pool's cached annotations
+    /// (or the fusion order), the sessions the question names kept and first.
+    async fn choose(
+        &self,
+        index: &Index,
+        search: &SearchResult,
+        hashes: &[&str],
+        rerank: bool,
+    ) -> Result<Choice, AskError> {
+        // Rerank over the cached annotations of the pool: the model's, and where the settings
+        // say so the extractive ones for the fragments it did not annotate.
+        let by_hash = index.store.annotations(hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
+        let extractive = index.store.annotations(
+            hashes,
+            crate::index::store::EXTRACTIVE_ANNOTATOR,
+            crate::index::store::EXTRACTIVE_ANNOTATION_VERSION,
+        )?;
+        let annotations: HashMap<i64, String> = search
+            .candidates
+            .iter()
+            .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
+            .collect();
+        let rerank_annotations: HashMap<i64, String> = match self.settings.rerank_reads {
+            RerankReads::ModelAnnotations => annotations.clone(),
+            RerankReads::ExtractiveToo => search
+                .candidates
+                .iter()
+                .filter_map(|c| {
+                    let text = annotations.get(&c.fragment_id).or_else(|| extractive.get(&c.content_hash))?;
+                    Some((c.fragment_id, text.clone()))
+                })
+                .collect(),
+        };
+        // The size of what the rerank reads (or would read), for the time rule and the cost report.
+        let rerank_prompt_tokens = (rerank_annotations.len() == search.candidates.len()).then(|| {
+            let listed: Vec<(i64, &str)> = search
+                .candidates
+                .iter()
+                .map(|c| (c.fragment_id, rerank_annotations[&c.fragment_id].as_str()))
+                .collect();
+            crate::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
+                .iter()
+                .map(|message| self.chat.count_tokens(&message.content))
+                .sum::<usize>()
+        });
+        let no_time = match (rerank && self.settings.rerank_within_time, rerank_prompt_tokens) {
+            (true, Some(tokens)) => self.rerank_exceeds_its_time(tokens).await,
+            _ => None,
+        };
+        let rerank_started = Instant::now();
+        let (mut chosen, rerank) = match (rerank, no_time) {
+            (true, Some(skip)) => {
+                debug!(?skip, "rerank skipped: no time for it at this machine's speed");
+                (search.candidates.iter().take(self.settings.k).cloned().collect(), RerankDecision::Skipped(skip))
+            }
+            (true, None) => {
+                rerank_by_annotation(
+                    &search.search_query,
+                    &search.candidates,
+                    &rerank_annotations,
+                    self.chat.as_ref(),
+                    self.settings.k,
+                    self.settings.rerank_timeout,
+                )
+                .await
+            }
+            (false, _) => {
+                let fusion_order = search.candidates.iter().take(self.settings.k).cloned().collect();
+                (fusion_order, RerankDecision::Skipped(RerankSkip::Disabled))
+            }
+        };
+        let rerank_ms = rerank_started.elapsed().as_secs_f64() * 1000.0;
+        // The sessions the question names are its subject: shown whatever the rerank chose,
+        // and first, so that a slow machine's plan gives them the largest share.
+        let named = &search.time.named_sessions;
+        crate::retrieve::time::keep_named_sessions(
+            &mut chosen,
+            &search.candidates,
+            named,
+            self.settings.k,
+            |candidate: &Candidate| (candidate.fragment_id, candidate.session),
+        );
+        chosen.sort_by_key(|candidate| !candidate.session.is_some_and(|session| named.contains(&session)));
+        Ok(Choice { chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations, extractive })
     }
 
     /// Every fragment of `label` the audience may read, in part order (for "show me the source").

@@ -13,12 +13,12 @@ use crate::fake_discord::{
 use crate::fake_ollama::{FakeOllama, Fault};
 use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 
-const EMBED_MODEL: &str = "fake-embed";
-const CHAT_MODEL: &str = "fake-chat";
-const TOKEN: &str = "test-token-do-not-log";
-const DM: u64 = 700_000_000_000_000_001;
-const PLAYER: u64 = 700_000_000_000_000_002;
-const CHANNEL: u64 = 700_000_000_000_000_100;
+pub(crate) const EMBED_MODEL: &str = "fake-embed";
+pub(crate) const CHAT_MODEL: &str = "fake-chat";
+pub(crate) const TOKEN: &str = "test-token-do-not-log";
+pub(crate) const DM: u64 = 700_000_000_000_000_001;
+pub(crate) const PLAYER: u64 = 700_000_000_000_000_002;
+pub(crate) const CHANNEL: u64 = 700_000_000_000_000_100;
 
 const CRONICA: &str = "# Crónica de Galerna
 
@@ -29,7 +29,7 @@ El archiduque Ardo huyó al norte tras la feria de las redes, con la corona roba
 Una tormenta hundió el barco del archiduque frente al faro. @everyone <@&123>
 ";
 
-const FIRST_QUESTION: &str = "¿Qué pasó con el archiduque?";
+pub(crate) const FIRST_QUESTION: &str = "¿Qué pasó con el archiduque?";
 
 fn config(scratch: &Scratch, ollama: &FakeOllama, discord: &FakeDiscord) -> Config {
     config_with(scratch, ollama, discord, "")
@@ -44,7 +44,7 @@ fn config_with(scratch: &Scratch, ollama: &FakeOllama, discord: &FakeDiscord, ex
 
 /// The test config: `campaigns` (a `[campaign]` section or `[[campaigns]]` entries), the
 /// Ollama stand-in for embeddings and answers, the Discord stand-in, `extra` `[discord]` lines.
-fn config_toml(data: &Path, campaigns: &str, ollama: &FakeOllama, discord: &FakeDiscord, extra: &str) -> String {
+pub(crate) fn config_toml(data: &Path, campaigns: &str, ollama: &FakeOllama, discord: &FakeDiscord, extra: &str) -> String {
     format!(
         r#"
 data_dir = "{data}"
@@ -74,34 +74,48 @@ proxy_url = "{rest}"
     )
 }
 
-fn parse_config(text: &str) -> Config {
+pub(crate) fn parse_config(text: &str) -> Config {
     let raw = RawConfig::parse(text, Path::new("config.toml")).unwrap();
     Config::from_layers(raw, &|_| None, &CliOverrides::default()).unwrap()
 }
 
 /// The usual table: the chronicle indexed through the Ollama stand-in, the bot connected to
 /// the Discord stand-in with `extra` `[discord]` lines, its commands registered.
-struct Table {
+pub(crate) struct Table {
     /// Holds the campaign and data folders for as long as the bot runs.
     _scratch: Scratch,
-    ollama: FakeOllama,
-    discord: FakeDiscord,
-    bot: RunningBot,
+    pub(crate) ollama: FakeOllama,
+    pub(crate) discord: FakeDiscord,
+    pub(crate) bot: RunningBot,
 }
 
 impl Table {
-    async fn start(extra: &str) -> Table {
+    pub(crate) async fn start(extra: &str) -> Table {
         Table::start_reaching(extra, Reach::Proxy).await
     }
 
     async fn start_reaching(extra: &str, reach: Reach) -> Table {
+        Table::start_adjusted(extra, reach, |_| {}).await
+    }
+
+    /// A table over a campaign already indexed in `scratch`, the bot started with `config`.
+    pub(crate) async fn from_parts(scratch: Scratch, ollama: FakeOllama, discord: FakeDiscord, config: Config) -> Table {
+        oraculo::logging::init();
+        let bot = RunningBot::start(config);
+        wait_for_guild_commands(&discord).await;
+        Table { _scratch: scratch, ollama, discord, bot }
+    }
+
+    /// [`Table::start_reaching`] with the config changed by `adjust` (a `[chat]` setting).
+    pub(crate) async fn start_adjusted(extra: &str, reach: Reach, adjust: impl FnOnce(&mut Config)) -> Table {
         oraculo::logging::init();
         let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
         let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
         let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
         ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
         let discord = FakeDiscord::start().await;
-        let config = config_with(&scratch, &ollama, &discord, extra);
+        let mut config = config_with(&scratch, &ollama, &discord, extra);
+        adjust(&mut config);
         let bot = match reach {
             Reach::Proxy => RunningBot::start(config),
             Reach::DiscordCom => {
@@ -119,7 +133,7 @@ impl Table {
 }
 
 /// How the bot reaches the Discord stand-in's REST API.
-enum Reach {
+pub(crate) enum Reach {
     /// Through `discord.proxy_url` (plain HTTP; serenity's limiter off, as with a proxy).
     Proxy,
     /// As `https://discord.com` over TLS, serenity's own rate limiter on.
@@ -127,7 +141,7 @@ enum Reach {
 }
 
 /// `/oraculo` with the first question, asked by the player in the usual channel; its token.
-fn ask_first_question(discord: &FakeDiscord) -> String {
+pub(crate) fn ask_first_question(discord: &FakeDiscord) -> String {
     discord.slash_command(
         PLAYER,
         &[],
@@ -138,7 +152,7 @@ fn ask_first_question(discord: &FakeDiscord) -> String {
 }
 
 /// The bot running against the stand-ins until [`RunningBot::stop`].
-struct RunningBot {
+pub(crate) struct RunningBot {
     stop: tokio::sync::oneshot::Sender<()>,
     handle: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -158,7 +172,7 @@ impl RunningBot {
     }
 
     /// Signals the shutdown and waits for a clean exit.
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.stop.send(()).unwrap();
         let stopped = tokio::time::timeout(WAIT, self.handle).await.expect("the bot stops").unwrap();
         stopped.unwrap();
@@ -166,7 +180,7 @@ impl RunningBot {
 }
 
 /// Connected: the commands registered in the configured guild.
-async fn wait_for_guild_commands(discord: &FakeDiscord) -> Recorded {
+pub(crate) async fn wait_for_guild_commands(discord: &FakeDiscord) -> Recorded {
     discord
         .wait_for("the guild commands", |r| {
             r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
@@ -174,26 +188,27 @@ async fn wait_for_guild_commands(discord: &FakeDiscord) -> Recorded {
         .await
 }
 
-fn is_callback_for(token: &str) -> impl Fn(&Recorded) -> bool + '_ {
+pub(crate) fn is_callback_for(token: &str) -> impl Fn(&Recorded) -> bool + '_ {
     move |r| {
         r.method == "POST" && r.path.starts_with("/interactions/") && r.path.ends_with(&format!("/{token}/callback"))
     }
 }
 
-fn is_webhook_for<'a>(token: &'a str, method: &'static str) -> impl Fn(&Recorded) -> bool + 'a {
+pub(crate) fn is_webhook_for<'a>(token: &'a str, method: &'static str) -> impl Fn(&Recorded) -> bool + 'a {
     move |r| r.method == method && r.path.starts_with(&format!("/webhooks/{APP_ID}/{token}"))
 }
 
-/// A message still being made: a stage (🔎 searching, 📚 reading the notes) or the text so far
-/// (✍️ in its footer); the final layout has none of them.
-fn is_preview(body: &Value) -> bool {
+/// A message still being made: a stage (🔎 searching, 📚 reading the notes), the text so far
+/// or the notes' own sentences while the model writes (✍️ in its footer), or while it waits for
+/// its turn (⏳); the final layout has none of them.
+pub(crate) fn is_preview(body: &Value) -> bool {
     let body = body.to_string();
-    ["✍️", "🔎", "📚"].iter().any(|marker| body.contains(marker))
+    ["✍️", "🔎", "📚", "⏳"].iter().any(|marker| body.contains(marker))
 }
 
 /// The answer's final layout (checked citations, sources, buttons) for an interaction: after
 /// the previews, the message is edited (or posted) one last time without the writing footer.
-fn is_final_answer_for(token: &str) -> impl Fn(&Recorded) -> bool + '_ {
+pub(crate) fn is_final_answer_for(token: &str) -> impl Fn(&Recorded) -> bool + '_ {
     move |r| {
         (is_webhook_for(token, "POST")(r) || is_webhook_for(token, "PATCH")(r))
             && r.body["embeds"].as_array().is_some_and(|embeds| !embeds.is_empty())
@@ -202,7 +217,7 @@ fn is_final_answer_for(token: &str) -> impl Fn(&Recorded) -> bool + '_ {
 }
 
 /// The text of every embed of a message body: titles, descriptions, field names and values.
-fn embed_text(body: &Value) -> String {
+pub(crate) fn embed_text(body: &Value) -> String {
     let mut text = String::new();
     for embed in body["embeds"].as_array().into_iter().flatten() {
         for key in ["title", "description"] {
@@ -220,7 +235,7 @@ fn embed_text(body: &Value) -> String {
 }
 
 /// The final layout (not a preview) of an answer posted in `CHANNEL` that says `words`.
-fn final_saying(words: &'static str) -> impl Fn(&Recorded) -> bool {
+pub(crate) fn final_saying(words: &'static str) -> impl Fn(&Recorded) -> bool {
     move |r: &Recorded| {
         r.path.starts_with(&format!("/channels/{CHANNEL}/messages"))
             && !is_preview(&r.body)
@@ -283,8 +298,11 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     assert_eq!(deferred.body["type"], 5, "deferred within Discord's 3 seconds: {}", deferred.body);
     // Streamed: the answer's message shows the text so far, then becomes the final layout.
     let preview = discord.wait_for("the answer's first preview", is_webhook_for(&question_token, "PATCH")).await;
-    // Before any text: the stage, at once (on a CPU the model reads for a minute first).
-    assert!(embed_text(&preview.body).contains("Buscando en las notas"), "{}", preview.body);
+    // Before the model's text: the notes' own sentences, cited, at once (on a CPU the model
+    // reads for a minute first), marked as such.
+    assert!(embed_text(&preview.body).contains("Esto es lo que dicen las notas"), "{}", preview.body);
+    assert!(embed_text(&preview.body).contains("[Sesión 1]"), "{}", preview.body);
+    assert!(preview.body.to_string().contains("📜 Frases de las notas, tal cual"), "{}", preview.body);
     assert!(preview.path.ends_with("/messages/@original"), "the first message replaces the deferral: {}", preview.path);
     assert!(is_preview(&preview.body), "the first message is a preview: {}", preview.body);
     assert!(field_names(&preview.body).is_empty(), "no sources before the citations are checked");
@@ -919,13 +937,14 @@ async fn issue_14_mentions_and_replies_ask_and_continue() {
     assert_eq!(ollama.chat_requests("/api/chat").len(), 2, "two questions, two answers");
 
     // 5. The model's stream cut mid-answer (its server killed): the notes' own sentences are
-    //    posted, and the exchange does not join the conversation (issue 16).
+    //    stay, saying why, and the exchange does not join the conversation.
     ollama.enqueue_reply("Una tormenta hundió el barco del archiduque frente al faro [Sesión 2].");
     ollama.enqueue(Fault::Delay(std::time::Duration::ZERO)); // the question's embedding
     ollama.enqueue(Fault::CutMidToken);
     let cut_question = "¿Qué hundió la tormenta?";
     discord.message_create_with(PLAYER, CHANNEL, &format!("<@{BOT_ID}> {cut_question}"), &[BOT_ID], None);
-    discord.wait_for("the notes' own sentences", final_saying("no ha podido responder")).await;
+    let kept = discord.wait_for("the notes' own sentences", final_saying("Esto es lo que dicen las notas")).await;
+    assert!(kept.body.to_string().contains("el modelo no ha podido responder"), "{}", kept.body);
     ollama.enqueue_reply("Nada más consta [Sesión 1].");
     let answered = discord.bot_message(CHANNEL, "El archiduque huyó al norte [Sesión 1].", ANSWER_COLOUR);
     discord.message_create_with(PLAYER, CHANNEL, "¿Algo más?", &[], Some(answered));

@@ -17,6 +17,7 @@ mod embedded;
 mod eval;
 mod first_answer;
 mod ingest;
+mod instant;
 mod retrieve;
 mod robustness;
 mod secrets;

@@ -1,0 +1,566 @@
+//! Answering a question: the wait in the queue, the notes' own sentences first (the
+//! instant answer), then the model's answer streamed into the same message, then the final
+//! layout with its checked citations, sources and buttons. Where the answer goes and how fast
+//! its message may change is `outlet`.
+//!
+//! Only the model's work takes a queue slot: the search and the context run at once on the
+//! answer worker (the embedder and the index, not the chat model), so a question waiting for
+//! the model shows its instant answer while another answer is written.
+
+mod outlet;
+
+use std::sync::{Arc, Mutex};
+
+use poise::serenity_prelude as serenity;
+use tokio::sync::watch;
+
+use super::embeds::{self, Message};
+use super::errors::{ask_error_text, log_ask_error, log_discord_error};
+use super::history::Place;
+use super::locale::Lang;
+use super::queue::{Admission, QueueEvent, Slot, Waiting, Withdrawal, WorkerGone};
+use super::{Data, Desk};
+use crate::oracle::{Answer, AskError, AskRequest, InstantKept, Prepared, Settled, Stage, settle};
+use crate::retrieve::{Audience, Turn};
+use outlet::EditPace;
+pub use outlet::{
+    INTERACTION_TOKEN_LIFETIME, INTERACTION_TOKEN_MARGIN, Outlet, PREVIEW_EDIT_INTERVAL, Posted,
+    interaction_token_usable, snowflake_time,
+};
+
+/// Refuses a question before it queues: empty, too long, rate limited, shutting down.
+/// `Some(text)` is what to tell the asker.
+pub fn refuse_question(data: &Data, user: u64, question: &str, lang: Lang) -> Option<String> {
+    // The oracle's own rule (one place decides what can be asked), told before queueing.
+    if let Err(refused) = crate::oracle::check_question(question) {
+        return Some(super::errors::ask_error_text(&refused, lang));
+    }
+    if data.lifecycle.is_closing() {
+        return Some(lang.shutting_down());
+    }
+    if let Err(wait) = data.queue.check_rate(user) {
+        return Some(lang.rate_limited(wait.as_secs().max(1)));
+    }
+    None
+}
+
+/// What an answered question left behind.
+pub struct Answered {
+    pub text: String,
+    /// The first message of the answer (a thread opens on it).
+    pub first_message: Option<serenity::MessageId>,
+}
+
+/// What the answer worker returns: the work's own result, or that the worker is gone.
+type Made<T> = Result<Result<T, AskError>, WorkerGone>;
+
+/// A question prepared without the model, and the notes' own sentences for it.
+type Ready = (Prepared, Option<Answer>);
+
+/// Queues, answers and posts one question; every path ends with a message to the asker.
+/// `None` when no answer was posted (an error or an interruption was, instead). With
+/// `chat.instant_answer`, the notes' own sentences are shown as soon as they are found; while
+/// the model writes, the message shows its text so far, edited about once a second.
+pub async fn answer_question(
+    data: &Data,
+    desk: &Arc<Desk>,
+    outlet: &Outlet<'_>,
+    question: &str,
+    place: Place,
+    audience: Audience,
+    lang: Lang,
+) -> Option<Answered> {
+    let Some(_job) = data.lifecycle.begin() else {
+        outlet.post_or_replace(None, &Message::notice(&lang.shutting_down())).await;
+        return None;
+    };
+    let asking = Asking { data, desk, outlet, question, place, audience, lang, asked_in: Lang::of_question(question) };
+    // A question asked by a message leaves the queue if that message is deleted.
+    let mut withdrawal = outlet.asking_message().map(|message| data.withdrawals.watch(message));
+    // The search reads the conversation as it is now: the instant answer does not wait.
+    let mut preparing = match desk.oracle.instant_enabled() {
+        true => Some(Preparing::start(&asking, desk.history.recent(place, audience).await)),
+        false => None,
+    };
+    let mut shown = None;
+    let slot = match data.queue.enter() {
+        Admission::Now(slot) => slot,
+        Admission::Queued(waiting) => {
+            asking.wait_for_turn(waiting, &mut shown, withdrawal.as_mut(), preparing.as_mut()).await?
+        }
+    };
+    // Started: deleting the question no longer stops it (its answer is on its way).
+    drop(withdrawal.take());
+    let (settled, shown) = match preparing {
+        Some(preparing) => asking.instant_then_model(preparing, shown, slot).await?,
+        None => asking.model_alone(shown, slot).await?,
+    };
+    asking.deliver(settled, shown).await
+}
+
+/// One question on its way to its answer.
+struct Asking<'a, 'o> {
+    data: &'a Data,
+    desk: &'a Arc<Desk>,
+    outlet: &'a Outlet<'o>,
+    question: &'a str,
+    place: Place,
+    audience: Audience,
+    /// The asker's language: the bot's notices.
+    lang: Lang,
+    /// The question's language: the lines around the notes' sentences, which are in it too.
+    asked_in: Lang,
+}
+
+/// The search and the context, running on the answer worker beside the queue wait.
+struct Preparing {
+    handle: Option<tokio::task::JoinHandle<Made<Ready>>>,
+    done: Option<Made<Ready>>,
+    /// The instant answer is on the question's message already (shown while it waited).
+    shown: bool,
+}
+
+impl Preparing {
+    fn start(asking: &Asking<'_, '_>, history: Vec<Turn>) -> Preparing {
+        let worker = asking.data.worker.clone();
+        let oracle = Arc::clone(&asking.desk.oracle);
+        let (question, audience) = (asking.question.to_string(), asking.audience);
+        let handle = tokio::spawn(async move {
+            worker
+                .run("answers", move || async move {
+                    let request = AskRequest { question: &question, history: &history, audience };
+                    let prepared = oracle.prepare_without_model(&request).await?;
+                    let instant = oracle.instant_answer(&prepared);
+                    Ok((prepared, instant))
+                })
+                .await
+        });
+        Preparing { handle: Some(handle), done: None, shown: false }
+    }
+
+    /// Resolves once the preparation is done; at once when it already is.
+    async fn finish(&mut self) {
+        if let Some(handle) = self.handle.as_mut() {
+            let made = handle.await.unwrap_or(Err(WorkerGone("answers")));
+            self.handle = None;
+            self.done = Some(made);
+        }
+    }
+
+    fn is_running(&self) -> bool {
+        self.handle.is_some()
+    }
+
+    fn instant(&self) -> Option<&Answer> {
+        match &self.done {
+            Some(Ok(Ok((_, instant)))) => instant.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Preparing {
+    /// A question that leaves (withdrawn, interrupted) stops its search.
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            handle.abort();
+        }
+    }
+}
+
+impl<'o> Asking<'_, 'o> {
+    /// The slot, once the questions before this one are answered. Meanwhile its message
+    /// follows the queue (its position, at the edit pace) and shows the instant answer the
+    /// moment `preparing` has it. `None`: the question left the queue (withdrawn, the bot
+    /// stopping), and the asker was told.
+    async fn wait_for_turn(
+        &self,
+        mut waiting: Waiting,
+        shown: &mut Option<Posted<'o>>,
+        mut withdrawal: Option<&mut Withdrawal>,
+        mut preparing: Option<&mut Preparing>,
+    ) -> Option<Slot> {
+        let mut position = waiting.position();
+        tracing::info!(position, "question queued");
+        *shown = self.outlet.post_or_replace(None, &self.waiting_message(position, None)).await;
+        // The latest position is edited in at most once per PREVIEW_EDIT_INTERVAL (a refused
+        // edit is skipped, the next one carries it).
+        let mut moved = false;
+        let mut pace = EditPace::posted_now();
+        loop {
+            let due = async {
+                match moved {
+                    true => pace.wait().await,
+                    false => std::future::pending::<()>().await,
+                }
+            };
+            let prepared = async {
+                match preparing.as_deref_mut() {
+                    Some(preparing) if preparing.is_running() => preparing.finish().await,
+                    _ => std::future::pending::<()>().await,
+                }
+            };
+            let withdrawn = async {
+                match withdrawal.as_deref_mut() {
+                    Some(withdrawal) => withdrawal.withdrawn().await,
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                event = waiting.next() => match event {
+                    Ok(QueueEvent::Started(slot)) => return Some(slot),
+                    Ok(QueueEvent::Moved(now)) => (position, moved) = (now, true),
+                    Err(_) => {
+                        self.outlet.post_or_replace(shown.take(), &Message::notice(&self.lang.interrupted())).await;
+                        return None;
+                    }
+                },
+                () = due => {
+                    let instant = preparing.as_deref().and_then(Preparing::instant);
+                    *shown = self.outlet.show_preview(shown.take(), &self.waiting_message(position, instant)).await;
+                    moved = false;
+                    pace.edited();
+                }
+                () = prepared => {
+                    // The notes' sentences replace the queue notice at once; an edit refused
+                    // for a burst is tried again (they must arrive, not wait for the turn).
+                    if let Some(instant) = preparing.as_deref().and_then(Preparing::instant) {
+                        let message = self.waiting_message(position, Some(instant));
+                        *shown = self.outlet.post_or_replace(shown.take(), &message).await;
+                        moved = false;
+                        pace.edited();
+                    }
+                    if let Some(preparing) = preparing.as_deref_mut() {
+                        preparing.shown = preparing.instant().is_some();
+                    }
+                }
+                () = self.data.lifecycle.interrupted() => {
+                    self.outlet.post_or_replace(shown.take(), &Message::notice(&self.lang.interrupted())).await;
+                    return None;
+                }
+                () = withdrawn => {
+                    // `waiting` is dropped on return: the questions behind move up.
+                    tracing::info!("the question's message was deleted: it leaves the queue");
+                    self.outlet.retract(shown.take()).await;
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// What a waiting question's message shows: its position, under the notes' sentences
+    /// once they are found.
+    fn waiting_message(&self, position: usize, instant: Option<&Answer>) -> Message {
+        match instant {
+            Some(instant) => embeds::instant_message(&instant.text, &self.asked_in.instant_queued(position)),
+            None => Message::notice(&self.lang.queued(position)),
+        }
+    }
+
+    /// With its turn: the notes' sentences shown (when the search has finished), then the
+    /// model's answer streamed over them, then what stays ([`settle`]).
+    async fn instant_then_model(
+        &self,
+        mut preparing: Preparing,
+        shown: Option<Posted<'o>>,
+        slot: Slot,
+    ) -> Option<(Settled, Option<Posted<'o>>)> {
+        if preparing.is_running() {
+            tokio::select! {
+                () = preparing.finish() => {}
+                () = self.data.lifecycle.interrupted() => {
+                    self.outlet.post_or_replace(shown, &Message::notice(&self.lang.interrupted())).await;
+                    return None;
+                }
+            }
+        }
+        let (prepared, instant) = match preparing.done.take() {
+            Some(Ok(Ok(ready))) => ready,
+            Some(Ok(Err(err))) => return self.tell_failure(shown, Ok(err)).await,
+            Some(Err(gone)) => return self.tell_failure(shown, Err(gone)).await,
+            None => return self.tell_failure(shown, Err(WorkerGone("answers"))).await,
+        };
+        let shown = match &instant {
+            // Shown while it waited: only the line under it changes, and a refused edit may
+            // be skipped.
+            Some(instant) if preparing.shown => {
+                let message = embeds::instant_message(&instant.text, &self.asked_in.instant_writing());
+                self.outlet.show_preview(shown, &message).await
+            }
+            // First shown now: an edit refused for a burst is tried again.
+            Some(instant) => {
+                let message = embeds::instant_message(&instant.text, &self.asked_in.instant_writing());
+                self.outlet.post_or_replace(shown, &message).await
+            }
+            None => shown,
+        };
+        let shown = Mutex::new(shown);
+        let (progress, progress_seen) = watch::channel(Progress::Waiting);
+        let work = self.model_answer(prepared, ProgressSink { progress, stages: instant.is_none() });
+        let made = self.with_preview(work, &shown, progress_seen).await?;
+        // The next question may start while this answer is posted.
+        drop(slot);
+        let shown = take_posted(&shown);
+        let model_failed = |why: String| {
+            tracing::error!(error = %why, "the model's answer failed; the notes' own sentences stay");
+        };
+        let settled = match (made, instant) {
+            (Ok(Ok(answer)), instant) => settle(instant, answer),
+            (Ok(Err(err)), Some(instant)) => {
+                model_failed(err.to_string());
+                Settled { answer: instant, instant_kept: Some(InstantKept::ModelFailed) }
+            }
+            (Err(gone), Some(instant)) => {
+                model_failed(gone.to_string());
+                Settled { answer: instant, instant_kept: Some(InstantKept::ModelFailed) }
+            }
+            (Ok(Err(err)), None) => return self.tell_failure(shown, Ok(err)).await,
+            (Err(gone), None) => return self.tell_failure(shown, Err(gone)).await,
+        };
+        Some((settled, shown))
+    }
+
+    /// With its turn and no instant answer (`chat.instant_answer = false`): the model's
+    /// answer, its stages and text shown as they come.
+    async fn model_alone(&self, shown: Option<Posted<'o>>, slot: Slot) -> Option<(Settled, Option<Posted<'o>>)> {
+        let history = self.desk.history.recent(self.place, self.audience).await;
+        // The preview owns the message while the model writes; the final layout replaces it.
+        let shown = Mutex::new(shown);
+        let (progress, progress_seen) = watch::channel(Progress::Waiting);
+        let work = self.ask(history, ProgressSink { progress, stages: true });
+        let made = self.with_preview(work, &shown, progress_seen).await?;
+        drop(slot);
+        let shown = take_posted(&shown);
+        match made {
+            Ok(Ok(answer)) => Some((Settled { answer, instant_kept: None }, shown)),
+            Ok(Err(err)) => self.tell_failure(shown, Ok(err)).await,
+            Err(gone) => self.tell_failure(shown, Err(gone)).await,
+        }
+    }
+
+    /// `work` with its text shown as it streams; `None` when the bot stops first (the asker
+    /// is told).
+    async fn with_preview<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+        shown: &Mutex<Option<Posted<'o>>>,
+        progress_seen: watch::Receiver<Progress>,
+    ) -> Option<T> {
+        tokio::select! {
+            (made, ()) = async { tokio::join!(work, preview(self.outlet, shown, progress_seen, self.lang)) } => Some(made),
+            () = self.data.lifecycle.interrupted() => {
+                self.outlet.post_or_replace(take_posted(shown), &Message::notice(&self.lang.interrupted())).await;
+                None
+            }
+        }
+    }
+
+    /// Tells the asker why there is no answer; always `None`.
+    async fn tell_failure<T>(
+        &self,
+        shown: Option<Posted<'o>>,
+        failure: Result<AskError, WorkerGone>,
+    ) -> Option<T> {
+        let text = match failure {
+            Ok(err) => {
+                log_ask_error(&err, &self.place.key());
+                ask_error_text(&err, self.lang)
+            }
+            Err(gone) => {
+                tracing::error!(error = %gone, "no answer worker");
+                self.lang.unexpected()
+            }
+        };
+        self.outlet.post_or_replace(shown, &Message::notice(&text)).await;
+        None
+    }
+
+    /// The final layout over the message that showed the answer being made: the text, its
+    /// checked sources and buttons, and a line saying why when the notes' own sentences stay.
+    async fn deliver(&self, settled: Settled, mut notice: Option<Posted<'o>>) -> Option<Answered> {
+        let answer = &settled.answer;
+        let lang = self.lang;
+        let mut messages = embeds::answer_messages(&answer.text, &answer.citations, answer.invented_citations.len(), lang);
+        let missing: Vec<&str> = answer.missing_paths.iter().map(|missing| missing.path.as_str()).collect();
+        embeds::mark_partial_search(&mut messages, &missing, lang);
+        match settled.instant_kept {
+            Some(why) => embeds::add_footer_note(&mut messages, &self.asked_in.instant_kept(why)),
+            None if answer.fallback.is_some() => embeds::add_footer_note(&mut messages, &lang.model_not_answering()),
+            None => {}
+        }
+        let mut first_message = None;
+        for (index, message) in messages.iter().enumerate() {
+            if index == 0 {
+                let posted = self.outlet.post_or_replace(notice.take(), message).await;
+                match &posted {
+                    Some(posted) => first_message = Some(Outlet::message_id(posted).await),
+                    None => break,
+                }
+            } else if let Err(err) = self.outlet.post(message, false).await {
+                log_discord_error(&err, "posting the rest of an answer");
+            }
+        }
+        // Only an answer the asker could read joins the conversation.
+        let Some(first_message) = first_message else {
+            tracing::warn!(place = self.place.key(), "the answer could not be posted; it is not kept in the history");
+            return None;
+        };
+        if settled.joins_history() {
+            self.desk.history.record(self.place, self.audience, self.question, &answer.text).await;
+        } else {
+            tracing::info!(place = self.place.key(), "the model did not answer this one; it is not kept in the history");
+        }
+        Some(Answered { text: settled.answer.text, first_message })
+    }
+
+    /// The model's answer to what was prepared, on the answer worker (its future is not
+    /// `Send`); its text goes to `sink` as it streams.
+    async fn model_answer(&self, prepared: Prepared, sink: ProgressSink) -> Made<Answer> {
+        let oracle = Arc::clone(&self.desk.oracle);
+        let question = self.question.to_string();
+        let audience = self.audience;
+        let history = self.desk.history.recent(self.place, audience).await;
+        self.data
+            .worker
+            .run("answers", move || async move {
+                let on_text = |piece: &str| sink.text(piece);
+                let on_stage = |stage: Stage| sink.stage(stage);
+                let request = AskRequest { question: &question, history: &history, audience };
+                oracle.answer_prepared(&request, prepared, &on_stage, Some(&on_text)).await
+            })
+            .await
+    }
+
+    /// The oracle's whole answer (search, context and model), on the answer worker.
+    async fn ask(&self, history: Vec<Turn>, sink: ProgressSink) -> Made<Answer> {
+        let oracle = Arc::clone(&self.desk.oracle);
+        let question = self.question.to_string();
+        let audience = self.audience;
+        self.data
+            .worker
+            .run("answers", move || async move {
+                let on_text = |piece: &str| sink.text(piece);
+                let on_stage = |stage: Stage| sink.stage(stage);
+                let request = AskRequest { question: &question, history: &history, audience };
+                oracle.ask_in_stages(&request, &on_stage, Some(&on_text)).await
+            })
+            .await
+    }
+}
+
+/// The message a preview left, taken out of its lock.
+fn take_posted<'a>(shown: &Mutex<Option<Posted<'a>>>) -> Option<Posted<'a>> {
+    match shown.lock() {
+        Ok(mut guard) => guard.take(),
+        Err(poisoned) => poisoned.into_inner().take(),
+    }
+}
+
+/// Where the answer's text and stages go while it is made.
+struct ProgressSink {
+    progress: watch::Sender<Progress>,
+    /// Whether stages are shown: not over the notes' sentences, which stay until the model's
+    /// text replaces them.
+    stages: bool,
+}
+
+impl ProgressSink {
+    /// The answer's text replaces the stage once it starts.
+    fn text(&self, piece: &str) {
+        self.progress.send_modify(|shown| match shown {
+            Progress::Text(text) => text.push_str(piece),
+            other => *other = Progress::Text(piece.to_string()),
+        });
+    }
+
+    /// A stage never replaces text.
+    fn stage(&self, stage: Stage) {
+        if !self.stages {
+            return;
+        }
+        self.progress.send_if_modified(|shown| match shown {
+            Progress::Text(_) => false,
+            other => {
+                *other = Progress::Stage(stage);
+                true
+            }
+        });
+    }
+}
+
+/// Shows the answer as it is written: the latest text at most once per
+/// [`PREVIEW_EDIT_INTERVAL`], one edit in flight, until the model is done (the progress
+/// sender is dropped). An edit that fails leaves the last good preview; nothing is lost, the
+/// final layout replaces it.
+async fn preview<'a>(
+    outlet: &Outlet<'a>,
+    shown: &Mutex<Option<Posted<'a>>>,
+    mut progress: watch::Receiver<Progress>,
+    lang: Lang,
+) {
+    let mut pace = EditPace::unedited();
+    while progress.changed().await.is_ok() {
+        pace.wait().await;
+        // The model finished while waiting: the final layout comes next, no preview needed.
+        if progress.has_changed().is_err() {
+            break;
+        }
+        let message = match &*progress.borrow_and_update() {
+            Progress::Waiting => continue,
+            Progress::Stage(stage) => embeds::stage_message(*stage, lang),
+            Progress::Text(text) if text.trim().is_empty() => continue,
+            Progress::Text(text) => embeds::preview_message(text, lang),
+        };
+        pace.edited();
+        // Never held across an await: taken out, edited, put back.
+        let current = shown.lock().ok().and_then(|mut guard| guard.take());
+        let updated = outlet.show_preview(current, &message).await;
+        if let Ok(mut guard) = shown.lock() {
+            *guard = updated;
+        }
+    }
+}
+
+/// What the answer's message shows while the answer is made.
+#[derive(Debug, Clone, PartialEq)]
+enum Progress {
+    /// Nothing new (the deferral's "thinking…", the queue notice or the notes' sentences stay).
+    Waiting,
+    /// Before the first word: searching, then reading and writing.
+    Stage(Stage),
+    /// The answer so far.
+    Text(String),
+}
+
+/// A source in full for `audience`, or a message saying why not. A GM-only note and a
+/// missing one read the same to a player.
+pub async fn source_messages_for(
+    data: &Data,
+    desk: &Desk,
+    label: &str,
+    audience: Audience,
+    lang: Lang,
+) -> Vec<Message> {
+    let oracle = Arc::clone(&desk.oracle);
+    let owned_label = label.to_string();
+    let read =
+        data.worker.run("answers", move || async move { oracle.read_source(&owned_label, audience).await }).await;
+    let read = match read {
+        Ok(read) => read,
+        Err(gone) => {
+            tracing::error!(error = %gone, "no worker to read a source");
+            return vec![Message::notice(&lang.unexpected())];
+        }
+    };
+    match read {
+        Ok(parts) if !parts.is_empty() => {
+            let texts: Vec<String> = parts.into_iter().map(|stored| stored.fragment.text).collect();
+            embeds::source_messages(label, &texts, lang)
+        }
+        Ok(_) => vec![Message::notice(&lang.source_not_found(label))],
+        Err(err) => {
+            log_ask_error(&err, "source");
+            vec![Message::notice(&ask_error_text(&err, lang))]
+        }
+    }
+}
