@@ -113,7 +113,7 @@ struct NoteFile {
 pub fn note_hashes(campaign_dir: &Path, config: &CampaignConfig) -> Result<Vec<(String, String)>, IngestError> {
     let mut diagnostics = Vec::new();
     let files = read_campaign(campaign_dir, config, &mut diagnostics)?;
-    Ok(files.into_iter().map(|file| (file.path, file.bytes_hash)).collect())
+    Ok(files.files.into_iter().map(|file| (file.path, file.bytes_hash)).collect())
 }
 
 /// Reads, fragments, embeds and indexes `campaign_dir` into `index`.
