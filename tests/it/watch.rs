@@ -22,8 +22,9 @@ use crate::fake_ollama::FakeOllama;
 use crate::support::{Scratch, campaign_config, ollama_embedder};
 
 const EMBED_MODEL: &str = "fake-embed";
-/// Short, so that the tests are quick; the bursts below are closer together than this.
-const DEBOUNCE: Duration = Duration::from_millis(300);
+/// The default debounce: a shorter one would let a stall of a loaded test machine between two
+/// of a burst's saves split the burst into more ingests than an editor's saves cause.
+const DEBOUNCE: Duration = Duration::from_millis(1000);
 
 const SESSION_1: &str = "# Sesión 1\nEl archiduque Ardo huyó al norte tras la feria de las redes.\n";
 const SESSION_2: &str = "# Sesión 2\nUna tormenta hundió el barco del archiduque frente al faro.\n";
