@@ -1,5 +1,5 @@
 //! The application layer: what the CLI, the bot and the evaluation share above the pipeline,
-//! so that the same command never behaves two ways (issue 13).
+//! so that the same command never behaves two ways.
 //!
 //! - [`campaign_paths`]: a campaign's notes folder (the embedded sample written out when none
 //!   is configured) and its index folder under the data dir.

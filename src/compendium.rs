@@ -1193,7 +1193,7 @@ Vaskrith (other) [el dragón blanco] link",
     }
 
     #[test]
-    fn issue_12_secret_notes_and_links_into_them_name_no_entity() {
+    fn secret_notes_and_links_into_them_name_no_entity() {
         check_build(
             &[
                 // Empty, or front matter only: no blocks, but still secret notes.

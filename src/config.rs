@@ -92,7 +92,7 @@ pub use crate::secret::Secret;
 pub struct RawConfig {
     pub data_dir: Option<PathBuf>,
     pub campaign: Option<RawCampaign>,
-    /// `[[campaigns]]`: several campaigns in one bot (issue 14), each with its places.
+    /// `[[campaigns]]`: several campaigns in one bot, each with its places.
     pub campaigns: Option<Vec<RawNamedCampaign>>,
     pub embedder: Option<RawEmbedder>,
     pub ollama: Option<RawOllama>,
@@ -833,7 +833,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_14_several_campaigns_each_with_its_places() {
+    fn several_campaigns_each_with_its_places() {
         let two = "[discord]\ndm_user_ids = [7]\nguild_ids = [1]\n\n\
             [[campaigns]]\nname = \"Galerna\"\ndir = \"/n/galerna\"\nchannel_ids = [10]\n\n\
             [[campaigns]]\nname = \"Vorn\"\ndir = \"/n/vorn\"\ndm_user_ids = [8]\nlabel_language = \"en\"\n";
@@ -1051,7 +1051,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_12_a_user_ignore_list_extends_the_defaults() {
+    fn a_user_ignore_list_extends_the_defaults() {
         let config = check("[campaign]\nignore = [\"Borradores\"]\n", &[("HOME", "/home/dm")]).unwrap();
         for ignored in [".trash", ".obsidian", "Plantillas", "Borradores"] {
             assert!(config.campaign.ignore.iter().any(|i| i == ignored), "{ignored}: {:?}", config.campaign.ignore);

@@ -84,7 +84,7 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn issue_12_the_sample_creates_a_missing_data_dir_private() {
+    fn the_sample_creates_a_missing_data_dir_private() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::TempDir::new().unwrap();
         let data_dir = dir.path().join("oraculo");
@@ -95,7 +95,7 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn issue_12_the_cleanup_never_follows_links() {
+    fn the_cleanup_never_follows_links() {
         let outside = tempfile::TempDir::new().unwrap();
         std::fs::write(outside.path().join("Villano.md"), "# Notas del DM").unwrap();
         std::fs::write(outside.path().join("Suelta.md"), "# Suelta").unwrap();

@@ -1,5 +1,5 @@
 //! One type for values that must never reach a log, an error or a `Debug` print: the Discord
-//! token and an OpenAI-compatible server's API key (issue 13: redaction was written twice).
+//! token and an OpenAI-compatible server's API key (redaction was written twice).
 
 use serde::Deserialize;
 

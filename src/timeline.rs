@@ -1,4 +1,4 @@
-//! Campaign time for the table (issue 15): an entity's timeline (`oraculo timeline`,
+//! Campaign time for the table: an entity's timeline (`oraculo timeline`,
 //! `/cronologia`) and a session's recap to open the night (`oraculo recap`, `/resumen`).
 //!
 //! Both read only what the audience may read: sessions and mentions through the visibility

@@ -7,7 +7,7 @@
 //! - the summaries are a separate, titled block, never mixed with the full material, so the
 //!   model can tell "I have this in full, cite it with confidence" from "this is a headline".
 //!
-//! Both blocks are in story order (issue 15): sessions by number, then character sheets and
+//! Both blocks are in story order: sessions by number, then character sheets and
 //! world documents in the rerank's order; the titles say so, so that a before/after answer
 //! reads the events in the order they happened instead of guessing it from the rerank's.
 
@@ -23,7 +23,7 @@ use crate::corpus::SessionNumber;
 /// Measured in the design, the union of the retrieval paths held the right source for 30 of
 /// 30 questions; the best 8 after the rerank, for 28 of them (recall 0.93). `--k` changes it
 /// end to end: every chosen fragment is shown in full while the budget allows, and summarised
-/// when it does not (issue 13).
+/// when it does not.
 pub const FULL_FRAGMENTS: usize = 8;
 /// One-line summaries behind the full block. A session is ~1200 words and its annotation
 /// ~38, so sixteen cost about half a session more, with no extra LLM call.
@@ -427,7 +427,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_10_under_a_time_budget_the_best_ranked_fragment_shows_the_most() {
+    fn under_a_time_budget_the_best_ranked_fragment_shows_the_most() {
         // Eight sessions of ten 60-word paragraphs (600 words each), in rank order; the
         // material may take 2000 words, 1700 of them for the passages.
         let paragraph = vec!["palabra"; 60].join(" ");
@@ -553,8 +553,8 @@ dropped 0",
 
     #[test]
     fn at_most_the_limits_and_k_is_one_knob() {
-        // Ten chosen (`--k 10`): all ten in full where the budget allows, none lost (issue 13:
-        // chosen fragments 9 and 10 were neither shown nor summarised); the summaries stop at
+        // Ten chosen (`--k 10`): all ten in full where the budget allows, none lost
+        // (the ninth and tenth are neither dropped nor left unsummarised); the summaries stop at
         // their limit.
         let chosen: Vec<String> = (1..=10).map(|session| format!("S{session} | a")).collect();
         let leftovers: Vec<String> = (11..=40).map(|session| format!("S{session} | a")).collect();
@@ -582,7 +582,7 @@ dropped 0",
 
     #[test]
     fn parts_of_one_label_are_grouped_and_marked() {
-        // Story order (issue 15): Sesión 3 before Sesión 7 whatever the rerank's order.
+        // Story order: Sesión 3 before Sesión 7 whatever the rerank's order.
         let context = check(
             &["S7#1 segunda_mitad", "S3 tercera", "S7#0 primera_mitad"],
             &[],
@@ -600,7 +600,7 @@ dropped 0",
     }
 
     #[test]
-    fn issue_15_fragments_and_summaries_are_in_story_order() {
+    fn fragments_and_summaries_are_in_story_order() {
         let context = check(
             &["Ficha:_Baika ficha", "S12 doce", "Mundo:_Dioses dioses", "S3 tres", "S40 cuarenta"],
             &["S9 | nueve", "Ficha:_Odo | odo", "S2 | dos", "S31 | treinta y una"],

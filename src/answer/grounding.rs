@@ -4,7 +4,7 @@
 //! is the *content*: «La abadesa Celia Urquijo tiene 63 hijos [Ficha: Celia Urquijo]» (the
 //! sheet says nothing of children), «El torneo de justas de Altamira fue ganado por Rook
 //! [Sesión 20]» (session 20 never mentions Altamira). Both are unanswerable questions the
-//! 1.5B answered instead of abstaining (issue 10). Two checks catch them without a model:
+//! 1.5B answered instead of abstaining. Two checks catch them without a model:
 //!
 //! - **Numbers.** Every number a sentence states, in digits («63») or in words («trescientas»,
 //!   "thirty"), must be in the notes it cites, in digits or in words of either language, or
@@ -631,7 +631,7 @@ mod tests {
 
     #[test]
     fn the_inventions_the_small_model_made_are_caught() {
-        // Issue 10's two unanswerables, as the 1.5B answered them.
+        // The two unanswerables, as the 1.5B answered them.
         assert_eq!(
             check("La abadesa Celia Urquijo tiene 63 hijos.", &["Ficha: Celia Urquijo"]),
             Some(Ungrounded::Number("63".into()))
@@ -721,7 +721,7 @@ mod tests {
         };
         let sources = |labels: &[&str]| labels.iter().map(|l| l.to_string()).collect::<Vec<_>>();
         let counted = "¿Cuántos hijos tiene la abadesa Celia Urquijo?";
-        // Issue 10's unanswerable as the 1.5B answered it: «dos» is in no count of children.
+        // The unanswerable as the 1.5B answered it: «dos» is in no count of children.
         assert_eq!(
             notes(counted).check(
                 "La abadesa Celia Urquijo tiene dos hijos: Sor Amaranta y Odo.",

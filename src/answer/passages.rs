@@ -485,7 +485,7 @@ pub fn render_extractive(excerpts: &[Excerpt], language: LabelLanguage, model_fa
     format!("{intro}\n{}", lines.join("\n"))
 }
 
-/// A session's extractive recap (issue 15): [`MAX_EXCERPTS`] sentences spread evenly from
+/// A session's extractive recap: [`MAX_EXCERPTS`] sentences spread evenly from
 /// its first to its last, in order, each with its label, so the excerpts tell the session
 /// from beginning to end rather than what matches a question's words.
 pub fn recap_excerpts(fragments: &[(&str, &str)]) -> Vec<Excerpt> {
@@ -569,7 +569,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue_15_a_recap_spreads_from_the_first_sentence_to_the_last() {
+    fn a_recap_spreads_from_the_first_sentence_to_the_last() {
         let text = "# La noche\nUno empieza. Dos sigue. Tres pasa.\n\nCuatro llega. Cinco cae. Seis huye.\n\nSiete acaba. Ocho cierra. Nueve termina.";
         let excerpts = recap_excerpts(&[("Sesión 9", text)]);
         let texts: Vec<&str> = excerpts.iter().map(|e| e.text.as_str()).collect();
@@ -642,7 +642,7 @@ Rook se queda fuera vigilando los carros.";
     }
 
     #[test]
-    fn issue_10_passages_keep_the_best_dense_match_when_no_word_is_shared() {
+    fn passages_keep_the_best_dense_match_when_no_word_is_shared() {
         // «¿Quién montó guardia?» shares no word with the session; the dense path's nearest
         // window (words 38..46: the last paragraph) is the passage that means it.
         let terms = QueryTerms::new("¿Quién montó guardia?", &[]);
@@ -657,7 +657,7 @@ Rook se queda fuera vigilando los carros.";
     }
 
     #[test]
-    fn issue_11_a_long_paragraph_is_chosen_from_by_its_sentences() {
+    fn a_long_paragraph_is_chosen_from_by_its_sentences() {
         // A synopsis paragraph of ~250 words whose answer («Kiri») is in its last sentences:
         // whole, it does not fit a share of 100, and cut at a word it showed only its opening.
         let filler =
@@ -689,7 +689,7 @@ Rook se queda fuera vigilando los carros.";
     }
 
     #[test]
-    fn issue_10_a_paragraph_is_read_under_its_headings() {
+    fn a_paragraph_is_read_under_its_headings() {
         // The answer («dos voces») is in a paragraph that names nobody the question names;
         // its section's heading does. Before, the short line naming Leandro won the budget.
         let session = "# Fiesta\n\nLa regente sale a la tarima con Leandro en la cabeza.\n\n\

@@ -2,7 +2,7 @@
 //!
 //! [`super::grounding`] checks what can be checked by the letter (numbers, names, counts).
 //! What it cannot see is a sentence that keeps the letter and changes the subject: «Iria ganó
-//! el torneo de justas de Altamira [Ficha: Inés Carvajal]» (issue 10's unanswerable as the
+//! el torneo de justas de Altamira [Ficha: Inés Carvajal]» (an unanswerable question as the
 //! 1.5B answered it) names only Altamira, and the sheet does name Altamira, as the college
 //! where Inés studied. No note mentions a tournament.
 //!

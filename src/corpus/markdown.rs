@@ -1548,7 +1548,7 @@ Después.
 > una nota normal
 >[!dm]+
 >pegado",
-            // Issue 12: `Después.` follows the quote with no blank line, so CommonMark (and
+            // `Después.` follows the quote with no blank line, so CommonMark (and
             // Obsidian) read it as a lazy continuation of the secret's last paragraph.
             "
 1| Antes.
@@ -1561,7 +1561,7 @@ secret 14-15: ⏎pegado",
     }
 
     #[test]
-    fn issue_12_nested_and_decorated_callouts_are_secret() {
+    fn nested_and_decorated_callouts_are_secret() {
         // (note, what stays visible, the secret passages); `SECRETO` marks GM text.
         let table: &[(&str, &str)] = &[
             (
@@ -1668,7 +1668,7 @@ secret 1-3: ⏎SECRETO.",
     }
 
     #[test]
-    fn issue_12_malformed_gm_markers_fail_closed() {
+    fn malformed_gm_markers_fail_closed() {
         // An opener variant opens a GM block, with a diagnostic.
         check(
             "Público.

@@ -276,7 +276,7 @@ pub fn is_campaign_note(path: &str) -> bool {
 
 impl CorpusConfig {
     /// Whether `path` lies under one of `secret_paths` at any depth, as `ignore` and
-    /// `kind_folders` match (issue 12): `Secretos` covers `Secretos/x.md` and
+    /// `kind_folders` match: `Secretos` covers `Secretos/x.md` and
     /// `PNJs/Secretos/villano.md`; `PNJs/Secretos` covers `Campaña/PNJs/Secretos/x.md`.
     /// Case- and accent-insensitive, whole path components only (`Secretos` does not cover
     /// `Secretos viejos/x.md`).
@@ -407,7 +407,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn issue_12_secret_paths_match_at_any_depth() {
+    fn secret_paths_match_at_any_depth() {
         let config = CorpusConfig {
             label_language: LabelLanguage::Es,
             kind_folders: default_kind_folders(),

@@ -588,7 +588,7 @@ world "Plan" session -
         );
     }
 
-    /// Issue 11: session-like notes outside the session notes (recaps, fights, episode
+    /// Session-like notes outside the session notes (recaps, fights, episode
     /// codes) carry their session, so their label, time order and summary slot are right.
     #[test]
     fn session_like_notes() {

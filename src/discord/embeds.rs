@@ -131,7 +131,7 @@ pub fn answer_messages(text: &str, citations: &[CitationSource], n_invented: usi
     messages
 }
 
-/// Says under the answer's text that some retrieval paths failed (issue 12, item 11).
+/// Says under the answer's text that some retrieval paths failed.
 pub fn mark_partial_search(messages: &mut [Message], missing_paths: &[&str], lang: Lang) {
     if !missing_paths.is_empty() {
         add_footer_note(messages, &lang.partial_search_footer(missing_paths));
@@ -635,7 +635,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_15_a_long_timeline_is_paged_within_the_limits() {
+    fn a_long_timeline_is_paged_within_the_limits() {
         use crate::corpus::SessionNumber;
         use crate::timeline::{LineSource, Timeline, TimelineEntry};
         let entries: Vec<TimelineEntry> = (1..=23)

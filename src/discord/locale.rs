@@ -385,7 +385,7 @@ impl Lang {
         self.pick("Oráculo", "Oracle")
     }
 
-    // --- campaign time (issue 15): /cronologia, /resumen
+    // --- campaign time: /cronologia, /resumen
 
     pub fn timeline_title(self, entity: &str, page: usize, n_pages: usize) -> String {
         let pages = if n_pages > 1 { format!(" ({page}/{n_pages})") } else { String::new() };

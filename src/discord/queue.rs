@@ -63,7 +63,7 @@ impl Slots {
 
 /// Questions asked by a message (a mention, a reply, a message in one of the bot's threads)
 /// while they wait in the queue, by the asking message's id: deleting that message withdraws
-/// the question (issue 14), and the queue moves on without it.
+/// the question, and the queue moves on without it.
 #[derive(Debug, Default, Clone)]
 pub struct Withdrawals {
     waiting: Arc<Mutex<HashMap<u64, watch::Sender<bool>>>>,
@@ -575,7 +575,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn issue_14_a_deleted_question_is_withdrawn_once_and_only_while_watched() {
+    async fn a_deleted_question_is_withdrawn_once_and_only_while_watched() {
         let withdrawals = Withdrawals::default();
         let mut watched = withdrawals.watch(42);
         assert!(!withdrawals.withdraw(7), "no question was asked by message 7");

@@ -33,7 +33,7 @@ pub enum QuestionKind {
     Chronology,
     /// Places itself in the campaign's time: «la sesión 27», «la última sesión», «justo
     /// después de X»; or carries a number that is not a session («12 monedas»), which the time
-    /// path must leave alone (issue 15).
+    /// path must leave alone.
     Time,
 }
 
@@ -315,14 +315,14 @@ mod tests {
         assert_eq!(question.expected_labels(), vec!["Sesión 2", "Sesión 1"]);
     }
 
-    /// Issue 11: the CRD3 bank holds at least 40 questions, at least 4 of each kind, labels in
+    /// The CRD3 bank holds at least 40 questions, at least 4 of each kind, labels in
     /// the episode-code scheme (C2 episodes from «Sesión 1001»), and follow-ups the follow-up
     /// rule actually expands (no proper name that would make them stand alone).
     #[test]
     fn the_crd3_bank_is_complete() {
         let bank = parse_and_check(include_str!("../../eval/crd3-questions.jsonl")).unwrap();
         assert!(bank.len() >= 40, "{}", bank.len());
-        // The eight kinds of issue 11; the time kind (issue 15) is measured on the sample bank.
+        // The eight kinds; the time kind is measured on the sample bank.
         for kind in QuestionKind::ALL.into_iter().filter(|kind| *kind != QuestionKind::Time) {
             let n = bank.iter().filter(|question| question.kind == kind).count();
             assert!(n >= 4, "{}: {n}", kind.as_str());

@@ -233,7 +233,7 @@ async fn eval_question(
     // The same pool with the rerank off: no second search.
     let fusion = oracle.prepare_from_search(index, compendium, &request, full.search.clone(), false).await?;
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
-    // The time variant (issue 15): the full pipeline with the time path off.
+    // The time variant: the full pipeline with the time path off.
     let without_time = Pipeline { paths: PathSet::ALL.without_time(), rerank: true };
     let untimed = oracle.prepare(index, compendium, &request, without_time).await?;
     variants.insert(WITHOUT_TIME.to_string(), found_in(&expected, &untimed));

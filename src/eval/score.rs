@@ -22,7 +22,7 @@ use crate::oracle::AnswerTimings;
 pub const FULL_PIPELINE: &str = "dense+bm25+entity+rerank";
 /// The three paths fused, rerank off.
 pub const FUSION_ONLY: &str = "dense+bm25+entity";
-/// The full pipeline without the time path (issue 15): what the time path adds.
+/// The full pipeline without the time path: what the time path adds.
 pub const WITHOUT_TIME: &str = "dense+bm25+entity+rerank, no time path";
 /// What a three-step RAG tutorial builds: fixed 300-word windows, dense only, top 8.
 pub const NAIVE_BASELINE: &str = "baseline: 300-word windows, dense, top 8";
@@ -717,7 +717,7 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
         self.render_time(out);
     }
 
-    /// The time variant (issue 15): hits in the final k with and without the time path.
+    /// The time variant: hits in the final k with and without the time path.
     fn render_time(&self, out: &mut String) {
         let (Some(full), Some(untimed)) = (self.variant(FULL_PIPELINE), self.variant(WITHOUT_TIME)) else { return };
         let _ = writeln!(out, "Time path (hits in the final k and recall, with / without the time path)");
@@ -880,7 +880,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue_15_cited_sessions_in_story_order() {
+    fn cited_sessions_in_story_order() {
         use crate::corpus::SessionNumber;
         let cited = |labels: &[(&str, Option<u32>)]| -> Vec<(String, Option<SessionNumber>)> {
             labels.iter().map(|(label, n)| (label.to_string(), n.map(SessionNumber))).collect()

@@ -544,7 +544,7 @@ impl Store {
     /// The fragments `wanted` names, each only while it still holds the text that was
     /// searched (`(id, content_hash)`) and `visibility` allows it, in the order asked.
     /// One query. Anything fetched by id for a reader goes through here: an id found by one
-    /// search must never hand over text the search did not see (issue 12).
+    /// search must never hand over text the search did not see.
     pub fn fragments_checked(
         &self,
         wanted: &[(i64, &str)],
@@ -989,7 +989,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_12_ids_are_never_reused_and_fetches_recheck_what_was_searched() {
+    fn ids_are_never_reused_and_fetches_recheck_what_was_searched() {
         // The same label now holds a GM-only part.
         check(&[("Sesión 1", "uno", PLAYER)], &[("Sesión 1", "el traidor", GM)]);
         // The last id deleted (the one a plain rowid hands out again) comes back with GM text.
@@ -1002,7 +1002,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_12_a_row_changed_under_a_kept_id_is_dropped() {
+    fn a_row_changed_under_a_kept_id_is_dropped() {
         let dir = tempfile::TempDir::new().unwrap();
         let mut store = Store::open(&dir.path().join("index.sqlite")).unwrap();
         ingest(&mut store, file(&[("Sesión 1", "uno", PLAYER), ("Sesión 2", "dos", PLAYER)]));

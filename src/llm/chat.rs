@@ -13,7 +13,7 @@ use super::LlmError;
 pub const DEFAULT_SERVER_N_CTX: usize = 32768;
 
 /// One turn of a conversation the table had with the oracle (a Discord channel or thread, a
-/// CLI chat): a chat message, user or assistant (issue 13: one message type).
+/// CLI chat): a chat message, user or assistant (one message type).
 pub type Turn = ChatMessage;
 /// Who said a turn.
 pub type TurnRole = ChatRole;

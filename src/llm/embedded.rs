@@ -14,16 +14,16 @@ use super::{EmbedRole, Embedder, LlmError, NameFloor, SupportFloor};
 /// e5-small reads at most 512 tokens. Spanish notes run ~1.6 XLM-R tokens per word once
 /// Markdown punctuation counts, so 250 words (~400 tokens) fit with a margin.
 pub const E5_WINDOW_WORDS: usize = 250;
-/// e5-small's support floors, measured on the sample campaign (`eval/README.md`, stop 23):
+/// e5-small's support floors, measured on the sample campaign (`eval/README.md`):
 /// the 73 sentences of three 1.5B answer runs and 14 written by hand, each against 40-word
 /// passages of the notes it cites. In the notes' language, every sentence of an answer that
 /// held a key fact was at 0.854 or above; «Iria/Rook ganó el torneo de justas de Altamira»,
-/// issue 10's unanswerable, at 0.814 and 0.819; right paraphrases written by hand from 0.877.
+/// an unanswerable question, at 0.814 and 0.819; right paraphrases written by hand from 0.877.
 /// The floor sits between, nearer the inventions, so a campaign whose prose differs keeps its
 /// right sentences first. An English sentence over Spanish notes runs lower (right
 /// translations from 0.824), so its floor is lower and catches only the farthest.
 pub const E5_SUPPORT_FLOOR: SupportFloor = SupportFloor { same_language: 0.83, other_language: 0.80 };
-/// e5-small's floor for a title named across languages, both embedded as queries (issue 11).
+/// e5-small's floor for a title named across languages, both embedded as queries.
 /// Measured on the sample campaign's 15 article-led aliases against 108 "the …" phrases of
 /// both banks' questions and 27 written by hand: right translations score 0.907 to 0.947
 /// («the abbess» → «la Abadesa», «the cartographer» → «el cartógrafo»), each at least 0.054

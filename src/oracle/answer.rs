@@ -129,7 +129,7 @@ impl Answer {
     /// Whether this exchange becomes a turn of the conversation: not when the model was
     /// asked and failed (a server killed mid-stream, a timeout, a reply that never fitted):
     /// the player saw the notes' own sentences, not an answer to follow up on, and the next
-    /// question should not build on a half-written one (issue 16).
+    /// question should not build on a half-written one.
     pub fn joins_history(&self) -> bool {
         self.fallback.is_none()
     }

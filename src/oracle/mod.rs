@@ -39,7 +39,7 @@ pub use story::ArcStory;
 /// A question longer than this is refused: it is a paste, not a question, and it would
 /// crowd the notes out of the context window.
 pub const MAX_QUESTION_CHARS: usize = 1000;
-/// Opened indexes an oracle keeps between questions (issue 13: the bot answers at memory speed,
+/// Opened indexes an oracle keeps between questions (the bot answers at memory speed,
 /// not re-opening SQLite and LanceDB per question): one per question answered at once, which
 /// the bot's `concurrency` bounds; more are opened on demand and closed when returned.
 const OPEN_INDEXES_KEPT: usize = 4;
@@ -64,7 +64,7 @@ pub struct AnswerSettings {
     /// How long an answer may take on a backend that reports its speed (the embedded one).
     pub answer_seconds: f64,
     /// The total time one answer's generation may take, every attempt included; past it the
-    /// answer is extractive (issue 12, item 12: one endless stream cannot hold the queue).
+    /// answer is extractive (one endless stream cannot hold the queue).
     pub deadline: Duration,
     /// Whether the notes' own sentences are shown before the model's answer.
     pub instant: bool,
@@ -192,7 +192,7 @@ pub struct Oracle {
     embedder: Arc<dyn Embedder>,
     chat: Arc<dyn ChatModel>,
     settings: AnswerSettings,
-    /// The compendium matcher of the index generation it was built from (issue 13: built once
+    /// The compendium matcher of the index generation it was built from (built once
     /// per ingest, not once per question); rebuilt when an ingest commits a new generation.
     compendium: std::sync::Mutex<Option<(String, Arc<CompendiumIndex>)>>,
     /// Indexes opened for earlier questions, lent to the next ones ([`IndexLease`]). An ingest

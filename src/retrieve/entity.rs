@@ -4,7 +4,7 @@
 //! Measured in the design: asking about someone who appears in six sessions returned
 //! fragments from only two or three with the dense and BM25 paths; this path raised that
 //! coverage from 70% to 91%. The trade-off the design accepted (an entity that appears
-//! everywhere floods the pool) broke on a 99-session campaign (issue 11), so an entity's
+//! everywhere floods the pool) broke on a 99-session campaign, so an entity's
 //! evidence now scales with its rarity, a question naming two entities prefers the sessions
 //! where they meet, and an arc question about one entity still gets all of its sessions.
 
@@ -301,7 +301,7 @@ impl CompendiumIndex {
 
 /// An entity's evidence is `1 − its share of the sessions` (a PC in 90% of them says little
 /// about which one the question means; an NPC in two says a lot), never below this floor, so
-/// the path still breaks ties between the other paths' candidates (issue 11).
+/// the path still breaks ties between the other paths' candidates.
 pub const ENTITY_MIN_WEIGHT: f64 = 0.05;
 
 /// Folded phrases that ask about an entity's whole story («¿qué ha hecho X en la campaña?»,

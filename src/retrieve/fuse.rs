@@ -30,7 +30,7 @@ pub fn fuse_candidates(lists: &[(RetrievalPath, Vec<i64>)], max_pool: usize) -> 
 }
 
 /// [`fuse_candidates`] with a weight per list: a position is worth `weight / (RRF_K + rank)`.
-/// The entity path's weight is the rarity of the entities the question names (issue 11); the
+/// The entity path's weight is the rarity of the entities the question names; the
 /// others weigh 1.
 pub fn fuse_weighted(lists: &[(RetrievalPath, f64, Vec<i64>)], max_pool: usize) -> Vec<Fused> {
     let _span = tracing::info_span!("retrieve.fuse", n_lists = lists.len()).entered();
@@ -60,7 +60,7 @@ pub fn fuse_weighted(lists: &[(RetrievalPath, f64, Vec<i64>)], max_pool: usize) 
 
 /// Parts of one note the fused order keeps before the other notes' candidates. A long session
 /// is split into parts (`SESSION_MAX_WORDS`), and its parts share its words: without a bound they
-/// fill the first eight with one session. Measured on the CRD3 bank (issue 11), «How did
+/// fill the first eight with one session. Measured on the CRD3 bank, «How did
 /// Mollymauk Tealeaf die?» had Sesión 1001 three times in the fused top 8 and the session that
 /// answers it ninth.
 pub const MAX_PARTS_PER_NOTE: usize = 2;

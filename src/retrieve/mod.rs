@@ -265,7 +265,7 @@ pub struct SearchResult {
     /// Paths that failed (the embedder down, a LanceDB or FTS5 error): the pool comes from the
     /// others, and the answer says which were missing. Empty when every path answered.
     pub missing_paths: Vec<MissingPath>,
-    /// Why the pool looks as it does (issue 11): the follow-up decision, the entity path's
+    /// Why the pool looks as it does: the follow-up decision, the entity path's
     /// evidence (each named entity's session share and weight) and each path's list length.
     pub diagnostics: SearchDiagnostics,
     /// What the time path read and brought (empty when the question has no time reference).
@@ -337,7 +337,7 @@ pub async fn search(
         let mut timings = SearchTimings::default();
         let names_ms = ms(started_names);
 
-        // Each path may fail alone (issue 12, item 11): the question is answered from the
+        // Each path may fail alone: the question is answered from the
         // paths that worked, and says which did not. Only all of them failing is an error.
         let mut missing_paths: Vec<MissingPath> = Vec::new();
         let mut first_failure: Option<RetrieveError> = None;

@@ -250,7 +250,7 @@ async fn the_oracle_answers_with_checked_citations_over_http() {
 
     assert_eq!(answer.rerank, RerankDecision::Applied { from_model: 2 });
     let shown: Vec<&str> = answer.fragments_shown.iter().map(|s| s.label.as_str()).collect();
-    // The rerank's two picks are shown; the fragments go to the model in story order (issue 15).
+    // The rerank's two picks are shown; the fragments go to the model in story order.
     assert!(shown.contains(&"Sesión 7") && shown.contains(&"Sesión 8"), "{shown:?}");
     let sessions: Vec<u32> = answer.fragments_shown.iter().filter_map(|s| s.session.map(|n| n.0)).collect();
     assert!(sessions.windows(2).all(|pair| pair[0] <= pair[1]), "story order: {sessions:?}");
@@ -277,11 +277,11 @@ async fn the_oracle_answers_with_checked_citations_over_http() {
     assert!(answer.timings.total_ms >= answer.timings.generation_ms);
 }
 
-/// Issue 12, item 11: the embedder failing for one question leaves the dense path out, not
+/// The embedder failing for one question leaves the dense path out, not
 /// the question: BM25 and the entity path still find the note, and the answer says which
 /// path was missing.
 #[tokio::test]
-async fn issue_12_a_failing_path_leaves_the_others_to_answer() {
+async fn a_failing_path_leaves_the_others_to_answer() {
     let scratch = port_campaign();
     let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
     let embedder = Arc::new(ollama_embedder(&fake, "bge-m3").await);
@@ -310,10 +310,10 @@ async fn issue_12_a_failing_path_leaves_the_others_to_answer() {
     assert!(answer.missing_paths.is_empty(), "{:?}", answer.missing_paths);
 }
 
-/// Issue 12, item 12: a model that starts answering but never finishes gives way to the
+/// A model that starts answering but never finishes gives way to the
 /// extractive answer at the total deadline, whatever its idle timeout says.
 #[tokio::test]
-async fn issue_12_a_generation_past_its_deadline_gives_way_to_the_extractive_answer() {
+async fn a_generation_past_its_deadline_gives_way_to_the_extractive_answer() {
     let scratch = port_campaign();
     let embeddings = FakeOllama::start(&["bge-m3"]).await;
     let embedder = Arc::new(ollama_embedder(&embeddings, "bge-m3").await);
@@ -426,7 +426,7 @@ async fn entities_a_chat_model_extracts_join_the_compendium_once() {
     assert_eq!(fake.chat_requests("/api/chat").len(), calls);
 }
 
-/// Issue 13: the oracle builds its compendium matcher once per committed ingest, not once per
+/// The oracle builds its compendium matcher once per committed ingest, not once per
 /// question, and a re-ingest that adds an entity is seen by the next question.
 #[tokio::test]
 async fn the_compendium_matcher_is_built_once_per_ingest_generation() {
@@ -454,7 +454,7 @@ async fn the_compendium_matcher_is_built_once_per_ingest_generation() {
     assert_eq!(named, ["Tobías"]);
 }
 
-/// Issue 13 (one message type): a history is a list of chat messages, and a system message in
+/// One message type: a history is a list of chat messages, and a system message in
 /// one (a hand-written `--history` file) is not a turn of the conversation: it never reaches
 /// the model, while the user's and the oracle's turns do.
 #[tokio::test]

@@ -1,5 +1,5 @@
 //! The crate's layering (ARCHITECTURE.md, "Who may import whom"), read from the source's own
-//! `crate::` paths, so that it cannot rot again (issue 13): every top-level module is placed in
+//! `crate::` paths, so that it cannot rot again: every top-level module is placed in
 //! [`LAYERS`], imports only the modules listed for it, and lists only modules placed before it
 //! (so the layering has no cycle by construction).
 
@@ -99,7 +99,7 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
 }
 
 #[test]
-fn issue_13_every_module_imports_only_the_layers_below_it() {
+fn every_module_imports_only_the_layers_below_it() {
     let placed: Vec<&str> = LAYERS.iter().map(|(module, _)| *module).collect();
     // The table itself: each module lists only modules placed before it.
     for (position, (module, allowed)) in LAYERS.iter().enumerate() {

@@ -413,12 +413,12 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     bot.stop().await;
 }
 
-/// Issue 12, items 7 to 10, through the real bot: the bot answers only in its configured
+/// Through the real bot: the bot answers only in its configured
 /// server (nothing in another one), in direct messages only to the DM (who reads GM notes
 /// there), never in a group DM; a category listed as a GM channel makes no channel a GM
 /// channel; sources are rate limited like questions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_12_the_bot_answers_only_where_it_is_configured() {
+async fn the_bot_answers_only_where_it_is_configured() {
     oraculo::logging::init();
     const CATEGORY: u64 = 700_000_000_000_000_300;
     const OTHER_GUILD: u64 = 880_000_000_000_000_999;
@@ -522,10 +522,10 @@ async fn issue_12_the_bot_answers_only_where_it_is_configured() {
     bot.stop().await;
 }
 
-/// Issue 12, item 9: without a server list the bot does not start (it would answer in any
+/// Without a server list the bot does not start (it would answer in any
 /// server that invites it), and says what to set.
 #[tokio::test]
-async fn issue_12_the_bot_refuses_to_start_without_its_servers() {
+async fn the_bot_refuses_to_start_without_its_servers() {
     let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
     let text = format!(
         "data_dir = \"{}\"\n[campaign]\ndir = \"{}\"\n[discord]\ntoken = \"{TOKEN}\"\ndm_user_ids = [{DM}]\n",
@@ -803,11 +803,11 @@ async fn a_channel_that_stops_being_a_gm_channel_feeds_no_gm_turn_to_its_players
     bot.stop().await;
 }
 
-/// Issue 14, item 2: a question whose interaction token is about to expire (it waited ~14½
+/// A question whose interaction token is about to expire (it waited ~14½
 /// minutes) is answered with an ordinary channel message, with the bot's token, and its
 /// thread opens on that message; the stand-in refuses the webhook once the token expires.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_14_an_answer_outlives_its_interaction_token() {
+async fn an_answer_outlives_its_interaction_token() {
     let table = Table::start("").await;
     let (ollama, discord) = (&table.ollama, &table.discord);
 
@@ -838,13 +838,13 @@ async fn issue_14_an_answer_outlives_its_interaction_token() {
     table.bot.stop().await;
 }
 
-/// Issue 14, item 6: without `proxy_url` the bot runs as a user's bot does, with serenity's own
+/// Without `proxy_url` the bot runs as a user's bot does, with serenity's own
 /// rate limiter, here against the stand-in answering as `https://discord.com` over TLS: the
 /// commands register, an answer streams and lands, and an edit refused with a 429 (its
 /// `Retry-After` and `X-RateLimit-*` headers) is waited out and sent again by the limiter,
 /// never reaching the bot as an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_14_serenity_s_own_rate_limiter_runs_against_discord_over_tls() {
+async fn serenity_s_own_rate_limiter_runs_against_discord_over_tls() {
     let table = Table::start_reaching("", Reach::DiscordCom).await;
     let (ollama, discord) = (&table.ollama, &table.discord);
     let registered = discord
@@ -880,11 +880,11 @@ async fn issue_14_serenity_s_own_rate_limiter_runs_against_discord_over_tls() {
     table.bot.stop().await;
 }
 
-/// Issue 14, item 3: `@Oráculo <question>` in a channel is a question, answered as a reply in
+/// `@Oráculo <question>` in a channel is a question, answered as a reply in
 /// the channel's conversation; replying to one of the bot's answers continues it; a bare
 /// mention gets a short help; a reply to a bot message that is not an answer is ignored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_14_mentions_and_replies_ask_and_continue() {
+async fn mentions_and_replies_ask_and_continue() {
     const ANSWER_COLOUR: u32 = 0x7b5ea7;
     let table = Table::start("").await;
     let (ollama, discord) = (&table.ollama, &table.discord);
@@ -958,13 +958,13 @@ async fn issue_14_mentions_and_replies_ask_and_continue() {
     table.bot.stop().await;
 }
 
-/// Issue 14's burst, through the stricter stand-in: 20 questions from 5 users in 2 channels at
+/// The burst, through the stricter stand-in: 20 questions from 5 users in 2 channels at
 /// once, one answered at a time, a quarter of them asked 14½ minutes ago (their tokens about
 /// to expire). Every question gets exactly its own answer, in its own channel; no body breaks
 /// a Discord limit; queue notices follow the queue. Prints the edits per answer and the time
 /// to the first visible text (a measurement for the closing note, not a timed assertion).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_14_a_burst_of_twenty_questions_loses_none() {
+async fn a_burst_of_twenty_questions_loses_none() {
     oraculo::logging::init();
     let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
     let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
@@ -1053,11 +1053,11 @@ async fn issue_14_a_burst_of_twenty_questions_loses_none() {
     bot.stop().await;
 }
 
-/// Issue 14, item 5: `[[campaigns]]`, two tables in one server, each in its own channel with
+/// `[[campaigns]]`, two tables in one server, each in its own channel with
 /// its own notes and DM; a channel of no campaign gets a clear ephemeral message; `/reingest`
 /// reindexes the campaign of the place it is used in, and only that campaign's DM may run it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_14_one_bot_serves_several_campaigns_each_in_its_channels() {
+async fn one_bot_serves_several_campaigns_each_in_its_channels() {
     const CHANNEL_B: u64 = 700_000_000_000_000_200;
     const CHANNEL_NONE: u64 = 700_000_000_000_000_300;
     const DM_B: u64 = 700_000_000_000_000_009;
@@ -1133,11 +1133,11 @@ async fn issue_14_one_bot_serves_several_campaigns_each_in_its_channels() {
     bot.stop().await;
 }
 
-/// Issue 14, item 4: a question asked by a message leaves the queue when its author deletes
+/// A question asked by a message leaves the queue when its author deletes
 /// that message: its queue notice is deleted, the model never sees it, and the questions
 /// behind it move up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_14_a_deleted_question_leaves_the_queue() {
+async fn a_deleted_question_leaves_the_queue() {
     let table = Table::start("").await;
     let (ollama, discord) = (&table.ollama, &table.discord);
     let replies_to = |asked: u64| {
@@ -1183,7 +1183,7 @@ async fn issue_14_a_deleted_question_leaves_the_queue() {
     table.bot.stop().await;
 }
 
-/// Issue 14's measurement with the real embedded models, through the stand-in: the sample
+/// The measurement with the real embedded models, through the stand-in: the sample
 /// campaign embedded by e5-small, answers by the 1.5B in-process, one `/oraculo`. Prints the
 /// time to the first status, to the first answer text and to the final layout, the edits, and
 /// any body over a limit. Not part of the suite (minutes on a CPU):

@@ -10,7 +10,7 @@
 //! Canned faults (`enqueue`) and a recorded history (`requests`, headers included) let tests
 //! drive failures and check what was sent.
 //!
-//! What the real servers taught (issue 16): a served window (`set_window`), told where each
+//! What the real servers taught: a served window (`set_window`), told where each
 //! server tells it (llama-server's `/props` and `/v1/models` `meta.n_ctx`, Ollama's
 //! `/api/show` `model_info`), and enforced as each enforces it: `/v1/chat/completions`
 //! refuses a prompt of the window's size or more with llama-server's 400

@@ -198,7 +198,7 @@ async fn the_search_command_prints_its_json_contract() {
             && first["ranks"]["bm25"].is_number()
             && first["ranks"]["entity"].is_number()
     );
-    // Issue 11: the diagnostics say why (additive fields).
+    // The diagnostics say why (additive fields).
     let diagnostics = &json["diagnostics"];
     assert_eq!(diagnostics["followup"], serde_json::json!({"expanded": true, "reason": "opens with \"y\""}));
     let entity_path = &diagnostics["entity_path"];
@@ -246,7 +246,7 @@ async fn the_search_command_prints_its_json_contract() {
 }
 
 #[tokio::test]
-async fn issue_11_a_ubiquitous_entity_weighs_little_unless_the_question_is_about_its_story() {
+async fn a_ubiquitous_entity_weighs_little_unless_the_question_is_about_its_story() {
     // Baika (alias «la Tejedora») is in every session of the vault: her share is 1.
     let fact = ask("¿Qué sabemos de la Tejedora?", &[], Audience::Player).await;
     let evidence = fact.diagnostics.entity_path.as_ref().expect("an entity is named");
@@ -295,7 +295,7 @@ async fn titled_campaign() -> (crate::support::Scratch, E5Embedder) {
 }
 
 #[tokio::test]
-async fn issue_11_a_title_asked_in_english_names_the_npc_the_spanish_notes_call_by_it() {
+async fn a_title_asked_in_english_names_the_npc_the_spanish_notes_call_by_it() {
     let (scratch, embedder) = titled_campaign().await;
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     let compendium = CompendiumIndex::load(&index.store).unwrap();

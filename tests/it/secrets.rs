@@ -1,4 +1,4 @@
-//! Issue 12, "never show a player what the DM marked secret": each way a secret could reach a
+//! "never show a player what the DM marked secret": each way a secret could reach a
 //! player, attacked through the real index.
 
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 const CANARY: &str = "Umbravela";
 
 #[tokio::test]
-async fn issue_12_a_reingest_between_search_and_answer_shows_no_secret() {
+async fn a_reingest_between_search_and_answer_shows_no_secret() {
     // One chronicle: its fragments hold the highest ids, the ones a plain rowid hands out again.
     let scratch = Scratch::new(&[(
         "Crónica.md",
@@ -71,7 +71,7 @@ async fn issue_12_a_reingest_between_search_and_answer_shows_no_secret() {
 }
 
 #[tokio::test]
-async fn issue_12_hidden_folders_are_never_read_even_with_an_empty_ignore_list() {
+async fn hidden_folders_are_never_read_even_with_an_empty_ignore_list() {
     let scratch = Scratch::new(&[
         ("Sesiones/Sesion 1.md", "# Sesión 1\nEl grupo llega al puerto.\n"),
         (".trash/Sesion 2.md", &format!("# Sesión 2\nBorrado: {CANARY}.\n")),
@@ -92,7 +92,7 @@ async fn issue_12_hidden_folders_are_never_read_even_with_an_empty_ignore_list()
 
 #[cfg(unix)]
 #[tokio::test]
-async fn issue_12_the_index_is_its_owners_alone() {
+async fn the_index_is_its_owners_alone() {
     use std::os::unix::fs::PermissionsExt;
     let scratch = Scratch::new(&[("Secretos/Plan.md", &format!("# Plan\n{CANARY}.\n"))]);
     let fake = FakeOllama::start(&["bge-m3"]).await;

@@ -1,4 +1,4 @@
-//! What real model servers taught (issue 16), through their wire-format stand-ins: the window
+//! What real model servers taught, through their wire-format stand-ins: the window
 //! learnt from the server before a prompt is planned, a prompt refused as too long planned
 //! again once for the window the server reports, a second refusal left to the extractive
 //! answer, and a stream cut mid-token read as a clear error.

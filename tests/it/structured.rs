@@ -378,7 +378,7 @@ async fn the_real_smoke_model_answers_structured_or_extractive_never_invented() 
 }
 
 #[tokio::test]
-async fn issue_10_sentences_the_cited_notes_do_not_back_are_dropped_and_none_left_abstains() {
+async fn sentences_the_cited_notes_do_not_back_are_dropped_and_none_left_abstains() {
     let bench = bench().await;
     let oracle = bench.oracle(bench.ollama(), AnswerMode::Structured);
     // One sentence the session backs; one with a number it does not hold; one with a name
@@ -416,7 +416,7 @@ const BRIDGE_SESSION: &str = "# Sesión 7\nLos contrabandistas atacan al amanece
      alabarda en la posada del muelle, colgada sobre la chimenea.\n";
 
 #[tokio::test]
-async fn issue_10_a_sentence_no_passage_of_its_notes_says_is_dropped_by_meaning() {
+async fn a_sentence_no_passage_of_its_notes_says_is_dropped_by_meaning() {
     let scratch = Scratch::new(&[
         (
             "Sesiones/Sesion 6.md",
@@ -433,7 +433,7 @@ async fn issue_10_a_sentence_no_passage_of_its_notes_says_is_dropped_by_meaning(
     assert!(embedder.support_floor().is_some());
     let bench = bench_over(scratch, FakeOllama::start(&["qwen2.5:14b"]).await, embedder).await;
     let oracle = bench.oracle(bench.ollama(), AnswerMode::Structured);
-    // Issue 10's unanswerable as the 1.5B answered it: the question restated around a name the
+    // The unanswerable as the 1.5B answered it: the question restated around a name the
     // cited session holds. No number, no name the session lacks: only its meaning gives it away.
     let invented = "Tomás ganó el torneo de justas del puerto.";
     bench.fake.enqueue_reply(&structured(&[

@@ -1,4 +1,4 @@
-//! Campaign time (issue 15) over a real index: sessions whose numbers are only in their file
+//! Campaign time over a real index: sessions whose numbers are only in their file
 //! names, a GM-only session after the last player one, and a campaign of world documents only.
 //! The embedder is the Ollama stand-in; answers are extractive (no model).
 
@@ -66,7 +66,7 @@ fn by_time(result: &SearchResult) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn issue_15_sessions_numbered_only_in_file_names_are_found_by_the_time_path() {
+async fn sessions_numbered_only_in_file_names_are_found_by_the_time_path() {
     let bench = bench(time_campaign()).await;
     let table: &[(&str, Audience, &[&str])] = &[
         ("¿Qué pasó en la sesión 4?", Audience::Player, &["Sesión 4"]),
@@ -98,7 +98,7 @@ async fn issue_15_sessions_numbered_only_in_file_names_are_found_by_the_time_pat
 }
 
 #[tokio::test]
-async fn issue_15_a_named_session_is_shown_and_a_missing_one_is_answered_naming_the_last() {
+async fn a_named_session_is_shown_and_a_missing_one_is_answered_naming_the_last() {
     let bench = bench(time_campaign()).await;
     let index = bench.oracle.open_index().await.unwrap();
     let compendium = CompendiumIndex::load(&index.store).unwrap();
@@ -122,7 +122,7 @@ async fn issue_15_a_named_session_is_shown_and_a_missing_one_is_answered_naming_
 }
 
 #[tokio::test]
-async fn issue_15_timeline_in_story_order_within_the_audience() {
+async fn timeline_in_story_order_within_the_audience() {
     let bench = bench(time_campaign()).await;
     let player = timeline(&bench.oracle, "baika", Audience::Player).await.unwrap();
     let sessions: Vec<u32> = player.entries.iter().map(|e| e.session.0).collect();
@@ -142,7 +142,7 @@ async fn issue_15_timeline_in_story_order_within_the_audience() {
 }
 
 #[tokio::test]
-async fn issue_15_recap_defaults_to_the_last_session_and_cites_it() {
+async fn recap_defaults_to_the_last_session_and_cites_it() {
     let bench = bench(time_campaign()).await;
     let last = recap(&bench.oracle, None, Audience::Player, LabelLanguage::Es, None).await.unwrap();
     assert_eq!(last.session, SessionNumber(6));
@@ -158,7 +158,7 @@ async fn issue_15_recap_defaults_to_the_last_session_and_cites_it() {
 }
 
 #[tokio::test]
-async fn issue_15_a_campaign_without_sessions_says_so() {
+async fn a_campaign_without_sessions_says_so() {
     let bench = bench(Scratch::new(&[
         ("Mundo/Dioses.md", "# Dioses\nKesh el Hueco es el dios de la sal.\n"),
         ("Mundo/Puerto.md", "# Puerto Salobre\nUna ciudad de muelles y sal.\n"),
