@@ -66,10 +66,33 @@ impl Oracle {
         let question = check_question(request.question)?;
         let index = self.open_index().await?;
         let compendium = self.compendium(&index)?;
-        let started = prepared.started;
-        self.prepare_from_pool(&index, &compendium, question, request, prepared.search, true, started)
-            .instrument(tracing::info_span!("answer.choose_with_model"))
-            .await
+        async move {
+            let choice = self.choose(&index, &prepared.search, true).await?;
+            // The rerank kept the fragments already prepared (always so when the notes have no
+            // annotations), and each still holds the text searched and may be shown to this
+            // audience (an ingest may have run while the question waited): the context, story
+            // and plan stand; only the decision is new.
+            let same_fragments = choice.chosen.len() == prepared.chosen.len()
+                && choice.chosen.iter().zip(&prepared.chosen).all(|(a, b)| a.fragment_id == b.fragment_id);
+            let still_as_searched = || -> Result<bool, AskError> {
+                let wanted: Vec<(i64, &str)> =
+                    prepared.chosen.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect();
+                let checked = index.store.fragments_checked(&wanted, request.audience.visibility_filter())?;
+                Ok(checked.len() == wanted.len())
+            };
+            if same_fragments && still_as_searched()? {
+                return Ok(Prepared {
+                    rerank: choice.rerank,
+                    rerank_ms: choice.rerank_ms,
+                    rerank_prompt_tokens: choice.rerank_prompt_tokens,
+                    ..prepared
+                });
+            }
+            let started = prepared.started;
+            self.prepare_from_choice(&index, &compendium, question, request, prepared.search, choice, started).await
+        }
+        .instrument(tracing::info_span!("answer.choose_with_model"))
+        .await
     }
 
     /// The notes' own sentences for what was prepared, cited and checked like any answer;

@@ -457,9 +457,23 @@ impl Oracle {
         rerank: bool,
         started: Instant,
     ) -> Result<Prepared, AskError> {
-        let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
-        let Choice { mut chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations, extractive } =
-            self.choose(index, &search, &hashes, rerank).await?;
+        let choice = self.choose(index, &search, rerank).await?;
+        self.prepare_from_choice(index, compendium, question, request, search, choice, started).await
+    }
+
+    /// The context for the fragments `choice` holds, from `search`'s pool.
+    #[allow(clippy::too_many_arguments)]
+    async fn prepare_from_choice(
+        &self,
+        index: &Index,
+        compendium: &CompendiumIndex,
+        question: &str,
+        request: &AskRequest<'_>,
+        search: SearchResult,
+        choice: Choice,
+        started: Instant,
+    ) -> Result<Prepared, AskError> {
+        let Choice { mut chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations, extractive } = choice;
 
         // The context: chosen in full (or as their passages, when a CPU has no time for the
         // whole), the rest of the pool as one-line summaries.
@@ -537,13 +551,9 @@ impl Oracle {
 
     /// The fragments shown in full: the rerank's choice over the pool's cached annotations
     /// (or the fusion order), the sessions the question names kept and first.
-    async fn choose(
-        &self,
-        index: &Index,
-        search: &SearchResult,
-        hashes: &[&str],
-        rerank: bool,
-    ) -> Result<Choice, AskError> {
+    async fn choose(&self, index: &Index, search: &SearchResult, rerank: bool) -> Result<Choice, AskError> {
+        let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
+        let hashes = hashes.as_slice();
         // Rerank over the cached annotations of the pool: the model's, and where the settings
         // say so the extractive ones for the fragments it did not annotate.
         let by_hash = index.store.annotations(hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
