@@ -416,12 +416,12 @@ fn e5_embedder() -> Option<std::sync::Arc<dyn Embedder>> {
     let data_dir = std::env::var_os("XDG_DATA_HOME")
         .map(|dir| Path::new(&dir).join("oraculo"))
         .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".local/share/oraculo")))?;
-    let path = oraculo::llm::embedded::E5Embedder::default_path(&data_dir);
+    let path = oraculo::llm::embed::e5::E5Embedder::default_path(&data_dir);
     if !path.is_file() {
         println!("(no e5-small figures: {} is absent; scripts/fetch-models.sh fetches it)", path.display());
         return None;
     }
-    match oraculo::llm::embedded::E5Embedder::load(&path) {
+    match oraculo::llm::embed::e5::E5Embedder::load(&path) {
         Ok(embedder) => Some(std::sync::Arc::new(embedder)),
         Err(err) => {
             println!("(no e5-small figures: {err})");

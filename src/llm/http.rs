@@ -1,9 +1,9 @@
-//! What the HTTP chat backends share: reading a streamed body line by line (Ollama's NDJSON,
-//! the OpenAI server-sent events) with a limit on how long the server may stay silent.
+//! What the HTTP backends share: the client, a request error's cause spelled out, and reading
+//! a streamed body line by line (Ollama's NDJSON, the OpenAI server-sent events) with a limit
+//! on how long the server may stay silent.
 
 use std::time::Duration;
 
-use super::ollama::describe;
 use super::{LlmError, Server};
 
 /// How long a kept connection to a model server may sit idle before the client drops it.
@@ -80,6 +80,18 @@ impl LineReader {
             }
         }
     }
+}
+
+/// reqwest's Display hides the cause ("error sending request"); the chain says "connection refused".
+pub(super) fn describe(err: &reqwest::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// The context window to ask for: the prompt plus the answer budget, rounded up to a

@@ -1,21 +1,16 @@
 //! Transport to models: the [`Embedder`] and [`chat::ChatModel`] traits and their backends.
 //!
-//! Embedders: e5-small in-process ([`embedded`]), Ollama ([`ollama`]).
-//! Chat models: llama.cpp in-process ([`llama_cpp`]), Ollama ([`ollama_chat`]), any
-//! OpenAI-compatible server ([`openai`]). `app::connect_embedder` and `app::connect_chat` are the
-//! only places that pick a backend.
+//! Embedders ([`embed`]): e5-small in-process ([`embed::e5`]), Ollama ([`embed::ollama`]).
+//! Chat models ([`chat`]): llama.cpp in-process ([`chat::llama_cpp`]), Ollama
+//! ([`chat::ollama`]), any OpenAI-compatible server ([`chat::openai`]).
+//! `app::connect_embedder` and `app::connect_chat` are the only places that pick a backend.
 //!
 //! Architecture invariant: nothing here knows what a fragment, a label or a citation is.
 //! Text goes in, vectors and generated text come out.
 
 pub mod chat;
-pub mod e5;
-pub mod embedded;
+pub mod embed;
 mod http;
-pub mod llama_cpp;
-pub mod ollama;
-pub mod ollama_chat;
-pub mod openai;
 
 use async_trait::async_trait;
 
@@ -72,7 +67,7 @@ pub enum LlmError {
     EmbeddedModel {
         path: String,
         #[source]
-        source: e5::E5Error,
+        source: embed::e5::E5Error,
     },
     #[error("embedding worker failed: {0}")]
     Worker(String),

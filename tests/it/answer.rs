@@ -8,7 +8,7 @@ use std::time::Duration;
 use oraculo::index::Index;
 use oraculo::ingest::{Quiet, annotate_fragments};
 use oraculo::llm::chat::ChatModel;
-use oraculo::llm::ollama_chat::{OllamaChat, OllamaChatConfig};
+use oraculo::llm::chat::ollama::{OllamaChat, OllamaChatConfig};
 use oraculo::oracle::{AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::rerank::{RERANK_SHARE, RerankDecision, RerankReads, RerankSkip, rerank_by_annotation};
 use oraculo::retrieve::{Audience, Candidate, CompendiumIndex, PathSet, SearchRequest, search};

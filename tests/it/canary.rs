@@ -18,7 +18,7 @@ use oraculo::corpus::{LabelLanguage, Visibility};
 use oraculo::index::Index;
 use oraculo::ingest::{Quiet, annotate_fragments};
 use oraculo::llm::chat::ChatModel;
-use oraculo::llm::ollama_chat::OllamaChat;
+use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Pipeline};
 use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, search};
 

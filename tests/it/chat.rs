@@ -9,10 +9,10 @@ use std::time::Duration;
 use oraculo::app::connect_chat;
 use oraculo::config::ChatConfig;
 use oraculo::llm::LlmError;
+use oraculo::llm::chat::llama_cpp::{LlamaCppChat, LlamaCppConfig, QWEN_0_5B_FILE, QWEN_1_5B_FILE, SMOLLM2_135M_FILE};
+use oraculo::llm::chat::ollama::{OllamaChat, OllamaChatConfig};
+use oraculo::llm::chat::openai::{ApiKey, OpenAiChat, OpenAiChatConfig};
 use oraculo::llm::chat::{ChatMessage, ChatModel, ChatRequest, ChatResponse};
-use oraculo::llm::llama_cpp::{LlamaCppChat, LlamaCppConfig, QWEN_0_5B_FILE, QWEN_1_5B_FILE, SMOLLM2_135M_FILE};
-use oraculo::llm::ollama_chat::{OllamaChat, OllamaChatConfig};
-use oraculo::llm::openai::{ApiKey, OpenAiChat, OpenAiChatConfig};
 use serde_json::{Value, json};
 
 use crate::fake_ollama::{FakeOllama, Fault};

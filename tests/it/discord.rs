@@ -558,7 +558,7 @@ async fn no_canary_reaches_a_player_through_discord() {
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &vault_config(), &embedder).await.unwrap();
     let index = oraculo::index::Index::open_existing(&scratch.index_dir()).await.unwrap();
     let chat_config = crate::answer::chat_config(ollama.url(), std::time::Duration::from_secs(10));
-    let chat = oraculo::llm::ollama_chat::OllamaChat::new(oraculo::llm::ollama_chat::OllamaChatConfig {
+    let chat = oraculo::llm::chat::ollama::OllamaChat::new(oraculo::llm::chat::ollama::OllamaChatConfig {
         model: CHAT_MODEL.to_string(),
         ..chat_config
     })
@@ -1192,7 +1192,7 @@ async fn a_deleted_question_leaves_the_queue() {
 #[ignore = "a measurement with the embedded 1.5B model: minutes on a CPU"]
 async fn measure_first_text_with_the_embedded_model() {
     let models = crate::support::models_dir();
-    let gguf = models.join(oraculo::llm::llama_cpp::QWEN_1_5B_FILE);
+    let gguf = models.join(oraculo::llm::chat::llama_cpp::QWEN_1_5B_FILE);
     if !gguf.exists() {
         eprintln!("skipped: {} is missing (scripts/fetch-models.sh --chat 1.5b)", gguf.display());
         return;

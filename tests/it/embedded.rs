@@ -1,7 +1,7 @@
 //! The embedded embedder end to end: real e5-small weights, real LanceDB rows.
 
 use oraculo::index::Index;
-use oraculo::llm::embedded::E5Embedder;
+use oraculo::llm::embed::e5::E5Embedder;
 use oraculo::llm::{EmbedRole, Embedder};
 
 use crate::support::{Scratch, campaign_config, ingest_dir, prose};

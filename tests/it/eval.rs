@@ -9,7 +9,7 @@ use oraculo::eval::{
     AnswerScope, EvalOptions, EvalQuestion, FULL_PIPELINE, FUSION_ONLY, NAIVE_BASELINE, RunInfo, run_eval,
 };
 use oraculo::llm::chat::ChatModel;
-use oraculo::llm::ollama_chat::OllamaChat;
+use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::oracle::{AnswerSettings, Oracle};
 
 use crate::answer::{chat_config, port_campaign};

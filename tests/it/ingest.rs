@@ -148,7 +148,7 @@ async fn switching_embedder_reembeds_cleanly() {
 #[tokio::test]
 async fn ollama_down_or_model_missing_reads_as_a_fix() {
     let fake = FakeOllama::start(&["bge-m3"]).await;
-    let config = |url: String, model: &str| oraculo::llm::ollama::OllamaEmbedderConfig {
+    let config = |url: String, model: &str| oraculo::llm::embed::ollama::OllamaEmbedderConfig {
         url,
         model: model.into(),
         timeout: std::time::Duration::from_secs(5),
@@ -156,20 +156,21 @@ async fn ollama_down_or_model_missing_reads_as_a_fix() {
         batch_size: 4,
         window_words: None,
     };
-    let err = oraculo::llm::ollama::OllamaEmbedder::connect(config(fake.url(), "mxbai")).await.unwrap_err();
+    let err = oraculo::llm::embed::ollama::OllamaEmbedder::connect(config(fake.url(), "mxbai")).await.unwrap_err();
     assert!(err.to_string().contains("ollama pull mxbai"), "{err}");
 
     // A port nobody listens on.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let err =
-        oraculo::llm::ollama::OllamaEmbedder::connect(config(format!("http://{closed}"), "bge-m3")).await.unwrap_err();
+    let err = oraculo::llm::embed::ollama::OllamaEmbedder::connect(config(format!("http://{closed}"), "bge-m3"))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("ollama serve"), "{err}");
 }
 
 #[tokio::test]
 async fn ollama_retries_a_transient_error() {
     let fake = FakeOllama::start(&["bge-m3"]).await;
-    let mut cfg = oraculo::llm::ollama::OllamaEmbedderConfig {
+    let mut cfg = oraculo::llm::embed::ollama::OllamaEmbedderConfig {
         url: fake.url(),
         model: "bge-m3".into(),
         timeout: std::time::Duration::from_secs(5),
@@ -178,10 +179,11 @@ async fn ollama_retries_a_transient_error() {
         window_words: None,
     };
     fake.enqueue(crate::fake_ollama::Fault::Status(500, "loading model".into()));
-    let embedder = oraculo::llm::ollama::OllamaEmbedder::connect(cfg.clone()).await.expect("second attempt succeeds");
+    let embedder =
+        oraculo::llm::embed::ollama::OllamaEmbedder::connect(cfg.clone()).await.expect("second attempt succeeds");
     assert_eq!(oraculo::llm::Embedder::dimension(&embedder), FAKE_DIMENSION);
     cfg.retries = 0;
     fake.enqueue(crate::fake_ollama::Fault::BadJson);
-    let err = oraculo::llm::ollama::OllamaEmbedder::connect(cfg).await.unwrap_err();
+    let err = oraculo::llm::embed::ollama::OllamaEmbedder::connect(cfg).await.unwrap_err();
     assert!(err.to_string().contains("does not parse"), "{err}");
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oraculo::llm::chat::ChatModel;
-use oraculo::llm::ollama_chat::OllamaChat;
+use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::oracle::{AnswerSettings, AskRequest, InstantKept, Oracle, settle};
 use oraculo::retrieve::Audience;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use oraculo::corpus::Visibility;
 use oraculo::index::Index;
-use oraculo::llm::embedded::E5Embedder;
+use oraculo::llm::embed::e5::E5Embedder;
 use oraculo::retrieve::{
     Audience, CompendiumIndex, DEFAULT_K, PathSet, SearchRequest, SearchResult, Turn, TurnRole, path_depth, search,
 };

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use oraculo::index::Index;
 use oraculo::llm::chat::ChatModel;
-use oraculo::llm::ollama_chat::OllamaChat;
+use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Pipeline};
 use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, search};
 

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use oraculo::answer::AnswerMode;
 use oraculo::llm::LlmError;
+use oraculo::llm::chat::ollama::{OllamaChat, OllamaChatConfig};
+use oraculo::llm::chat::openai::{OpenAiChat, OpenAiChatConfig};
 use oraculo::llm::chat::{ChatModel, WindowSource};
-use oraculo::llm::ollama_chat::{OllamaChat, OllamaChatConfig};
-use oraculo::llm::openai::{OpenAiChat, OpenAiChatConfig};
 use oraculo::oracle::{Answer, AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::Audience;
 

@@ -10,7 +10,7 @@ use oraculo::config::{CampaignConfig, DEFAULT_IGNORED, DEFAULT_MAX_NOTE_BYTES};
 use oraculo::corpus::{CorpusConfig, LabelLanguage, default_kind_folders};
 use oraculo::index::{Index, campaign_index_dir};
 use oraculo::ingest::{IngestError, IngestSummary, Quiet, ingest_campaign};
-use oraculo::llm::ollama::{OllamaEmbedder, OllamaEmbedderConfig};
+use oraculo::llm::embed::ollama::{OllamaEmbedder, OllamaEmbedderConfig};
 use oraculo::llm::{EmbedRole, Embedder, LlmError};
 use tempfile::TempDir;
 
@@ -172,7 +172,7 @@ pub fn oraculo_command(scratch: &Scratch, fake: &FakeOllama, args: &[&str]) -> s
 /// Two tiny sessions ingested with the real e5 embedder, and SmolLM2-135M loaded (one
 /// thread): the real models end to end, quickly.
 pub async fn smollm_campaign() -> (Scratch, Arc<dyn Embedder>, Arc<dyn oraculo::llm::chat::ChatModel>) {
-    let gguf = models_dir().join(oraculo::llm::llama_cpp::SMOLLM2_135M_FILE);
+    let gguf = models_dir().join(oraculo::llm::chat::llama_cpp::SMOLLM2_135M_FILE);
     assert!(gguf.is_file(), "{} is missing: run scripts/fetch-models.sh", gguf.display());
     let scratch = Scratch::new(&[
         ("Sesiones/Sesion 1.md", "# Sesión 1\nEl capitán Ardo cayó en combate defendiendo el puente del río.\n"),
@@ -180,8 +180,8 @@ pub async fn smollm_campaign() -> (Scratch, Arc<dyn Embedder>, Arc<dyn oraculo::
     ]);
     let embedder: Arc<dyn Embedder> = Arc::new(crate::embedded::e5());
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
-    let config = oraculo::llm::llama_cpp::LlamaCppConfig { gguf, threads: 1, n_ctx: 2048 };
-    let chat = tokio::task::spawn_blocking(move || oraculo::llm::llama_cpp::LlamaCppChat::load(&config))
+    let config = oraculo::llm::chat::llama_cpp::LlamaCppConfig { gguf, threads: 1, n_ctx: 2048 };
+    let chat = tokio::task::spawn_blocking(move || oraculo::llm::chat::llama_cpp::LlamaCppChat::load(&config))
         .await
         .unwrap()
         .unwrap();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use oraculo::answer::AnswerMode;
 use oraculo::corpus::{LabelLanguage, SessionNumber};
 use oraculo::index::Index;
-use oraculo::llm::ollama_chat::OllamaChat;
+use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::oracle::{AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, SearchResult, search};
 use oraculo::timeline::{TimeError, recap, timeline};

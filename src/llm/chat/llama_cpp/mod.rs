@@ -7,6 +7,9 @@
 //! requests are constrained by a GBNF grammar made from the schema, so the output parses.
 //! Token counts are exact: they come from the model's own tokeniser.
 
+mod prompt;
+mod sampling;
+
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -24,8 +27,9 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use tracing::{Instrument, debug, info_span, warn};
 
-use super::LlmError;
-use super::chat::{ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatRole, ModelSpeed, TokenSink};
+use super::{ChatMessage, ChatModel, ChatRequest, ChatResponse, ModelSpeed, TokenSink};
+use crate::llm::LlmError;
+use sampling::{build_sampler, take_complete_utf8};
 
 /// Qwen2.5-Coder-1.5B-Instruct Q4_K_M: the embedded model meant for real use (the only
 /// small one that answered a Spanish question correctly; ~20 tok/s on 2 cores).
@@ -52,16 +56,6 @@ const PROBE_GENERATED_TOKENS: usize = 8;
 /// A generation updates the measured speeds only when it read at least this many prompt
 /// tokens (or generated this many): shorter runs are dominated by fixed costs.
 const MIN_MEASURED_TOKENS: usize = 64;
-/// Sampling seed when the temperature is above zero: the same prompt gives the same answer.
-const SAMPLING_SEED: u32 = 0x5EED;
-/// Candidates kept before temperature sampling.
-const TOP_K: i32 = 40;
-/// Free text only: tokens of the last `REPEAT_WINDOW` are made less likely by
-/// `REPEAT_PENALTY` (llama.cpp's usual 64 / 1.1). Small models otherwise fall into a loop and
-/// repeat one sentence until `max_tokens` (SmolLM2-135M did, on the sample campaign's first
-/// question, for all 1024 tokens). Never with a grammar: JSON repeats its quotes and braces.
-const REPEAT_WINDOW: i32 = 64;
-const REPEAT_PENALTY: f32 = 1.1;
 
 /// How to run the embedded model. Built from `[chat]` in config.
 #[derive(Debug, Clone)]
@@ -245,22 +239,6 @@ impl LlamaCppChat {
 }
 
 impl Engine {
-    /// The conversation as the model was trained to read it, ending where the assistant speaks.
-    fn render(&self, messages: &[ChatMessage]) -> Result<String, String> {
-        if let Some(template) = &self.template {
-            let chat = messages
-                .iter()
-                .map(|message| LlamaChatMessage::new(role_name(message.role).into(), message.content.clone()))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|err| format!("a message holds a NUL byte: {err}"))?;
-            return self
-                .model
-                .apply_chat_template(template, &chat, true)
-                .map_err(|err| format!("cannot apply the chat template: {err}"));
-        }
-        Ok(render_chatml(messages))
-    }
-
     fn current_speed(&self) -> Option<ModelSpeed> {
         *self.speed.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -552,77 +530,6 @@ fn choose_slot(slots: &[CachedContext], prompt: &[LlamaToken]) -> Option<usize> 
     }
 }
 
-/// Greedy at temperature 0 (reproducible, and what structured output wants); otherwise top-k
-/// then temperature, with a fixed seed. A grammar, when given, comes first and removes every
-/// token that would break it; free text gets the repetition penalty instead.
-fn build_sampler(model: &LlamaModel, grammar: Option<&str>, temperature: f32) -> Result<LlamaSampler, String> {
-    let mut samplers = Vec::new();
-    match grammar {
-        Some(grammar) => samplers.push(
-            LlamaSampler::grammar(model, grammar, "root")
-                .map_err(|err| format!("llama.cpp rejects the grammar: {err}"))?,
-        ),
-        None => samplers.push(LlamaSampler::penalties(model.n_vocab(), REPEAT_WINDOW, REPEAT_PENALTY, 0.0, 0.0)),
-    }
-    if temperature <= 0.0 {
-        samplers.push(LlamaSampler::greedy());
-    } else {
-        samplers.push(LlamaSampler::top_k(TOP_K));
-        samplers.push(LlamaSampler::temp(temperature));
-        samplers.push(LlamaSampler::dist(SAMPLING_SEED));
-    }
-    Ok(LlamaSampler::chain_simple(samplers))
-}
-
-/// Removes and returns the longest valid UTF-8 prefix of `bytes`, leaving the start of a
-/// character split across tokens for the next call. Invalid bytes become U+FFFD.
-fn take_complete_utf8(bytes: &mut Vec<u8>) -> String {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => {
-            let text = text.to_string();
-            bytes.clear();
-            text
-        }
-        Err(err) => match err.error_len() {
-            // Incomplete character at the end: keep it for later.
-            None => {
-                let valid = err.valid_up_to();
-                let text = String::from_utf8_lossy(&bytes[..valid]).into_owned();
-                bytes.drain(..valid);
-                text
-            }
-            // Bytes that never make a character: replace them and go on.
-            Some(_) => {
-                let text = String::from_utf8_lossy(bytes).into_owned();
-                bytes.clear();
-                text
-            }
-        },
-    }
-}
-
-fn role_name(role: ChatRole) -> &'static str {
-    match role {
-        ChatRole::System => "system",
-        ChatRole::User => "user",
-        ChatRole::Assistant => "assistant",
-    }
-}
-
-/// ChatML, the template Qwen and SmolLM2 were trained on.
-fn render_chatml(messages: &[ChatMessage]) -> String {
-    let mut prompt = String::new();
-    for message in messages {
-        prompt.push_str("<|im_start|>");
-        prompt.push_str(role_name(message.role));
-        prompt.push('\n');
-        prompt.push_str(&message.content);
-        prompt.push_str("<|im_end|>\n");
-    }
-    prompt.push_str("<|im_start|>assistant\n");
-    prompt
-}
-
 #[async_trait]
 impl ChatModel for LlamaCppChat {
     fn id(&self) -> &str {
@@ -717,28 +624,5 @@ impl ChatModel for LlamaCppChat {
         .await;
         self.save_speed();
         response
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_characters_wait_for_their_last_byte() {
-        let mut bytes = "añ".as_bytes()[..2].to_vec(); // "a" and the first byte of "ñ"
-        assert_eq!(take_complete_utf8(&mut bytes), "a");
-        assert_eq!(bytes.len(), 1);
-        bytes.push("ñ".as_bytes()[1]);
-        assert_eq!(take_complete_utf8(&mut bytes), "ñ");
-        assert!(bytes.is_empty());
-        let mut invalid = vec![0xFF, b'x'];
-        assert_eq!(take_complete_utf8(&mut invalid), "\u{FFFD}x");
-    }
-
-    #[test]
-    fn chatml_ends_where_the_assistant_speaks() {
-        let prompt = render_chatml(&[ChatMessage::system("S"), ChatMessage::user("U")]);
-        assert_eq!(prompt, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
     }
 }

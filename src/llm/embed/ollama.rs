@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tracing::{Instrument, debug, info_span};
 
-use super::{EmbedRole, Embedder, LlmError, Server, normalize};
+use crate::llm::http::describe;
+use crate::llm::{EmbedRole, Embedder, LlmError, Server, normalize};
 
 /// bge-m3's input window is 8192 tokens; ~4000 words keeps a whole session (1200 words)
 /// in one window with a wide margin for Spanish tokenisation.
@@ -67,7 +68,7 @@ impl OllamaEmbedder {
     /// Connects and probes the model once, so a server that is down or a model that is
     /// not pulled is reported before any work starts, and the vector dimension is known.
     pub async fn connect(config: OllamaEmbedderConfig) -> Result<OllamaEmbedder, LlmError> {
-        let client = super::http::client(Server::Ollama, &config.url, config.timeout, true)?;
+        let client = crate::llm::http::client(Server::Ollama, &config.url, config.timeout, true)?;
         let window_words = config
             .window_words
             .unwrap_or_else(|| if config.model.starts_with("bge-m3") { BGE_M3_WINDOW_WORDS } else { 250 });
@@ -89,7 +90,7 @@ impl OllamaEmbedder {
     }
 
     async fn post_embed(&self, input: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
-        super::with_retries("Ollama embed", self.config.retries, || async {
+        crate::llm::with_retries("Ollama embed", self.config.retries, || async {
             self.post_embed_once(input).await.map_err(|err| (err, true))
         })
         .await
@@ -153,18 +154,6 @@ impl OllamaEmbedder {
     }
 }
 
-/// reqwest's Display hides the cause ("error sending request"); the chain says "connection refused".
-pub(super) fn describe(err: &reqwest::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 #[async_trait]
 impl Embedder for OllamaEmbedder {
     fn id(&self) -> &str {
@@ -204,7 +193,7 @@ impl Embedder for OllamaEmbedder {
 }
 
 /// Ollama has no such model: the command that pulls it.
-pub(super) fn model_not_pulled(url: &str, model: &str) -> LlmError {
+pub(in crate::llm) fn model_not_pulled(url: &str, model: &str) -> LlmError {
     LlmError::ModelMissing {
         server: Server::Ollama,
         url: url.to_string(),

@@ -1,5 +1,12 @@
 //! The [`ChatModel`] trait: one required method, `chat`, as in simonw/llm's `Model.execute`.
 //! Prompts arrive as text; nothing here knows what a fragment or a citation is.
+//!
+//! The backends: llama.cpp in this process ([`llama_cpp`]), the default on a fresh machine;
+//! Ollama's `/api/chat` ([`ollama`]); any OpenAI-compatible server ([`openai`]).
+
+pub mod llama_cpp;
+pub mod ollama;
+pub mod openai;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

@@ -17,16 +17,14 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::chat::{
+use super::ollama::clip;
+use super::{
     ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowCache, WindowSource,
     estimate_tokens,
 };
-use super::http::{LineReader, ReadError};
-use super::ollama::describe;
-use super::ollama_chat::clip;
-use super::{LlmError, Server};
+use crate::llm::http::{LineReader, ReadError, describe};
+use crate::llm::{LlmError, Server};
 
-/// First wait before retrying a failed call; doubled on each retry.
 /// The name the schema is given in `response_format` (servers require one).
 const SCHEMA_NAME: &str = "answer";
 /// The longest a question about the window (`/props`, `/v1/models`) may take: a server that
@@ -126,7 +124,7 @@ impl std::fmt::Debug for OpenAiChat {
 impl OpenAiChat {
     /// Builds the client. Nothing is sent until the first `chat`.
     pub fn new(config: OpenAiChatConfig) -> Result<OpenAiChat, LlmError> {
-        let client = super::http::client(Server::OpenAi, &config.url, config.timeout, false)?;
+        let client = crate::llm::http::client(Server::OpenAi, &config.url, config.timeout, false)?;
         let window = WindowCache::new(config.n_ctx);
         Ok(OpenAiChat { id: format!("openai:{}", config.model), config, client, window })
     }
@@ -213,12 +211,21 @@ impl OpenAiChat {
         LlmError::StreamIncomplete { backend: self.id.clone(), detail }
     }
 
+    /// One attempt: the request sent, then its stream read. `streamed` turns true once text
+    /// reached `on_token` (a retry would then repeat it).
     async fn chat_once(
         &self,
         body: &CompletionBody<'_>,
         on_token: Option<TokenSink<'_>>,
         streamed: &mut bool,
     ) -> Result<ChatResponse, LlmError> {
+        let response = self.send(body).await?;
+        self.read_stream(response, body.max_tokens, on_token, streamed).await
+    }
+
+    /// Posts the completion request; an error status comes back as the error it means (a
+    /// refusal for length, a key refused, a model missing).
+    async fn send(&self, body: &CompletionBody<'_>) -> Result<reqwest::Response, LlmError> {
         let mut builder = self.client.post(self.endpoint()).json(body);
         if let Some(key) = &self.config.api_key {
             // reqwest marks a bearer header sensitive: it never shows in its Debug output.
@@ -264,7 +271,18 @@ impl OpenAiChat {
                 _ => LlmError::Status { server: Server::OpenAi, url: self.config.url.clone(), status, body: message },
             });
         }
+        Ok(response)
+    }
 
+    /// The server-sent events of a completion, each piece of text passed to `on_token` as it
+    /// arrives, until `data: [DONE]` (or the body's end after a finish reason).
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        max_tokens: usize,
+        on_token: Option<TokenSink<'_>>,
+        streamed: &mut bool,
+    ) -> Result<ChatResponse, LlmError> {
         let mut lines = LineReader::new(response, self.config.timeout);
         let mut answer = ChatResponse::default();
         let mut finish_reason: Option<String> = None;
@@ -329,7 +347,7 @@ impl OpenAiChat {
             }
         }
         if finish_reason.as_deref() == Some("length") {
-            warn!(backend = %self.id, max_tokens = body.max_tokens, "the answer stopped at max_tokens");
+            warn!(backend = %self.id, max_tokens, "the answer stopped at max_tokens");
         }
         Ok(answer)
     }
@@ -497,7 +515,7 @@ impl ChatModel for OpenAiChat {
                 temperature: request.temperature,
                 response_format,
             };
-            let answer = super::with_retries("chat completion", self.config.retries, || async {
+            let answer = crate::llm::with_retries("chat completion", self.config.retries, || async {
                 let mut streamed = false;
                 self.chat_once(&body, on_token, &mut streamed).await.map_err(|err| (err, !streamed))
             })

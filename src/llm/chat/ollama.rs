@@ -18,18 +18,16 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::chat::{
+use super::{
     ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowCache, WindowSource,
     estimate_tokens,
 };
-use super::http::{LineReader, ReadError, context_for};
-use super::ollama::describe;
-use super::{LlmError, Server};
+use crate::llm::http::{LineReader, ReadError, context_for, describe};
+use crate::llm::{LlmError, Server};
 
 /// `num_ctx` is rounded up to a multiple of this, so prompts of similar size ask for the
 /// same window (Ollama reloads the model when `num_ctx` changes).
 pub const NUM_CTX_GRANULARITY: usize = 1024;
-/// First wait before retrying a failed call; doubled on each retry.
 /// The longest `/api/show` may take to say the model's context length.
 const WINDOW_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -120,7 +118,7 @@ impl OllamaChat {
     /// Builds the client. Nothing is sent: the first `chat` reports a server that is down
     /// or a model that is not pulled, with the command that fixes it.
     pub fn new(config: OllamaChatConfig) -> Result<OllamaChat, LlmError> {
-        let client = super::http::client(Server::Ollama, &config.url, config.timeout, false)?;
+        let client = crate::llm::http::client(Server::Ollama, &config.url, config.timeout, false)?;
         let window = WindowCache::new(config.n_ctx);
         Ok(OllamaChat { id: format!("ollama:{}", config.model), config, client, window })
     }
@@ -229,7 +227,7 @@ impl OllamaChat {
                 });
             }
             if status.as_u16() == 404 && message.contains("not found") {
-                return Err(super::ollama::model_not_pulled(&self.config.url, &self.config.model));
+                return Err(crate::llm::embed::ollama::model_not_pulled(&self.config.url, &self.config.model));
             }
             return Err(LlmError::Status {
                 server: Server::Ollama,
@@ -349,7 +347,7 @@ impl ChatModel for OllamaChat {
                 keep_alive: &self.config.keep_alive,
                 truncate: false,
             };
-            let answer = super::with_retries("Ollama chat", self.config.retries, || async {
+            let answer = crate::llm::with_retries("Ollama chat", self.config.retries, || async {
                 let mut streamed = false;
                 self.chat_once(&body, on_token, &mut streamed).await.map_err(|err| (err, !streamed))
             })
