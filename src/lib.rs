@@ -21,7 +21,8 @@
 //! - [`timeline`]: campaign time for the table: an entity's sessions in order, a session's recap.
 //! - [`conversation`]: the conversations' history, kept in the campaign's index with the
 //!   audience each exchange was answered for.
-//! - [`llm`]: transport to models: embedders (embedded e5-small, Ollama) and chat models.
+//! - [`llm`]: transport to models: embedders ([`llm::embed`]: embedded e5-small, Ollama) and chat
+//!   models ([`llm::chat`]: llama.cpp in-process, Ollama, OpenAI-compatible servers).
 //! - [`discord`]: the bot: `/oraculo` with cited embeds, threads for follow-ups, `/reingest`.
 //!
 //! [`doctor`] checks that an install can answer (`oraculo doctor`, and the bot at its start).
