@@ -256,7 +256,7 @@ pub(super) struct NameIndex {
 }
 
 impl NameIndex {
-    fn new(entities: &[Entity]) -> NameIndex {
+    pub(super) fn new(entities: &[Entity]) -> NameIndex {
         let mut index = NameIndex { by_name: HashMap::new(), by_alias: HashMap::new() };
         for (entity_idx, entity) in entities.iter().enumerate() {
             index.insert(entity, entity_idx);
@@ -265,7 +265,7 @@ impl NameIndex {
     }
 
     /// Records `entity`'s name and aliases; earlier entries keep their key.
-    fn insert(&mut self, entity: &Entity, entity_idx: usize) {
+    pub(super) fn insert(&mut self, entity: &Entity, entity_idx: usize) {
         self.by_name.entry(alias_key(&entity.name)).or_insert(entity_idx);
         for alias in &entity.aliases {
             self.by_alias.entry(alias_key(alias)).or_insert(entity_idx);
@@ -273,7 +273,7 @@ impl NameIndex {
     }
 
     /// The entity one of `keys` names: a name match first, then an alias match.
-    fn find(&self, keys: &[String]) -> Option<usize> {
+    pub(super) fn find(&self, keys: &[String]) -> Option<usize> {
         let by_name = keys.iter().find_map(|key| self.by_name.get(key));
         by_name.or_else(|| keys.iter().find_map(|key| self.by_alias.get(key))).copied()
     }
@@ -365,6 +365,7 @@ impl FoldedText {
 
 #[cfg(test)]
 mod tests {
+    use super::super::EntityKind;
     use super::super::build::{add_alias, new_entity};
     use super::super::tests::{config, read_notes};
     use super::*;

@@ -235,7 +235,8 @@ fn text_list(value: &Value) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::check;
+    use super::super::tests::{check, config};
+    use super::*;
 
     #[test]
     fn front_matter_fields() {
