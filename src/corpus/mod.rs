@@ -39,7 +39,8 @@ pub use session::{
 pub use split::{fragment_campaign, split_block};
 pub use text::{content_hash, fold};
 
-/// A session is one fragment unless it exceeds this: ~1 session of notes (design notes, "troceo").
+/// A session is one fragment unless it exceeds this, about what a GM writes for one session:
+/// most sessions stay whole, so what happened in one is retrieved together rather than in parts.
 pub const SESSION_MAX_WORDS: usize = 1200;
 /// Overlap when a single section must be windowed blindly: ~10% of `SESSION_MAX_WORDS`.
 pub const OVERLAP_WORDS: usize = 120;

@@ -165,19 +165,30 @@ fn read_note(path: &str, text: &str, config: &CorpusConfig, secret_notes: &Secre
 
     let reader = BlockReader { body: &body, config, visibility, title: &note.title, stem, sessions: &sessions };
     let whole_note = front.body_start..=lines.len() - 1;
+    let (kind, blocks) = cut_blocks(&reader, kind_hint, note.session, whole_note, path, &mut diagnostics);
+    note.kind = kind;
+    note.blocks = blocks;
+    note.links = body.links;
+    ReadNote { note, diagnostics, link_targets }
+}
+
+/// The kind and blocks of a note that is not empty: one named block for a sheet or a world
+/// document, else one block per session the note holds.
+fn cut_blocks(
+    reader: &BlockReader<'_>,
+    kind_hint: Option<NoteKind>,
+    note_session: Option<SessionNumber>,
+    whole_note: RangeInclusive<usize>,
+    path: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (NoteKind, Vec<Block>) {
     match kind_hint {
-        Some(kind @ (NoteKind::Sheet | NoteKind::World)) => {
-            note.kind = kind;
-            note.blocks.push(reader.named_block(kind, whole_note));
-        }
+        Some(kind @ (NoteKind::Sheet | NoteKind::World)) => (kind, vec![reader.named_block(kind, whole_note)]),
         Some(NoteKind::Session) | None => {
-            let headers = &body.session_headers;
+            let headers = &reader.body.session_headers;
             let named: BTreeSet<SessionNumber> = headers.iter().map(|&(_, session)| session).collect();
-            match (note.session, named.first().copied()) {
-                _ if named.len() > 1 => {
-                    note.kind = NoteKind::Session;
-                    note.blocks = reader.chronicle_blocks(headers, whole_note);
-                }
+            match (note_session, named.first().copied()) {
+                _ if named.len() > 1 => (NoteKind::Session, reader.chronicle_blocks(headers, whole_note)),
                 (Some(session), Some(header_session)) if header_session != session => {
                     let header_line = headers.first().map(|&(line_index, _)| line_number(line_index));
                     let message = format!(
@@ -185,12 +196,10 @@ fn read_note(path: &str, text: &str, config: &CorpusConfig, secret_notes: &Secre
                          kept as session {session}"
                     );
                     diagnostics.push(diagnostic(path, header_line, &message));
-                    note.kind = NoteKind::Session;
-                    note.blocks.push(reader.session_block(session, stem.to_string(), whole_note));
+                    (NoteKind::Session, vec![reader.session_block(session, reader.stem.to_string(), whole_note)])
                 }
                 (Some(session), _) | (None, Some(session)) => {
-                    note.kind = NoteKind::Session;
-                    note.blocks.push(reader.session_block(session, stem.to_string(), whole_note));
+                    (NoteKind::Session, vec![reader.session_block(session, reader.stem.to_string(), whole_note)])
                 }
                 (None, None) => {
                     if kind_hint == Some(NoteKind::Session) {
@@ -201,14 +210,11 @@ fn read_note(path: &str, text: &str, config: &CorpusConfig, secret_notes: &Secre
                              matter, the file name or a header; kept as a world document",
                         ));
                     }
-                    note.kind = NoteKind::World;
-                    note.blocks.push(reader.named_block(NoteKind::World, whole_note));
+                    (NoteKind::World, vec![reader.named_block(NoteKind::World, whole_note)])
                 }
             }
         }
     }
-    note.links = body.links;
-    ReadNote { note, diagnostics, link_targets }
 }
 
 /// `Sesión 12` / `Session 12`.
