@@ -1,0 +1,224 @@
+//! `oraculo ask` and `oraculo chat`: a question answered from the notes, streamed on a terminal,
+//! with its sources and a footer on how it was made.
+
+use anyhow::Context;
+
+use super::{ChatArgs, SearchArgs, open_oracle, render_error};
+use crate::oracle::{AskRequest, Oracle};
+use crate::retrieve::{Audience, Turn, TurnRole};
+
+pub(super) async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
+    let config = args.campaign.load_config()?;
+    let history = read_history(args.history.as_deref())?;
+    let mut oracle = open_oracle(&config).await?;
+    oracle.set_k(args.k.max(1));
+    if args.extractive {
+        oracle.set_mode(crate::answer::AnswerMode::Extractive);
+    }
+    if let Some(speed) = args.pace {
+        oracle.set_pace(speed);
+    }
+    let request = AskRequest {
+        question: &args.question,
+        history: &history,
+        audience: if args.gm { Audience::Gm } else { Audience::Player },
+    };
+    if args.campaign.json {
+        println!("{}", serde_json::to_string(&answer_json(&oracle, &request).await?)?);
+        return Ok(());
+    }
+    let answer = ask_streaming(&oracle, &request).await?;
+    print_sources(&answer);
+    println!("\n{}", render_footer(&answer));
+    Ok(())
+}
+
+/// `oraculo ask --json`: the model's answer as always, with `instant` (the notes' own
+/// sentences shown first, or null) and `instant_kept` (why they stand instead of the model's
+/// answer, or null) beside its fields.
+async fn answer_json(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<serde_json::Value> {
+    let (answer, instant, kept) = if oracle.instant_enabled() {
+        let (instant, model) = oracle.ask_instant_first(request, &|_| {}, &|_| {}, None).await?;
+        let kept = crate::oracle::settle(instant.clone(), model.clone()).instant_kept;
+        (model, instant, kept)
+    } else {
+        (oracle.ask(request, None).await?, None, None)
+    };
+    let mut json = serde_json::to_value(&answer)?;
+    if let Some(object) = json.as_object_mut() {
+        object.insert("instant".into(), serde_json::to_value(&instant)?);
+        object.insert("instant_kept".into(), serde_json::to_value(kept)?);
+    }
+    Ok(json)
+}
+
+/// Asks, printing the notes' own sentences first (with `chat.instant_answer`), then the
+/// model's answer under them as it streams (a structured answer sentence by sentence); the
+/// final text is printed again only if it differs from what streamed: invented citations
+/// marked, or the extractive answer that replaced a model's unusable one.
+async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<crate::oracle::Answer> {
+    use std::io::Write;
+    let streamed = std::sync::Mutex::new(String::new());
+    let sink = |token: &str| {
+        if let Ok(mut text) = streamed.lock() {
+            text.push_str(token);
+        }
+        print!("{token}");
+        let _ = std::io::stdout().flush();
+    };
+    let on_instant = |instant: &crate::oracle::Answer| {
+        println!("{}\n\n{}\n\n{}", INSTANT_HEADING, instant.text.trim(), MODEL_HEADING);
+        let _ = std::io::stdout().flush();
+    };
+    let (answer, kept) = if oracle.instant_enabled() {
+        let (instant, model) = oracle.ask_instant_first(request, &|_| {}, &on_instant, Some(&sink)).await?;
+        let settled = crate::oracle::settle(instant, model);
+        (settled.answer, settled.instant_kept)
+    } else {
+        (oracle.ask(request, Some(&sink)).await?, None)
+    };
+    let streamed = streamed.into_inner().unwrap_or_default();
+    if let Some(why) = kept {
+        println!("\n(the model's answer is not used: {}; the notes' sentences above stand)", instant_kept_reason(why));
+        return Ok(answer);
+    }
+    if streamed.trim().is_empty() {
+        println!("{}", answer.text);
+    } else if streamed.trim() != answer.text.trim() {
+        println!();
+        if answer.fallback.is_some() {
+            println!("\n(that answer could not be used; from the notes instead)");
+        } else {
+            println!("\n(checked: {} invented citation(s) marked [?])", answer.invented_citations.len());
+        }
+        println!("{}", answer.text);
+    } else {
+        println!();
+    }
+    Ok(answer)
+}
+
+/// Above the instant answer on a terminal.
+const INSTANT_HEADING: &str = "── From the notes, as written (the model is writing its answer) ──";
+/// Between the instant answer and the model's.
+const MODEL_HEADING: &str = "── The model's answer ──";
+
+/// Why the notes' sentences stand instead of the model's answer, for a terminal.
+fn instant_kept_reason(why: crate::oracle::InstantKept) -> &'static str {
+    match why {
+        crate::oracle::InstantKept::ModelFailed => "the model failed",
+        crate::oracle::InstantKept::ModelOutOfTime => "the model did not finish in time",
+        crate::oracle::InstantKept::ModelAbstained => "the model found no answer in the notes",
+    }
+}
+
+/// One line on how the answer was made: mode, model, time, and what limited the context.
+pub(super) fn render_footer(answer: &crate::oracle::Answer) -> String {
+    let seconds = answer.timings.total_ms / 1000.0;
+    let mode = match answer.mode {
+        crate::answer::AnswerMode::Structured => "structured",
+        crate::answer::AnswerMode::Free => "free text",
+        crate::answer::AnswerMode::Extractive => "extractive",
+    };
+    let model = match answer.mode {
+        crate::answer::AnswerMode::Extractive => "no model".to_string(),
+        _ => answer.chat_model.clone(),
+    };
+    let mut footer = format!("— {seconds:.1} s · {mode} · {model}");
+    let plan = &answer.context_plan;
+    if let (Some(budget), Some(prompt), Some(generated)) =
+        (plan.answer_seconds, plan.prompt_tokens_per_s, plan.generated_tokens_per_s)
+    {
+        let story = if plan.arc_lines > 0 { format!("{} story line(s), ", plan.arc_lines) } else { String::new() };
+        footer.push_str(&format!(
+            " · planned for {budget:.0} s at {prompt:.0}/{generated:.1} tok/s ({story}{} fragment(s) as passages{})",
+            plan.fragments_as_passages,
+            if plan.prompt == crate::prompt::StructuredPrompt::Brief { ", brief prompt" } else { "" },
+        ));
+    }
+    if let Some(reason) = &answer.fallback {
+        footer.push_str(&format!("\n  (the model did not answer: {reason})"));
+    }
+    if let Some(reason) = &answer.cut_short {
+        footer.push_str(&format!("\n  (the model was stopped: {reason}; the sentences it had written are shown)"));
+    }
+    for missing in &answer.missing_paths {
+        footer.push_str(&format!(
+            "\n  (searched without the {} path, which failed: {})",
+            missing.path.as_str(),
+            missing.error
+        ));
+    }
+    footer
+}
+
+pub(super) fn print_sources(answer: &crate::oracle::Answer) {
+    let valid: Vec<_> = answer.citations.iter().filter(|c| c.valid).collect();
+    if valid.is_empty() {
+        println!("\n(no sources cited)");
+    } else {
+        println!("\nSources:");
+        for citation in valid {
+            println!("  [{}] {}", citation.label, citation.source_path.as_deref().unwrap_or(""));
+            if let Some(excerpt) = &citation.excerpt {
+                println!("      {excerpt}");
+            }
+        }
+    }
+    if !answer.invented_citations.is_empty() {
+        println!("Invented citations removed: {}", answer.invented_citations.join("; "));
+    }
+}
+
+pub(super) async fn chat(args: &ChatArgs) -> anyhow::Result<()> {
+    use std::io::BufRead;
+    let config = args.campaign.load_config()?;
+    let oracle = open_oracle(&config).await?;
+    let audience = if args.gm { Audience::Gm } else { Audience::Player };
+    let mut history: Vec<Turn> = Vec::new();
+    let mut last: Option<crate::oracle::Answer> = None;
+    eprintln!("Oráculo: ask about the campaign. /fuentes shows the last answer's sources, /salir quits.");
+    let stdin = std::io::stdin();
+    loop {
+        eprint!("> ");
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line)? == 0 {
+            break;
+        }
+        let line = line.trim();
+        match line {
+            "" => continue,
+            "/salir" | "/exit" | "/quit" => break,
+            "/fuentes" | "/sources" => {
+                match &last {
+                    Some(answer) => print_sources(answer),
+                    None => println!("(no answer yet)"),
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let request = AskRequest { question: line, history: &history, audience };
+        match ask_streaming(&oracle, &request).await {
+            Ok(answer) => {
+                if answer.joins_history() {
+                    history.push(Turn { role: TurnRole::User, content: line.to_string() });
+                    history.push(Turn { role: TurnRole::Assistant, content: answer.text.clone() });
+                }
+                last = Some(answer);
+            }
+            Err(err) => eprintln!("error: {}", render_error(&err)),
+        }
+    }
+    Ok(())
+}
+
+/// Reads `--history`: a JSON list of turns.
+pub(super) fn read_history(path: Option<&std::path::Path>) -> anyhow::Result<Vec<Turn>> {
+    let Some(path) = path else {
+        return Ok(Vec::new());
+    };
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading history {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("history {}: expected a JSON list of {{\"role\", \"content\"}} turns", path.display()))
+}

@@ -1,0 +1,350 @@
+//! The command line: every subcommand calls the same core functions the bot calls.
+//!
+//! This module holds the flags and the dispatch; each command group prints in its own file.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{CliOverrides, Config};
+use crate::index::Index;
+use crate::oracle::Oracle;
+
+mod ask;
+mod doctor;
+mod eval;
+mod ingest;
+mod listing;
+mod search;
+mod timeline;
+
+/// Oráculo: answers a campaign's questions from the game master's notes, citing them.
+#[derive(Debug, Parser)]
+#[command(name = "oraculo", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Reads a campaign folder into the index (incremental: unchanged notes cost nothing),
+    /// then annotates new fragments with the chat model.
+    Ingest(IngestArgs),
+    /// Fills missing annotations (what the rerank and the summaries read) with the chat model.
+    Annotate(CampaignArgs),
+    /// Lists every label the index holds, so a DM can check what was detected.
+    Sources(CampaignArgs),
+    /// Lists the compendium: entities, their aliases and the sessions where each appears.
+    Compendium(CompendiumArgs),
+    /// Shows the fused candidate pool for a question (dense, BM25 and entity ranks, RRF).
+    Search(SearchArgs),
+    /// Answers a question from the notes, citing them (streams on a terminal).
+    Ask(SearchArgs),
+    /// A terminal conversation with follow-ups; `/fuentes` shows the last answer's sources.
+    Chat(ChatArgs),
+    /// An entity's sessions in story order, each with one cited line; first and last marked.
+    Timeline(TimelineArgs),
+    /// A cited recap of one session (default: the last one), to open a game night.
+    Recap(RecapArgs),
+    /// Scores retrieval (and, with --answers, the answers) on a question bank from eval/.
+    Eval(EvalArgs),
+    /// Runs the Discord bot (token from DISCORD_TOKEN or the config's [discord] section)
+    /// until Ctrl-C or SIGTERM.
+    Bot(crate::discord::BotArgs),
+    /// Checks, line by line, whether this install can answer: the config, the folders, the
+    /// index, the models, Discord; each ✗ with its fix, exit status 1 on any ✗.
+    Doctor(CampaignArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// The question bank (JSON Lines; see eval/README.md). Default: the sample campaign's
+    /// bank built into the binary, when the campaign is the sample.
+    #[arg(long, alias = "bank")]
+    pub questions: Option<PathBuf>,
+    /// Score retrieval only: no answers generated (seconds instead of minutes per question).
+    #[arg(long, conflicts_with = "answers_per_kind")]
+    pub retrieval_only: bool,
+    /// Answer only the first N questions of each kind (the rest: retrieval and rerank only).
+    /// For small CPU models, where one answer takes minutes.
+    #[arg(long, value_name = "N")]
+    pub answers_per_kind: Option<usize>,
+    /// Only the full pipeline and the fusion: no path ablations, no naive baseline.
+    #[arg(long)]
+    pub no_ablations: bool,
+    /// How answers are made for this run, over the config's `chat.answer_mode`:
+    /// structured, free or extractive (no model).
+    #[arg(long, value_name = "MODE", value_parser = parse_answer_mode)]
+    pub answer_mode: Option<crate::answer::AnswerMode>,
+    /// Use the index as it is: no ingest (and no annotation) before the run.
+    #[arg(long)]
+    pub no_ingest: bool,
+    /// Where to save the report as JSON (default: <data dir>/eval/report-<unix time>.json).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Fragments shown in full.
+    #[arg(long, default_value_t = crate::retrieve::DEFAULT_K)]
+    pub k: usize,
+    /// Answer as a machine this slow would: the embedded model reads PROMPT tokens a second
+    /// and writes GENERATED (default: PROMPT × 0.31, the ratio of a slow 2-core machine),
+    /// waiting where this one is faster, and the context is planned for that speed.
+    #[arg(long, value_name = "PROMPT[/GENERATED]", value_parser = parse_pace)]
+    pub pace: Option<crate::llm::chat::ModelSpeed>,
+    /// What the rerank reads: `model` (the chat model's annotations; the default) or
+    /// `extractive` (those, else the extractive ones every ingest makes).
+    #[arg(long, value_name = "ANNOTATIONS", value_parser = parse_rerank_reads)]
+    pub rerank_reads: Option<crate::retrieve::rerank::RerankReads>,
+    /// Rerank even where, at the model's measured speed, reading the annotations would take
+    /// more than its share of `chat.answer_seconds` (to measure what the rerank costs).
+    #[arg(long)]
+    pub rerank_without_time_limit: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// As the GM: GM-only notes count too.
+    #[arg(long)]
+    pub gm: bool,
+    /// The entity's name or alias, as the compendium lists it (accents and case ignored).
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RecapArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// As the GM: GM-only notes count too.
+    #[arg(long)]
+    pub gm: bool,
+    /// With the notes' own sentences, each with its label, and no model.
+    #[arg(long)]
+    pub extractive: bool,
+    /// The recap's language: es or en (default: the campaign's label language).
+    #[arg(long, value_parser = parse_language)]
+    pub lang: Option<crate::corpus::LabelLanguage>,
+    /// The session (default: the last one).
+    pub session: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// Chat as the GM: GM-only notes included.
+    #[arg(long)]
+    pub gm: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// Skip the annotation pass (run `oraculo annotate` later).
+    #[arg(long)]
+    pub no_annotate: bool,
+    /// Keep watching the folder: each burst of saves is read by one incremental ingest (one
+    /// line each, a JSON object with --json) and its new fragments are annotated in the
+    /// background, until Ctrl-C.
+    #[arg(long)]
+    pub watch: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompendiumArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// Count GM-only fragments too.
+    #[arg(long)]
+    pub gm: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// A JSON list of {"role": "user"|"assistant", "content": "…"} turns before the question.
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// Search as the GM: GM-only fragments included.
+    #[arg(long)]
+    pub gm: bool,
+    /// Final answer-set size the pool is built for (each path searches max(2k, k+5)).
+    #[arg(long, default_value_t = crate::retrieve::DEFAULT_K)]
+    pub k: usize,
+    /// `ask` only: answer with the notes' own sentences, each with its label, and no model.
+    #[arg(long)]
+    pub extractive: bool,
+    /// `ask` only: answer as a machine this slow would (see `eval --pace`).
+    #[arg(long, value_name = "PROMPT[/GENERATED]", value_parser = parse_pace)]
+    pub pace: Option<crate::llm::chat::ModelSpeed>,
+    /// The question.
+    pub question: String,
+}
+
+/// Where the campaign, its index and the configuration are.
+#[derive(Debug, Args)]
+pub struct CampaignArgs {
+    /// The campaign's notes folder (default: the config's, else the embedded sample campaign).
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+    /// Where indexes and models live (default: ORACULO_DATA, else ~/.local/share/oraculo).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// A config.toml (default: ORACULO_CONFIG, else none).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl CampaignArgs {
+    fn load_config(&self) -> anyhow::Result<Config> {
+        Config::load(&CliOverrides {
+            config_file: self.config.clone(),
+            data_dir: self.data.clone(),
+            campaign_dir: self.campaign.clone(),
+        })
+    }
+}
+
+/// An error and its causes on one line, each said once. Several of the crate's errors carry
+/// their cause's text in their own message *and* as their `source` (thiserror's `{0}` beside
+/// `#[from]`), so anyhow's `{:#}` would print it twice: a cause whose text the line already
+/// holds is left out.
+pub fn render_error(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+/// Runs one subcommand.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Ingest(args) => ingest::ingest(&args).await,
+        Command::Annotate(args) => ingest::annotate(&args).await,
+        Command::Sources(args) => listing::sources(&args).await,
+        Command::Compendium(args) => listing::compendium(&args).await,
+        Command::Search(args) => search::search(&args).await,
+        Command::Ask(args) => ask::ask(&args).await,
+        Command::Chat(args) => ask::chat(&args).await,
+        Command::Timeline(args) => timeline::timeline(&args).await,
+        Command::Recap(args) => timeline::recap(&args).await,
+        Command::Eval(args) => eval::eval(&args).await,
+        Command::Bot(args) => doctor::bot(&args).await,
+        Command::Doctor(args) => doctor::doctor(&args).await,
+    }
+}
+
+/// The CLI's campaign folder (the sample, written out, when none is configured) and the
+/// folder of its index.
+fn campaign_paths(config: &Config) -> anyhow::Result<(PathBuf, PathBuf)> {
+    crate::app::campaign_paths(config, &config.campaign)
+}
+
+/// Opens the index of the configured campaign, which an ingest must have built.
+async fn open_campaign_index(config: &Config) -> anyhow::Result<(PathBuf, Index)> {
+    let (campaign_dir, index_dir) = campaign_paths(config)?;
+    Ok((campaign_dir, Index::open_existing(&index_dir).await?))
+}
+
+/// The oracle of the configured campaign: its index, embedder and chat model.
+async fn open_oracle(config: &Config) -> anyhow::Result<Oracle> {
+    crate::app::open_oracle(config).await
+}
+
+fn parse_language(text: &str) -> Result<crate::corpus::LabelLanguage, String> {
+    match text {
+        "es" => Ok(crate::corpus::LabelLanguage::Es),
+        "en" => Ok(crate::corpus::LabelLanguage::En),
+        other => Err(format!("{other:?}: expected es or en")),
+    }
+}
+
+/// Generated tokens a second per prompt token a second when `--pace` gives only the prompt
+/// speed: what a slow 2-core machine measured for the embedded 1.5B (20 and 6.2).
+const PACE_GENERATED_PER_PROMPT: f64 = 0.31;
+
+/// `--pace 20` or `--pace 20/6.2`: prompt (and generated) tokens a second.
+fn parse_pace(text: &str) -> Result<crate::llm::chat::ModelSpeed, String> {
+    let number = |part: &str| {
+        part.trim().parse::<f64>().ok().filter(|speed| speed.is_finite() && *speed > 0.0).ok_or_else(|| {
+            format!("`{part}` is not a speed: give tokens a second, as PROMPT or PROMPT/GENERATED (e.g. 20/6.2)")
+        })
+    };
+    let (prompt, generated) = match text.split_once('/') {
+        Some((prompt, generated)) => (number(prompt)?, number(generated)?),
+        None => {
+            let prompt = number(text)?;
+            (prompt, prompt * PACE_GENERATED_PER_PROMPT)
+        }
+    };
+    Ok(crate::llm::chat::ModelSpeed { prompt_tokens_per_s: prompt, generated_tokens_per_s: generated })
+}
+
+fn parse_rerank_reads(text: &str) -> Result<crate::retrieve::rerank::RerankReads, String> {
+    use crate::retrieve::rerank::RerankReads;
+    match text {
+        "model" => Ok(RerankReads::ModelAnnotations),
+        "extractive" => Ok(RerankReads::ExtractiveToo),
+        other => Err(format!("`{other}`: the rerank reads `model` or `extractive` annotations")),
+    }
+}
+
+fn parse_answer_mode(text: &str) -> Result<crate::answer::AnswerMode, String> {
+    match text {
+        "structured" => Ok(crate::answer::AnswerMode::Structured),
+        "free" => Ok(crate::answer::AnswerMode::Free),
+        "extractive" => Ok(crate::answer::AnswerMode::Extractive),
+        other => Err(format!("{other:?}: expected structured, free or extractive")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_error;
+    use crate::llm::LlmError;
+    use crate::oracle::AskError;
+
+    #[test]
+    fn an_error_prints_its_causes_once() {
+        let refused = || LlmError::Status {
+            server: crate::llm::Server::OpenAi,
+            url: "http://127.0.0.1:8080".into(),
+            status: 400,
+            body: "the request exceeds the available context size, try increasing it".into(),
+        };
+        let io = || std::io::Error::other("connection reset");
+        // (error, what the line must be)
+        let cases: Vec<(anyhow::Error, &str)> = vec![
+            (
+                anyhow::Error::from(AskError::Llm(refused())),
+                "the language model failed: the OpenAI-compatible server at http://127.0.0.1:8080 answered 400: the request exceeds the available context size, try increasing it",
+            ),
+            (
+                anyhow::Error::from(AskError::Llm(refused())).context("answering the question"),
+                "answering the question: the language model failed: the OpenAI-compatible server at http://127.0.0.1:8080 answered 400: the request exceeds the available context size, try increasing it",
+            ),
+            (anyhow::Error::from(io()).context("reading notes/a.md"), "reading notes/a.md: connection reset"),
+        ];
+        for (err, expected) in cases {
+            let line = render_error(&err);
+            assert_eq!(line, expected);
+            assert_eq!(line.matches("exceeds").count(), usize::from(expected.contains("exceeds")), "{line}");
+        }
+    }
+}
