@@ -4,7 +4,7 @@
 
 use poise::serenity_prelude as serenity;
 
-use super::history::Place;
+use super::place::Place;
 use super::{Context, Error};
 use crate::config::{CampaignPlaces, DiscordConfig};
 use crate::retrieve::Audience;

@@ -22,7 +22,7 @@ use tracing::Instrument;
 use super::access::{command_place, refuse_barred};
 use super::embeds::{self, Message};
 use super::errors::{ask_error_text, lang_of, log_discord_error, tell};
-use super::history::Place;
+use super::place::Place;
 use super::locale::Lang;
 use super::reply::{Outlet, answer_question, interaction_token_usable, refuse_question, source_messages_for};
 use super::{Context, Data, Desk, Error, Job, ReingestSetup};

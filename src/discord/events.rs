@@ -14,7 +14,7 @@ use super::access::{Barred, Location, Surface, interaction_place, refuse_barred}
 use super::reply::{Outlet, answer_question, refuse_question, source_messages_for};
 use super::embeds::{self, Message};
 use super::errors::log_discord_error;
-use super::history::Place;
+use super::place::Place;
 use super::locale::Lang;
 use super::{Data, Error};
 

@@ -8,7 +8,8 @@
 //! - `events`: gateway events that are not commands: messages in the bot's threads, source
 //!   buttons.
 //! - `embeds`: an answer as messages within Discord's limits (pure), and the serenity builders.
-//! - `history`: per-channel and per-thread conversations in the index's SQLite file.
+//! - `place`: where a conversation happens (channel, thread, direct message) and its key in the
+//!   campaign's conversations.
 //! - `queue`: LLM work in order with a configured concurrency, and the per-user rate limit.
 //! - `errors`: the one `on_error`, and what users read when something fails.
 //! - `locale`: every sentence the bot says, in Spanish and English.
@@ -25,7 +26,7 @@ pub mod commands;
 pub mod embeds;
 pub mod errors;
 pub mod events;
-pub mod history;
+pub mod place;
 pub mod locale;
 pub mod queue;
 pub mod reply;
@@ -43,7 +44,7 @@ use crate::config::{CampaignConfig, Config};
 
 use crate::oracle::Oracle;
 use access::Access;
-use history::History;
+use place::History;
 use locale::Lang;
 use queue::Queue;
 

@@ -9,7 +9,6 @@
 //! SQLite has committed, so a crash between the two writes is invisible to readers, and the next
 //! ingest reuses what was written and drops what is orphaned.
 
-pub mod conversations;
 pub mod store;
 pub mod vectors;
 

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use super::embeds::{self, Message};
 use super::errors::{ask_error_text, log_ask_error, log_discord_error};
-use super::history::Place;
+use super::place::Place;
 use super::locale::Lang;
 use super::queue::{Admission, QueueEvent, Slot, Waiting, Withdrawal, WorkerGone};
 use super::{Data, Desk};

@@ -10,6 +10,10 @@
 //!
 //! The store is opened lazily, once the campaign's index exists: before the first ingest
 //! there is no history to read, and opening would create an empty index that looks built.
+//! Its table, `conversation_turns`, is read and written in [`store`], through the index's
+//! SQLite connection.
+
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -62,7 +66,7 @@ impl Conversations {
         }
         let owned = key.to_string();
         let visibility = audience.visibility_filter();
-        match self.with_store(move |store| store.conversation_turns(&owned, visibility, limit)).await {
+        match self.with_store(move |sqlite| store::turns(sqlite, &owned, visibility, limit)).await {
             Ok(turns) => turns.unwrap_or_default(),
             Err(err) => {
                 tracing::warn!(error = %err, conversation = key, "conversation history unreadable: answering without it");
@@ -90,7 +94,7 @@ impl Conversations {
             Audience::Player => Visibility::Player,
             Audience::Gm => Visibility::DmOnly,
         };
-        match self.with_store(move |store| store.append_conversation_turns(&owned, &turns, visibility, keep)).await {
+        match self.with_store(move |sqlite| store::append_turns(sqlite, &owned, &turns, visibility, keep)).await {
             Ok(Some(())) => {}
             Ok(None) => tracing::warn!(conversation = key, "no index yet: the exchange is not kept in the history"),
             Err(err) => tracing::warn!(error = %err, conversation = key, "conversation history not written"),
@@ -100,7 +104,7 @@ impl Conversations {
     /// Whether conversation `key` has history (a thread does exactly when the bot opened it).
     pub async fn knows(&self, key: &str) -> bool {
         let owned = key.to_string();
-        match self.with_store(move |store| store.has_conversation(&owned)).await {
+        match self.with_store(move |sqlite| store::has_turns(sqlite, &owned)).await {
             Ok(known) => known.unwrap_or(false),
             Err(err) => {
                 tracing::warn!(error = %err, conversation = key, "conversation history unreadable");

@@ -1,6 +1,6 @@
-//! Conversation history per channel and per thread: a [`Place`] is the key of one
-//! conversation in the campaign's history ([`crate::conversation`], kept in its index so a
-//! restart keeps it).
+//! Where a Discord conversation happens: a [`Place`] (channel, thread or direct message) and
+//! its key among the campaign's conversations ([`crate::conversation`], kept in its index so
+//! a restart keeps them).
 //!
 //! A conversation is one place: a channel (slash questions there share it), a thread (its
 //! follow-ups), or a direct-message channel. Keys never collide across kinds, and nothing
