@@ -176,7 +176,12 @@ pub fn build_context(
 
 /// How many of the `chosen` fragments, best first, fit whole (with the full block's title)
 /// after `used_tokens`, which grows by what they cost.
-fn fit_in_full(chosen: &[ContextFragment], full_title: &str, used_tokens: &mut usize, budget: ContextBudget<'_>) -> usize {
+fn fit_in_full(
+    chosen: &[ContextFragment],
+    full_title: &str,
+    used_tokens: &mut usize,
+    budget: ContextBudget<'_>,
+) -> usize {
     let count = budget.count_tokens;
     let mut n_full = 0;
     for fragment_idx in 0..chosen.len() {

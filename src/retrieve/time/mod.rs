@@ -29,7 +29,9 @@ use serde::Serialize;
 use crate::corpus::SessionNumber;
 
 pub use read::parse_time_references;
-pub use resolve::{SessionFragments, entity_session_fragments, entity_sessions, keep_named_sessions, resolve, search_time};
+pub use resolve::{
+    SessionFragments, entity_session_fragments, entity_sessions, keep_named_sessions, resolve, search_time,
+};
 
 /// Sessions a range brings at most: «sesiones 1 a 400» is clamped to the sessions there are
 /// and then to this many (the pool is ~27 candidates; a range wider than this is a survey,

@@ -504,7 +504,6 @@ mod tests {
     use super::*;
     use TimeReference::*;
 
-
     /// Every rule: the question and the references it must yield.
     #[track_caller]
     fn check(question: &str, expected: &[TimeReference]) {
@@ -637,5 +636,4 @@ mod tests {
             assert_eq!(found, [], "{question}");
         }
     }
-
 }

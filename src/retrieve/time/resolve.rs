@@ -5,7 +5,9 @@ use std::collections::HashMap;
 
 use rusqlite::params;
 
-use super::{ANCHOR_CANDIDATES, ANCHOR_SESSIONS, APPEARANCE_SESSIONS, MAX_RANGE_SESSIONS, TimeDiagnostics, TimeReference};
+use super::{
+    ANCHOR_CANDIDATES, ANCHOR_SESSIONS, APPEARANCE_SESSIONS, MAX_RANGE_SESSIONS, TimeDiagnostics, TimeReference,
+};
 use crate::corpus::{SessionNumber, Visibility};
 use crate::index::{IndexError, Store};
 
