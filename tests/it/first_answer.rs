@@ -69,7 +69,6 @@ fn archduke_campaign() -> Scratch {
     Scratch::new(&refs)
 }
 
-
 /// A chat model that reports a fixed speed, as the embedded backend does, and answers
 /// through `inner` at once: what the plan sees at that speed, without waiting for it.
 struct FixedSpeed {
