@@ -40,7 +40,6 @@ use poise::serenity_prelude as serenity;
 use tokio::sync::watch;
 
 use crate::config::{CampaignConfig, Config, DiscordConfig};
-use crate::secret::Secret;
 
 use crate::oracle::Oracle;
 use access::Access;
@@ -168,7 +167,11 @@ pub async fn run_with_client(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     // 1. Settings and token.
-    let (discord, token) = discord_settings(&config)?;
+    let discord = discord_settings(&config)?;
+    let token = discord
+        .token
+        .clone()
+        .context("no Discord token: set DISCORD_TOKEN (or ORACULO_DISCORD_TOKEN), or discord.token in the config")?;
 
     // The doctor's checks (Discord's view of the token, the intent, the servers; Ollama's
     // models): a ✗ that leaves the bot unable to answer stops it here, with the doctor's line.
@@ -220,7 +223,7 @@ pub async fn run_with_client(
         .build();
 
     // 5. The client: REST straight to Discord, or through the configured proxy.
-    let http = rest_http(&token, rest_client, &discord);
+    let http = rest_http(token.expose(), rest_client, &discord);
     let mut client = serenity::ClientBuilder::new_with_http(http, intents())
         .framework(framework)
         .await
@@ -253,15 +256,11 @@ pub async fn run_with_client(
     Ok(())
 }
 
-/// The `[discord]` settings and the token, and every campaign naming the servers it answers in.
-fn discord_settings(config: &Config) -> anyhow::Result<(DiscordConfig, Secret<String>)> {
+/// The `[discord]` settings, once every campaign names the servers it answers in.
+fn discord_settings(config: &Config) -> anyhow::Result<DiscordConfig> {
     let discord = config.discord.clone().context(
         "no Discord settings: add a [discord] section to the config, or set DISCORD_TOKEN (see docs/discord.md)",
     )?;
-    let token = discord
-        .token
-        .clone()
-        .context("no Discord token: set DISCORD_TOKEN (or ORACULO_DISCORD_TOKEN), or discord.token in the config")?;
     for named in &config.campaigns {
         anyhow::ensure!(
             !named.places.guild_ids.is_empty(),
@@ -271,7 +270,7 @@ fn discord_settings(config: &Config) -> anyhow::Result<(DiscordConfig, Secret<St
             named.name
         );
     }
-    Ok((discord, token))
+    Ok(discord)
 }
 
 /// One desk per opened campaign: its oracle, history, access, re-ingest setup and language.
@@ -307,8 +306,8 @@ fn guild_ids(config: &Config) -> Vec<u64> {
 
 /// The REST client: straight to Discord (through `rest_client` when given), or through the
 /// configured proxy.
-fn rest_http(token: &Secret<String>, rest_client: Option<reqwest::Client>, discord: &DiscordConfig) -> serenity::Http {
-    let mut http = serenity::HttpBuilder::new(token.expose()).default_allowed_mentions(embeds::no_mentions());
+fn rest_http(token: &str, rest_client: Option<reqwest::Client>, discord: &DiscordConfig) -> serenity::Http {
+    let mut http = serenity::HttpBuilder::new(token).default_allowed_mentions(embeds::no_mentions());
     if let Some(client) = rest_client {
         http = http.client(client);
     }
