@@ -1,7 +1,8 @@
 //! What the model sees: the chosen fragments in full, then one-line summaries of what did
 //! not fit, within a token budget.
 //!
-//! Two rules from the design notes ("Los huecos que sobran") shape the summaries block:
+//! Two rules shape the summaries block, so that the leftover room brings new sessions and the
+//! model knows how far to trust each line:
 //! - one slot per session, not per fragment: two parts of one long session must not take two
 //!   slots and push out a whole session that adds something new;
 //! - the summaries are a separate, titled block, never mixed with the full material, so the
@@ -20,7 +21,7 @@ use crate::answer::passages::{QueryTerms, select_passages};
 use crate::corpus::SessionNumber;
 
 /// Fragments shown in full by default: the reranker's top 8 (`k`, `retrieve::DEFAULT_K`).
-/// Measured in the design, the union of the retrieval paths held the right source for 30 of
+/// Measured on a 30-question bank, the union of the retrieval paths held the right source for 30 of
 /// 30 questions; the best 8 after the rerank, for 28 of them (recall 0.93). `--k` changes it
 /// end to end: every chosen fragment is shown in full while the budget allows, and summarised
 /// when it does not.
@@ -138,18 +139,7 @@ pub fn build_context(
 
     let full_title = full_block_title();
     let mut used_tokens = arc_text.as_deref().map_or(0, count);
-    let mut n_full = 0;
-    for fragment_idx in 0..chosen.len() {
-        let mut cost = count(&full_entry(&chosen[fragment_idx], chosen));
-        if fragment_idx == 0 {
-            cost += count(&full_title);
-        }
-        if used_tokens + cost > budget.max_tokens {
-            break;
-        }
-        used_tokens += cost;
-        n_full = fragment_idx + 1;
-    }
+    let n_full = fit_in_full(chosen, &full_title, &mut used_tokens, budget);
     let (kept, dropped) = chosen.split_at(n_full);
 
     let full = group_parts(kept);
@@ -158,66 +148,12 @@ pub fn build_context(
     shown_in_full.extend(arc.iter().flat_map(|arc| arc.lines.iter().map(|line| SlotKey::Session(line.session))));
 
     let summaries_title = summaries_block_title();
-    let summaries_title_tokens = count(&summaries_title);
-    let mut taken_slots: HashSet<SlotKey<'_>> = HashSet::new();
-    let mut summaries: Vec<ShownSummary> = Vec::new();
-    let demoted = dropped.iter().map(|fragment| (fragment, true));
-    let pool = leftovers.iter().map(|fragment| (fragment, false));
-    for (fragment, dropped_for_budget) in demoted.chain(pool) {
-        if summaries.len() == MAX_SUMMARIES {
-            break;
-        }
-        let Some(summary) = fragment.annotation.as_deref().map(one_line).filter(|summary| !summary.is_empty()) else {
-            continue;
-        };
-        let key = slot_key(fragment);
-        if shown_in_full.contains(&key) || taken_slots.contains(&key) {
-            continue;
-        }
-        let mut cost = count(&summary_entry(&fragment.label, &summary));
-        if summaries.is_empty() {
-            cost += summaries_title_tokens;
-        }
-        if used_tokens + cost > budget.max_tokens {
-            // A longer headline than the rest; a later, shorter one may still fit.
-            continue;
-        }
-        used_tokens += cost;
-        taken_slots.insert(key);
-        summaries.push(ShownSummary {
-            fragment_id: fragment.fragment_id,
-            label: fragment.label.clone(),
-            session: fragment.session,
-            summary,
-            dropped_for_budget,
-        });
-    }
+    let mut summaries = pick_summaries(dropped, leftovers, &shown_in_full, &summaries_title, &mut used_tokens, budget);
 
     // Chosen by priority, shown in story order.
     summaries.sort_by_key(|summary| story_key(summary.session));
-    let mut blocks: Vec<String> = Vec::new();
-    blocks.extend(arc_text);
-    if !full.is_empty() {
-        let entries: Vec<String> = full.iter().map(|&fragment| full_entry(fragment, kept)).collect();
-        blocks.push(format!("{full_title}\n\n{}", entries.join("\n\n")));
-    }
-    if !summaries.is_empty() {
-        let entries: Vec<String> =
-            summaries.iter().map(|summary| summary_entry(&summary.label, &summary.summary)).collect();
-        blocks.push(format!("{summaries_title}\n\n{}", entries.join("\n")));
-    }
-    let text = if blocks.is_empty() { EMPTY_MATERIAL.to_string() } else { blocks.join("\n\n") };
-
-    let mut shown_labels: Vec<String> = Vec::new();
-    let arc_labels = arc.iter().flat_map(|arc| arc.lines.iter().map(|line| &line.label));
-    let labels = arc_labels
-        .chain(full.iter().map(|fragment| &fragment.label))
-        .chain(summaries.iter().map(|summary| &summary.label));
-    for label in labels {
-        if !shown_labels.contains(label) {
-            shown_labels.push(label.clone());
-        }
-    }
+    let text = render_material(arc_text, &full_title, &full, kept, &summaries_title, &summaries);
+    let shown_labels = labels_in_order(arc, &full, &summaries);
     let full = full
         .into_iter()
         .map(|fragment| ShownFragment {
@@ -236,6 +172,116 @@ pub fn build_context(
         "context built"
     );
     Context { arc: arc.cloned(), full, summaries, text, shown_labels, dropped_for_budget: dropped.len() }
+}
+
+/// How many of the `chosen` fragments, best first, fit whole (with the full block's title)
+/// after `used_tokens`, which grows by what they cost.
+fn fit_in_full(
+    chosen: &[ContextFragment],
+    full_title: &str,
+    used_tokens: &mut usize,
+    budget: ContextBudget<'_>,
+) -> usize {
+    let count = budget.count_tokens;
+    let mut n_full = 0;
+    for fragment_idx in 0..chosen.len() {
+        let mut cost = count(&full_entry(&chosen[fragment_idx], chosen));
+        if fragment_idx == 0 {
+            cost += count(full_title);
+        }
+        if *used_tokens + cost > budget.max_tokens {
+            break;
+        }
+        *used_tokens += cost;
+        n_full = fragment_idx + 1;
+    }
+    n_full
+}
+
+/// The summaries that fit after `used_tokens`: the `dropped` chosen fragments first, then
+/// the pool's `leftovers`, one per slot not already shown in full, in priority order.
+fn pick_summaries<'a>(
+    dropped: &'a [ContextFragment],
+    leftovers: &'a [ContextFragment],
+    shown_in_full: &HashSet<SlotKey<'a>>,
+    summaries_title: &str,
+    used_tokens: &mut usize,
+    budget: ContextBudget<'_>,
+) -> Vec<ShownSummary> {
+    let count = budget.count_tokens;
+    let summaries_title_tokens = count(summaries_title);
+    let mut taken_slots: HashSet<SlotKey<'a>> = HashSet::new();
+    let mut summaries: Vec<ShownSummary> = Vec::new();
+    let demoted = dropped.iter().map(|fragment| (fragment, true));
+    let pool = leftovers.iter().map(|fragment| (fragment, false));
+    for (fragment, dropped_for_budget) in demoted.chain(pool) {
+        if summaries.len() == MAX_SUMMARIES {
+            break;
+        }
+        let Some(summary) = fragment.annotation.as_deref().map(one_line).filter(|summary| !summary.is_empty()) else {
+            continue;
+        };
+        let key = slot_key(fragment);
+        if shown_in_full.contains(&key) || taken_slots.contains(&key) {
+            continue;
+        }
+        let mut cost = count(&summary_entry(&fragment.label, &summary));
+        if summaries.is_empty() {
+            cost += summaries_title_tokens;
+        }
+        if *used_tokens + cost > budget.max_tokens {
+            // A longer headline than the rest; a later, shorter one may still fit.
+            continue;
+        }
+        *used_tokens += cost;
+        taken_slots.insert(key);
+        summaries.push(ShownSummary {
+            fragment_id: fragment.fragment_id,
+            label: fragment.label.clone(),
+            session: fragment.session,
+            summary,
+            dropped_for_budget,
+        });
+    }
+    summaries
+}
+
+/// The material's text: the story, the full block, the summaries block, each titled.
+fn render_material(
+    arc_text: Option<String>,
+    full_title: &str,
+    full: &[&ContextFragment],
+    kept: &[ContextFragment],
+    summaries_title: &str,
+    summaries: &[ShownSummary],
+) -> String {
+    let mut blocks: Vec<String> = Vec::new();
+    blocks.extend(arc_text);
+    if !full.is_empty() {
+        let entries: Vec<String> = full.iter().map(|&fragment| full_entry(fragment, kept)).collect();
+        blocks.push(format!("{full_title}\n\n{}", entries.join("\n\n")));
+    }
+    if !summaries.is_empty() {
+        let entries: Vec<String> =
+            summaries.iter().map(|summary| summary_entry(&summary.label, &summary.summary)).collect();
+        blocks.push(format!("{summaries_title}\n\n{}", entries.join("\n")));
+    }
+    if blocks.is_empty() { EMPTY_MATERIAL.to_string() } else { blocks.join("\n\n") }
+}
+
+/// Every label shown (story, full, summaries), each once, in order of appearance.
+fn labels_in_order(arc: Option<&ArcBlock>, full: &[&ContextFragment], summaries: &[ShownSummary]) -> Vec<String> {
+    let mut shown_labels: Vec<String> = Vec::new();
+    let arc_labels = arc.iter().flat_map(|arc| arc.lines.iter().map(|line| &line.label));
+    let labels = arc_labels
+        .chain(full.iter().map(|fragment| &fragment.label))
+        .chain(summaries.iter().map(|summary| &summary.label));
+    for label in labels {
+        if !shown_labels.contains(label) {
+            shown_labels.push(label.clone());
+        }
+    }
+    shown_labels
 }
 
 /// The story block as the model reads it: its title naming the entity, one line per entry.

@@ -40,7 +40,7 @@ use anyhow::Context as _;
 use poise::serenity_prelude as serenity;
 use tokio::sync::watch;
 
-use crate::config::{CampaignConfig, Config};
+use crate::config::{CampaignConfig, Config, DiscordConfig};
 
 use crate::oracle::Oracle;
 use access::Access;
@@ -168,22 +168,11 @@ pub async fn run_with_client(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     // 1. Settings and token.
-    let discord = config.discord.clone().context(
-        "no Discord settings: add a [discord] section to the config, or set DISCORD_TOKEN (see docs/discord.md)",
-    )?;
+    let discord = discord_settings(&config)?;
     let token = discord
         .token
         .clone()
         .context("no Discord token: set DISCORD_TOKEN (or ORACULO_DISCORD_TOKEN), or discord.token in the config")?;
-    for named in &config.campaigns {
-        anyhow::ensure!(
-            !named.places.guild_ids.is_empty(),
-            "discord.guild_ids is empty (campaign {}): list the server(s) the bot answers in (right-click the \
-             server → Copy ID). The bot answers only there, so a server that invites it cannot read the \
-             campaign's notes",
-            named.name
-        );
-    }
 
     // The doctor's checks (Discord's view of the token, the intent, the servers; Ollama's
     // models): a ✗ that leaves the bot unable to answer stops it here, with the doctor's line.
@@ -198,31 +187,8 @@ pub async fn run_with_client(
     let lifecycle = Lifecycle::new();
     let worker = queue::LocalWorker::start("answers").context("starting the answer thread")?;
     let ingest_worker = queue::LocalWorker::start("ingest").context("starting the ingest thread")?;
-    let desks: Vec<Arc<Desk>> = opened
-        .into_iter()
-        .map(|open| {
-            let oracle = Arc::new(open.oracle);
-            Arc::new(Desk {
-                name: open.named.name.clone(),
-                history: History::new(oracle.index_dir(), discord.history_turns),
-                oracle,
-                access: Access::from_places(&open.named.places),
-                reingest: Arc::new(ReingestSetup {
-                    campaign_dir: open.campaign_dir,
-                    campaign: open.named.campaign.clone(),
-                    batch_size,
-                    running: Arc::new(tokio::sync::Mutex::new(())),
-                }),
-                lang: Lang::of_labels(open.named.campaign.corpus.label_language),
-            })
-        })
-        .collect();
-    let guild_ids: Vec<u64> = {
-        let mut ids: Vec<u64> = config.campaigns.iter().flat_map(|named| named.places.guild_ids.clone()).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        ids
-    };
+    let desks = open_desks(opened, discord.history_turns, batch_size);
+    let guild_ids = guild_ids(&config);
     let queue = Queue::new(discord.concurrency, discord.questions_per_minute);
     let watched = Watched { desks: desks.clone(), ingest_worker: ingest_worker.clone(), turns: queue.background() };
     let data = Data {
@@ -258,15 +224,8 @@ pub async fn run_with_client(
         .build();
 
     // 5. The client: REST straight to Discord, or through the configured proxy.
-    let mut http = serenity::HttpBuilder::new(token.expose()).default_allowed_mentions(embeds::no_mentions());
-    if let Some(client) = rest_client {
-        http = http.client(client);
-    }
-    if let Some(proxy) = &discord.proxy_url {
-        // The proxy does the rate limiting (serenity's own limiter would bypass it).
-        http = http.proxy(proxy.as_str()).ratelimiter_disabled(true);
-    }
-    let mut client = serenity::ClientBuilder::new_with_http(http.build(), intents())
+    let http = rest_http(token.expose(), rest_client, &discord);
+    let mut client = serenity::ClientBuilder::new_with_http(http, intents())
         .framework(framework)
         .await
         .context("creating the Discord client")?;
@@ -296,6 +255,68 @@ pub async fn run_with_client(
     }
     tracing::info!("bot stopped");
     Ok(())
+}
+
+/// The `[discord]` settings, once every campaign names the servers it answers in.
+fn discord_settings(config: &Config) -> anyhow::Result<DiscordConfig> {
+    let discord = config.discord.clone().context(
+        "no Discord settings: add a [discord] section to the config, or set DISCORD_TOKEN (see docs/discord.md)",
+    )?;
+    for named in &config.campaigns {
+        anyhow::ensure!(
+            !named.places.guild_ids.is_empty(),
+            "discord.guild_ids is empty (campaign {}): list the server(s) the bot answers in (right-click the \
+             server → Copy ID). The bot answers only there, so a server that invites it cannot read the \
+             campaign's notes",
+            named.name
+        );
+    }
+    Ok(discord)
+}
+
+/// One desk per opened campaign: its oracle, history, access, re-ingest setup and language.
+fn open_desks(opened: Vec<crate::app::OpenCampaign>, history_turns: usize, batch_size: usize) -> Vec<Arc<Desk>> {
+    opened
+        .into_iter()
+        .map(|open| {
+            let oracle = Arc::new(open.oracle);
+            Arc::new(Desk {
+                name: open.named.name.clone(),
+                history: History::new(oracle.index_dir(), history_turns),
+                oracle,
+                access: Access::from_places(&open.named.places),
+                reingest: Arc::new(ReingestSetup {
+                    campaign_dir: open.campaign_dir,
+                    campaign: open.named.campaign.clone(),
+                    batch_size,
+                    running: Arc::new(tokio::sync::Mutex::new(())),
+                }),
+                lang: Lang::of_labels(open.named.campaign.corpus.label_language),
+            })
+        })
+        .collect()
+}
+
+/// Every campaign's servers, each once: where the commands are registered.
+fn guild_ids(config: &Config) -> Vec<u64> {
+    let mut ids: Vec<u64> = config.campaigns.iter().flat_map(|named| named.places.guild_ids.clone()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// The REST client: straight to Discord (through `rest_client` when given), or through the
+/// configured proxy.
+fn rest_http(token: &str, rest_client: Option<reqwest::Client>, discord: &DiscordConfig) -> serenity::Http {
+    let mut http = serenity::HttpBuilder::new(token).default_allowed_mentions(embeds::no_mentions());
+    if let Some(client) = rest_client {
+        http = http.client(client);
+    }
+    if let Some(proxy) = &discord.proxy_url {
+        // The proxy does the rate limiting (serenity's own limiter would bypass it).
+        http = http.proxy(proxy.as_str()).ratelimiter_disabled(true);
+    }
+    http.build()
 }
 
 /// What the campaigns' watchers need from the bot's state.

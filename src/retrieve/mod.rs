@@ -22,6 +22,7 @@ pub mod fuse;
 pub mod rerank;
 pub mod time;
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -323,141 +324,172 @@ pub async fn search(
     request: &SearchRequest<'_>,
 ) -> Result<SearchResult, RetrieveError> {
     let span = tracing::info_span!("retrieve", audience = ?request.audience, k = request.k);
-    async move {
-        let depth = path_depth(request.k);
-        let visibility = request.audience.visibility_filter();
+    search_paths(index, compendium, embedder, request).instrument(span).await
+}
 
-        // Follow-ups: a name in the question always wins over the history. A title asked in
-        // another language than the notes write it («the archduke») is a name too.
-        let started_names = Instant::now();
-        let named = detect_names(compendium, embedder, request.question).await;
-        let (expanded, followup) = decide_followup(request.question, request.history, !named.is_empty());
-        let search_query = expanded.clone().unwrap_or_else(|| request.question.to_string());
-        let detected = if expanded.is_some() { detect_names(compendium, embedder, &search_query).await } else { named };
-        let mut timings = SearchTimings::default();
-        let names_ms = ms(started_names);
+/// The paths that failed alone: the question is answered from the paths that worked, and
+/// says which did not. Only all of them failing is an error.
+#[derive(Default)]
+struct PathFailures {
+    missing: Vec<MissingPath>,
+    first: Option<RetrieveError>,
+}
 
-        // Each path may fail alone: the question is answered from the
-        // paths that worked, and says which did not. Only all of them failing is an error.
-        let mut missing_paths: Vec<MissingPath> = Vec::new();
-        let mut first_failure: Option<RetrieveError> = None;
-        let mut path_failed = |path: RetrievalPath, error: RetrieveError| {
-            tracing::warn!(path = path.as_str(), error = %error, "a retrieval path failed; answering from the others");
-            missing_paths.push(MissingPath { path, error: error.to_string() });
-            first_failure.get_or_insert(error);
-        };
-
-        let started = Instant::now();
-        let dense = match index.store.meta(crate::index::store::META_EMBEDDER)? {
-            _ if !request.paths.dense => Vec::new(),
-            // Nothing embedded yet: the dense path has nothing to say.
-            None => Vec::new(),
-            Some(built_with) if built_with != embedder.id() => {
-                return Err(RetrieveError::EmbedderMismatch {
-                    index: built_with,
-                    configured: embedder.id().to_string(),
-                });
-            }
-            Some(_) => match search_dense_path(index, embedder, &search_query, visibility, depth, &mut timings).await {
-                Ok(ids) => ids,
-                Err(error) => {
-                    path_failed(RetrievalPath::Dense, error);
-                    Vec::new()
-                }
-            },
-        };
-
-        let started_bm25 = Instant::now();
-        let bm25_hits = if request.paths.bm25 {
-            bm25::search_bm25(&index.store, &search_query, visibility, depth, request.paths.bm25_scoring)
-                .unwrap_or_else(|error| {
-                    path_failed(RetrievalPath::Bm25, error.into());
-                    bm25::Bm25Hits::default()
-                })
-        } else {
-            bm25::Bm25Hits::default()
-        };
-        let (bm25, bm25_terms) = (bm25_hits.ids, bm25_hits.terms);
-        timings.bm25_ms = ms(started_bm25);
-
-        let started_entity = Instant::now();
-        let named_entities: Vec<(i64, String)> =
-            detected.iter().map(|(id, entity)| (*id, entity.name.clone())).collect();
-        let entity_evidence = if request.paths.entity && !named_entities.is_empty() {
-            let arc = entity::is_arc_question(&search_query);
-            match entity::search_entities(&index.store, &named_entities, visibility, depth, arc) {
-                Ok(evidence) => Some(evidence),
-                Err(error) => {
-                    path_failed(RetrievalPath::Entity, error.into());
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let (by_entity, entity_weight) =
-            entity_evidence.as_ref().map_or((Vec::new(), 1.0), |evidence| (evidence.ranked.clone(), evidence.weight));
-        timings.entity_ms = names_ms + ms(started_entity);
-        let path_lengths = PathLengths { dense: dense.len(), bm25: bm25.len(), entity: by_entity.len() };
-        let requested =
-            [request.paths.dense, request.paths.bm25, request.paths.entity].iter().filter(|on| **on).count();
-        if let Some(error) = first_failure
-            && missing_paths.len() >= requested
-        {
-            return Err(error);
-        }
-        tracing::trace!(elapsed_ms = ms(started), "paths done");
-
-        let dense_windows: std::collections::HashMap<i64, u32> =
-            dense.iter().map(|hit| (hit.fragment_id, hit.window)).collect();
-        let dense: Vec<i64> = dense.iter().map(|hit| hit.fragment_id).collect();
-        let mut lists: Vec<(RetrievalPath, f64, Vec<i64>)> = vec![
-            (RetrievalPath::Dense, 1.0, dense),
-            (RetrievalPath::Bm25, bm25_terms.weight, bm25),
-            (RetrievalPath::Entity, entity_weight, by_entity),
-        ];
-        let started = Instant::now();
-        let entity_ids: Vec<i64> = named_entities.iter().map(|(id, _)| *id).collect();
-        let (by_time, time) = if request.paths.time {
-            search_time_path(index, request, &search_query, expanded.is_some(), &lists, &entity_ids, depth)?
-        } else {
-            (Vec::new(), time::TimeDiagnostics::default())
-        };
-        lists.push((RetrievalPath::Time, 1.0, by_time));
-        timings.time_ms = ms(started);
-
-        let started = Instant::now();
-        let fused = fuse_weighted(&lists, MAX_POOL);
-        let ids: Vec<i64> = fused.iter().map(|f| f.fragment_id).collect();
-        let mut heads: std::collections::HashMap<i64, crate::index::FragmentHead> =
-            index.store.fragment_heads(&ids)?.into_iter().map(|head| (head.id, head)).collect();
-        let candidates: Vec<Candidate> = fused
-            .iter()
-            .filter_map(|entry| heads.remove(&entry.fragment_id).map(|head| (entry, head)))
-            .map(|(entry, head)| {
-                let dense_window = dense_windows.get(&head.id).copied();
-                Candidate::from_head(head, entry.ranks, entry.score, dense_window)
-            })
-            .collect();
-        let mut candidates = spread_notes(candidates, |c| c.label.as_str(), |c| c.ranks.time.is_some());
-        lead_with_named_sessions(&mut candidates, &time.named_sessions);
-        timings.fuse_ms = ms(started);
-        tracing::debug!(n_candidates = candidates.len(), "fused pool");
-
-        Ok(SearchResult {
-            question: request.question.to_string(),
-            search_query,
-            followup_expanded: expanded.is_some(),
-            entities: detected.into_iter().map(|(_, entity)| entity).collect(),
-            candidates,
-            timings,
-            missing_paths,
-            diagnostics: SearchDiagnostics { followup, entity_path: entity_evidence, path_lengths, bm25_terms, lists },
-            time,
-        })
+impl PathFailures {
+    fn fail(&mut self, path: RetrievalPath, error: RetrieveError) {
+        tracing::warn!(path = path.as_str(), error = %error, "a retrieval path failed; answering from the others");
+        self.missing.push(MissingPath { path, error: error.to_string() });
+        self.first.get_or_insert(error);
     }
-    .instrument(span)
-    .await
+}
+
+/// [`search`]'s stages: names and follow-up, the dense, BM25 and entity paths, the time path
+/// anchored on them, then the fused pool.
+async fn search_paths(
+    index: &Index,
+    compendium: &CompendiumIndex,
+    embedder: &dyn Embedder,
+    request: &SearchRequest<'_>,
+) -> Result<SearchResult, RetrieveError> {
+    let depth = path_depth(request.k);
+    let visibility = request.audience.visibility_filter();
+
+    // Follow-ups: a name in the question always wins over the history. A title asked in
+    // another language than the notes write it («the archduke») is a name too.
+    let started_names = Instant::now();
+    let named = detect_names(compendium, embedder, request.question).await;
+    let (expanded, followup) = decide_followup(request.question, request.history, !named.is_empty());
+    let search_query = expanded.clone().unwrap_or_else(|| request.question.to_string());
+    let detected = if expanded.is_some() { detect_names(compendium, embedder, &search_query).await } else { named };
+    let mut timings = SearchTimings::default();
+    let names_ms = ms(started_names);
+
+    let mut failures = PathFailures::default();
+    let started = Instant::now();
+    let dense = match run_dense_path(index, embedder, request, &search_query, depth, &mut timings).await? {
+        Ok(hits) => hits,
+        Err(error) => {
+            failures.fail(RetrievalPath::Dense, error);
+            Vec::new()
+        }
+    };
+
+    let started_bm25 = Instant::now();
+    let bm25_hits = if request.paths.bm25 {
+        bm25::search_bm25(&index.store, &search_query, visibility, depth, request.paths.bm25_scoring).unwrap_or_else(
+            |error| {
+                failures.fail(RetrievalPath::Bm25, error.into());
+                bm25::Bm25Hits::default()
+            },
+        )
+    } else {
+        bm25::Bm25Hits::default()
+    };
+    let (bm25, bm25_terms) = (bm25_hits.ids, bm25_hits.terms);
+    timings.bm25_ms = ms(started_bm25);
+
+    let started_entity = Instant::now();
+    let named_entities: Vec<(i64, String)> = detected.iter().map(|(id, entity)| (*id, entity.name.clone())).collect();
+    let entity_evidence = if request.paths.entity && !named_entities.is_empty() {
+        let arc = entity::is_arc_question(&search_query);
+        entity::search_entities(&index.store, &named_entities, visibility, depth, arc)
+            .map_err(|error| failures.fail(RetrievalPath::Entity, error.into()))
+            .ok()
+    } else {
+        None
+    };
+    let (by_entity, entity_weight) =
+        entity_evidence.as_ref().map_or((Vec::new(), 1.0), |evidence| (evidence.ranked.clone(), evidence.weight));
+    timings.entity_ms = names_ms + ms(started_entity);
+    let path_lengths = PathLengths { dense: dense.len(), bm25: bm25.len(), entity: by_entity.len() };
+    let requested = [request.paths.dense, request.paths.bm25, request.paths.entity].iter().filter(|on| **on).count();
+    if let Some(error) = failures.first
+        && failures.missing.len() >= requested
+    {
+        return Err(error);
+    }
+    tracing::trace!(elapsed_ms = ms(started), "paths done");
+
+    let dense_windows: HashMap<i64, u32> = dense.iter().map(|hit| (hit.fragment_id, hit.window)).collect();
+    let dense: Vec<i64> = dense.iter().map(|hit| hit.fragment_id).collect();
+    let mut lists: Vec<(RetrievalPath, f64, Vec<i64>)> = vec![
+        (RetrievalPath::Dense, 1.0, dense),
+        (RetrievalPath::Bm25, bm25_terms.weight, bm25),
+        (RetrievalPath::Entity, entity_weight, by_entity),
+    ];
+    let started = Instant::now();
+    let entity_ids: Vec<i64> = named_entities.iter().map(|(id, _)| *id).collect();
+    let (by_time, time) = if request.paths.time {
+        search_time_path(index, request, &search_query, expanded.is_some(), &lists, &entity_ids, depth)?
+    } else {
+        (Vec::new(), time::TimeDiagnostics::default())
+    };
+    lists.push((RetrievalPath::Time, 1.0, by_time));
+    timings.time_ms = ms(started);
+
+    let started = Instant::now();
+    let candidates = fused_pool(index, &lists, &dense_windows, &time.named_sessions)?;
+    timings.fuse_ms = ms(started);
+    tracing::debug!(n_candidates = candidates.len(), "fused pool");
+
+    Ok(SearchResult {
+        question: request.question.to_string(),
+        search_query,
+        followup_expanded: expanded.is_some(),
+        entities: detected.into_iter().map(|(_, entity)| entity).collect(),
+        candidates,
+        timings,
+        missing_paths: failures.missing,
+        diagnostics: SearchDiagnostics { followup, entity_path: entity_evidence, path_lengths, bm25_terms, lists },
+        time,
+    })
+}
+
+/// The dense path when it may run: the outer error stops the search (an index embedded by
+/// another model answers nothing right), the inner one is this path failing alone.
+async fn run_dense_path(
+    index: &Index,
+    embedder: &dyn Embedder,
+    request: &SearchRequest<'_>,
+    search_query: &str,
+    depth: usize,
+    timings: &mut SearchTimings,
+) -> Result<Result<Vec<dense::DenseHit>, RetrieveError>, RetrieveError> {
+    let visibility = request.audience.visibility_filter();
+    Ok(match index.store.meta(crate::index::store::META_EMBEDDER)? {
+        _ if !request.paths.dense => Ok(Vec::new()),
+        // Nothing embedded yet: the dense path has nothing to say.
+        None => Ok(Vec::new()),
+        Some(built_with) if built_with != embedder.id() => {
+            return Err(RetrieveError::EmbedderMismatch { index: built_with, configured: embedder.id().to_string() });
+        }
+        Some(_) => search_dense_path(index, embedder, search_query, visibility, depth, timings).await,
+    })
+}
+
+/// The fused pool of candidates, best first: the lists fused, their heads read, one note's
+/// fragments spread out, and the sessions the question names leading.
+fn fused_pool(
+    index: &Index,
+    lists: &[(RetrievalPath, f64, Vec<i64>)],
+    dense_windows: &HashMap<i64, u32>,
+    named_sessions: &[SessionNumber],
+) -> Result<Vec<Candidate>, RetrieveError> {
+    let fused = fuse_weighted(lists, MAX_POOL);
+    let ids: Vec<i64> = fused.iter().map(|f| f.fragment_id).collect();
+    let mut heads: HashMap<i64, crate::index::FragmentHead> =
+        index.store.fragment_heads(&ids)?.into_iter().map(|head| (head.id, head)).collect();
+    let candidates: Vec<Candidate> = fused
+        .iter()
+        .filter_map(|entry| heads.remove(&entry.fragment_id).map(|head| (entry, head)))
+        .map(|(entry, head)| {
+            let dense_window = dense_windows.get(&head.id).copied();
+            Candidate::from_head(head, entry.ranks, entry.score, dense_window)
+        })
+        .collect();
+    let mut candidates = spread_notes(candidates, |c| c.label.as_str(), |c| c.ranks.time.is_some());
+    lead_with_named_sessions(&mut candidates, named_sessions);
+    Ok(candidates)
 }
 
 /// Moves the candidates of the sessions a question names («la sesión 45», «la última») to

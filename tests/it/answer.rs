@@ -14,7 +14,7 @@ use oraculo::retrieve::rerank::{RERANK_SHARE, RerankDecision, RerankReads, Reran
 use oraculo::retrieve::{Audience, Candidate, CompendiumIndex, PathSet, SearchRequest, search};
 
 use crate::fake_ollama::{FakeOllama, Fault};
-use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 
 pub(crate) fn chat_config(url: String, timeout: Duration) -> OllamaChatConfig {
     OllamaChatConfig {
@@ -360,7 +360,7 @@ async fn empty_and_oversized_questions_and_a_missing_index_read_as_messages() {
 
 #[tokio::test]
 async fn a_real_embedded_gguf_answers_from_ingest_to_citation() {
-    let (scratch, embedder, chat) = crate::support::smollm_campaign().await;
+    let (scratch, embedder, chat) = crate::harness::smollm_campaign().await;
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     let report = annotate_fragments(&index, chat.as_ref(), &Quiet).await;
     assert_eq!(report.made, 2, "{report:?}");

@@ -25,7 +25,7 @@ use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, searc
 use crate::answer::chat_config;
 use crate::embedded::e5;
 use crate::fake_ollama::FakeOllama;
-use crate::support::{Scratch, ingest_dir, prose};
+use crate::harness::{Scratch, ingest_dir, prose};
 
 /// (canary, where it hides, whether the GM can search for it: an alias only in front matter
 /// is in no fragment's text, and a note outside the campaign is never read).
@@ -461,7 +461,7 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CapturedLog {
 /// notes lack), a structured reply citing a label it was not shown, and an invented citation.
 #[tokio::test]
 async fn a_gm_answer_s_words_are_logged_only_at_debug() {
-    use crate::support::{campaign_config, ollama_embedder};
+    use crate::harness::{campaign_config, ollama_embedder};
     const CANARY: &str = "Teodrasil";
     let scratch = Scratch::new(&[
         ("Sesiones/Sesion 1.md", "# Sesión 1\nEl grupo llega al puerto de Galerna.\n"),

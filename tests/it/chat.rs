@@ -2,7 +2,6 @@
 //! against the local stand-in (real wire formats over HTTP), llama.cpp with the real
 //! SmolLM2-135M GGUF on one thread.
 
-use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -16,6 +15,7 @@ use oraculo::llm::chat::{ChatMessage, ChatModel, ChatRequest, ChatResponse};
 use serde_json::{Value, json};
 
 use crate::fake_ollama::{FakeOllama, Fault};
+use crate::harness::models_dir;
 
 const MODEL: &str = "qwen2.5:14b";
 
@@ -338,13 +338,6 @@ fn the_embedded_default_is_the_largest_model_fetched() {
 }
 
 // --- llama.cpp, in-process --------------------------------------------------------------
-
-fn models_dir() -> PathBuf {
-    let data_dir = std::env::var_os("ORACULO_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".local/share/oraculo"));
-    data_dir.join("models")
-}
 
 /// SmolLM2-135M, loaded once for every test here, one thread (stable on a busy machine).
 fn smollm() -> &'static LlamaCppChat {

@@ -11,7 +11,7 @@ use crate::fake_discord::{
     APP_ID, BOT_ID, FakeDiscord, GUILD_ID, Recorded, Venue, WAIT, private_channel, text_channel, text_channel_in,
 };
 use crate::fake_ollama::{FakeOllama, Fault};
-use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 
 pub(crate) const EMBED_MODEL: &str = "fake-embed";
 pub(crate) const CHAT_MODEL: &str = "fake-chat";
@@ -617,6 +617,7 @@ async fn no_canary_reaches_a_player_through_discord() {
     // Every label, by /fuente and by button (a GM-only one reads as missing: its reply names
     // only the label the player typed), and autocomplete (checked as it is: nothing typed
     // there is a whole label).
+    assert!(!every_label.is_empty(), "the vault has labels to ask for");
     let mut asked_labels: Vec<(String, String)> = Vec::new();
     for label in &every_label {
         let token = discord.slash_command(
@@ -1191,7 +1192,7 @@ async fn a_deleted_question_leaves_the_queue() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement with the embedded 1.5B model: minutes on a CPU"]
 async fn measure_first_text_with_the_embedded_model() {
-    let models = crate::support::models_dir();
+    let models = crate::harness::models_dir();
     let gguf = models.join(oraculo::llm::chat::llama_cpp::QWEN_1_5B_FILE);
     if !gguf.exists() {
         eprintln!("skipped: {} is missing (scripts/fetch-models.sh --chat 1.5b)", gguf.display());

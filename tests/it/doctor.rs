@@ -10,7 +10,7 @@ use oraculo::doctor::{Check, Options, Status};
 
 use crate::fake_discord::{FakeDiscord, GUILD_ID, WAIT};
 use crate::fake_ollama::FakeOllama;
-use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 
 const EMBED_MODEL: &str = "fake-embed";
 const CHAT_MODEL: &str = "qwen2.5:14b";

@@ -4,7 +4,7 @@ use oraculo::index::Index;
 use oraculo::llm::embed::e5::E5Embedder;
 use oraculo::llm::{EmbedRole, Embedder};
 
-use crate::support::{Scratch, campaign_config, ingest_dir, prose};
+use crate::harness::{Scratch, campaign_config, ingest_dir, prose};
 
 pub fn e5() -> E5Embedder {
     let data_dir = std::env::var_os("ORACULO_DATA")

@@ -14,7 +14,7 @@ use oraculo::oracle::{AnswerSettings, Oracle};
 
 use crate::answer::{chat_config, port_campaign};
 use crate::fake_ollama::FakeOllama;
-use crate::support::{campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{campaign_config, ingest_dir, ollama_embedder};
 
 fn bank() -> Vec<EvalQuestion> {
     let text = r#"
@@ -134,7 +134,7 @@ async fn the_binary_saves_its_report_and_wants_a_bank_for_a_real_campaign() {
     std::fs::write(&bank_path, text).unwrap();
     let out = scratch.data.path().join("report.json");
     let oraculo = |args: &[&str]| {
-        let mut command = crate::support::oraculo_command(&scratch, &fake, &["eval"]);
+        let mut command = crate::harness::oraculo_command(&scratch, &fake, &["eval"]);
         command.args(args);
         command
     };

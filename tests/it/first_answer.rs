@@ -12,15 +12,15 @@ use oraculo::answer::AnswerMode;
 use oraculo::llm::LlmError;
 use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::llm::chat::{ChatModel, ChatRequest, ChatResponse, ModelSpeed, PacedChat, TokenSink};
-use oraculo::oracle::{Answer, AnswerSettings, AskRequest, DEADLINE_SLACK, Oracle};
+use oraculo::oracle::{AnswerSettings, DEADLINE_SLACK, Oracle};
 use oraculo::prompt::StructuredPrompt;
 use oraculo::retrieve::Audience;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::answer::chat_config;
 use crate::embedded::e5;
 use crate::fake_ollama::FakeOllama;
-use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, ask_streamed, campaign_config, ingest_dir, ollama_embedder, structured};
 
 const ARC_QUESTION: &str = "¿Qué pasó con el archiduque?";
 
@@ -67,12 +67,6 @@ fn archduke_campaign() -> Scratch {
     }
     let refs: Vec<(&str, &str)> = files.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
     Scratch::new(&refs)
-}
-
-fn structured(sentences: &[(&str, &[&str])]) -> String {
-    let sentences: Vec<Value> =
-        sentences.iter().map(|(text, sources)| json!({ "text": text, "sources": sources })).collect();
-    json!({ "in_notes": !sentences.is_empty(), "sentences": sentences }).to_string()
 }
 
 /// A chat model that reports a fixed speed, as the embedded backend does, and answers
@@ -134,14 +128,6 @@ impl Bench {
     }
 }
 
-async fn ask(oracle: &Oracle, question: &str) -> (Answer, String) {
-    let streamed = Mutex::new(String::new());
-    let sink = |piece: &str| streamed.lock().unwrap().push_str(piece);
-    let request = AskRequest { question, history: &[], audience: Audience::Player };
-    let answer = oracle.ask(&request, Some(&sink)).await.unwrap();
-    (answer, streamed.into_inner().unwrap())
-}
-
 /// Where each of `needles` first appears in `text`, in order; panics on one missing.
 fn positions(text: &str, needles: &[&str]) -> Vec<usize> {
     needles.iter().map(|needle| text.find(needle).unwrap_or_else(|| panic!("{needle:?} not in:\n{text}"))).collect()
@@ -156,7 +142,7 @@ async fn an_arc_question_is_answered_from_the_entitys_story_with_the_sentence_th
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
     let settings = AnswerSettings { mode: AnswerMode::Extractive, ..AnswerSettings::new(256) };
     let oracle = Oracle::new(&scratch.index_dir(), embedder, Arc::new(oraculo::llm::chat::NoChat), settings);
-    let (answer, _) = ask(&oracle, ARC_QUESTION).await;
+    let (answer, _) = ask_streamed(&oracle, ARC_QUESTION).await;
     assert_eq!(answer.mode, AnswerMode::Extractive);
     let story: Vec<&str> = answer.story_shown.iter().map(|line| line.label.as_str()).collect();
     assert!(!story.is_empty(), "an arc question has a story: {answer:#?}");
@@ -176,7 +162,7 @@ async fn an_arc_question_is_answered_from_the_entitys_story_with_the_sentence_th
     assert_eq!(answer.citations.len(), 3, "{:?}", answer.citations);
 
     // A question that is not about his story has none.
-    let (fact, _) = ask(&oracle, "¿Cuántas coronas ofreció el archiduque?").await;
+    let (fact, _) = ask_streamed(&oracle, "¿Cuántas coronas ofreció el archiduque?").await;
     assert!(fact.story_shown.is_empty(), "{fact:#?}");
 
     // The timeline finds him as a user types him: no article, any case.
@@ -196,7 +182,7 @@ async fn the_story_opens_the_material_and_its_sessions_are_citable() {
         ("Leandro desapareció de sus aposentos durante la Fiesta de las Mareas.", &["Sesión 3"]),
         ("Un año después volvió como el Heraldo de la Marea Baja.", &["Sesión 5"]),
     ]));
-    let (answer, streamed) = ask(&oracle, ARC_QUESTION).await;
+    let (answer, streamed) = ask_streamed(&oracle, ARC_QUESTION).await;
     let material = bench.last_material();
     // The story block first, titled with his other names, then the full material.
     assert!(
@@ -247,7 +233,7 @@ async fn a_structured_answer_never_repeats_itself_nor_shows_a_sentence_cut_off()
         // Cut after a complete sentence: that sentence stays.
         ("Un año después volvió como el Heraldo de la Marea Baja. Destierra a su hermana y muy pocas…", &["Sesión 5"]),
     ]));
-    let (answer, streamed) = ask(&oracle, ARC_QUESTION).await;
+    let (answer, streamed) = ask_streamed(&oracle, ARC_QUESTION).await;
     assert_eq!(
         answer.text,
         "Leandro desapareció de sus aposentos durante la Fiesta de las Mareas [Sesión 3]. \
@@ -266,7 +252,7 @@ async fn at_every_speed_the_plan_keeps_the_story_and_the_named_session_within_it
         let oracle = bench.oracle_at(prompt, generated);
         // An arc question: every session of the story is in the material.
         bench.fake.enqueue_reply(&structured(&[("Desapareció.", &["Sesión 3"])]));
-        let (answer, _) = ask(&oracle, ARC_QUESTION).await;
+        let (answer, _) = ask_streamed(&oracle, ARC_QUESTION).await;
         let material = bench.last_material();
         positions(&material, &["- [Sesión 1]", "- [Sesión 3]", "- [Sesión 5]"]);
         let plan = &answer.context_plan;
@@ -292,7 +278,7 @@ async fn at_every_speed_the_plan_keeps_the_story_and_the_named_session_within_it
 
         // A question about a session: that session is shown, whatever the speed.
         bench.fake.enqueue_reply(&structured(&[("Viajan por el Camino Blanco.", &["Sesión 4"])]));
-        let (answer, _) = ask(&oracle, "¿Qué pasó en la sesión 4?").await;
+        let (answer, _) = ask_streamed(&oracle, "¿Qué pasó en la sesión 4?").await;
         assert!(answer.fragments_shown.iter().any(|shown| shown.label == "Sesión 4"), "{prompt}: {answer:#?}");
         assert!(bench.last_material().contains("[Sesión 4]"), "{prompt}");
     }
@@ -344,7 +330,7 @@ async fn a_model_stopped_at_its_deadline_keeps_the_sentences_it_had_written() {
             settings,
         );
         let started = Instant::now();
-        let (answer, streamed) = ask(&oracle, ARC_QUESTION).await;
+        let (answer, streamed) = ask_streamed(&oracle, ARC_QUESTION).await;
         assert!(started.elapsed() < Duration::from_secs(30), "the deadline stopped the model");
         assert_eq!(answer.context_plan.deadline_seconds, Some(0.5 * DEADLINE_SLACK));
         if writes_first {

@@ -4,7 +4,7 @@ use oraculo::corpus::Visibility;
 use oraculo::index::Index;
 
 use crate::fake_ollama::{FAKE_DIMENSION, FakeOllama};
-use crate::support::{CountingEmbedder, Scratch, campaign_config, ingest_dir, ollama_embedder, prose};
+use crate::harness::{CountingEmbedder, Scratch, campaign_config, ingest_dir, ollama_embedder, prose};
 
 const CRONICA: &str = "# Crónica de Galerna
 

@@ -19,7 +19,7 @@ use crate::discord::{
 };
 use crate::fake_discord::text_channel;
 use crate::fake_ollama::{FakeOllama, Fault};
-use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 
 /// The footer line under the notes' sentences while the model writes.
 const WRITING_LINE: &str = "El modelo está escribiendo su respuesta";
@@ -180,7 +180,7 @@ async fn ask_json_records_the_instant_answer_beside_the_model_s() {
         ("Sesiones/Sesion 2.md", "# Sesión 2\nUna tormenta hunde la barca de la Tejedora.\n"),
     ]);
     let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
-    let oraculo = |args: &[&str]| crate::support::oraculo_command(&scratch, &fake, args);
+    let oraculo = |args: &[&str]| crate::harness::oraculo_command(&scratch, &fake, args);
     let mut ingest = oraculo(&["ingest", "--no-annotate", "--json"]);
     let ingest = tokio::task::spawn_blocking(move || ingest.output().unwrap()).await.unwrap();
     assert!(ingest.status.success(), "{}", String::from_utf8_lossy(&ingest.stderr));
@@ -226,7 +226,7 @@ async fn first_cited_and_final(table: &Table, token: &str, asked: Instant) -> (f
 async fn measure_the_instant_answer_on_the_sample_campaign() {
     use oraculo::eval::score::AnswerScore;
     let scratch = Scratch::new(&[]);
-    std::os::unix::fs::symlink(crate::support::models_dir(), scratch.data.path().join("models")).unwrap();
+    std::os::unix::fs::symlink(crate::harness::models_dir(), scratch.data.path().join("models")).unwrap();
     let campaign = oraculo::sample::materialize(&scratch.data.path().join("sample")).unwrap();
     let index_dir = oraculo::index::campaign_index_dir(scratch.data.path(), &campaign);
     let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(crate::embedded::e5());

@@ -5,7 +5,7 @@
 mod fake_discord;
 mod fake_ollama;
 mod http;
-mod support;
+mod harness;
 
 mod answer;
 mod architecture;

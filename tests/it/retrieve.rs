@@ -12,7 +12,7 @@ use tempfile::TempDir;
 use tokio::sync::OnceCell;
 
 use crate::fake_ollama::FakeOllama;
-use crate::support::{Scratch, campaign_config, fixture, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, campaign_config, fixture, ingest_dir, ollama_embedder};
 
 struct Shared {
     _data: TempDir,
@@ -128,16 +128,55 @@ async fn a_follow_up_is_searched_with_the_previous_question() {
 
 #[tokio::test]
 async fn every_path_respects_the_depth_rule_and_the_pool_its_cap() {
-    let result = ask("Baika Norkiel Galerna puente estatua", &[], Audience::Gm).await;
+    // Over 40 fragments, in three groups the paths find apart (Baika's rumours by entity, the
+    // bridge's places by their words, twenty sessions by number), so that the depth of each
+    // path and the pool's cap both bind.
+    let mut files: Vec<(String, String)> = vec![("PNJs/Baika.md".into(), "# Baika\nHechicera del gremio.\n".into())];
+    for n in 1..=20 {
+        files.push((format!("Mundo/Rumor {n}.md"), format!("# Rumor {n}\nDicen que Baika guarda el secreto {n}.\n")));
+        files.push((format!("Mundo/Lugar {n}.md"), format!("# Lugar {n}\nEl puente de la estatua número {n}.\n")));
+        files.push((format!("Sesiones/Sesion {n}.md"), format!("# Sesión {n}\nLa partida viaja al norte {n}.\n")));
+    }
+    let files: Vec<(&str, &str)> = files.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
+    let scratch = Scratch::new(&files);
+    let fake = FakeOllama::start(&["bge-m3"]).await;
+    let embedder = ollama_embedder(&fake, "bge-m3").await;
+    let summary =
+        ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+    let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+    let compendium = CompendiumIndex::load(&index.store).unwrap();
     let k = DEFAULT_K;
+    let request = SearchRequest {
+        question: "Baika puente estatua en las sesiones 1 a 12",
+        history: &[],
+        audience: Audience::Gm,
+        k,
+        paths: PathSet::ALL,
+    };
+    let result = search(&index, &compendium, &embedder, &request).await.unwrap();
+    assert!(summary.fragments > oraculo::retrieve::MAX_POOL, "{summary:?}");
+    assert!(!result.candidates.is_empty());
     for candidate in &result.candidates {
         for rank in [candidate.ranks.dense, candidate.ranks.bm25, candidate.ranks.entity].into_iter().flatten() {
             assert!(rank <= path_depth(k), "{candidate:?}");
         }
     }
+    // The depth binds: each path had more than it may bring, and stopped at its depth.
+    let lengths = result.diagnostics.path_lengths;
+    assert_eq!([lengths.dense, lengths.bm25, lengths.entity], [path_depth(k); 3], "{lengths:?}");
     assert!(result.candidates.len() <= oraculo::retrieve::MAX_POOL);
-    // Fused order: scores never increase.
-    assert!(result.candidates.windows(2).all(|w| w[0].rrf_score >= w[1].rrf_score));
+    // The cap binds: the paths brought more than the pool holds.
+    assert_eq!(result.candidates.len(), oraculo::retrieve::MAX_POOL, "{lengths:?}");
+    // Fused order: scores never increase, past the sessions the question names (they lead).
+    let named = &result.time.named_sessions;
+    assert!(!named.is_empty(), "{:?}", result.time);
+    let fused: Vec<f64> = result
+        .candidates
+        .iter()
+        .filter(|c| c.session.is_none_or(|session| !named.contains(&session)))
+        .map(|c| c.rrf_score)
+        .collect();
+    assert!(fused.windows(2).all(|w| w[0] >= w[1]), "{fused:?}");
 }
 
 #[tokio::test]
@@ -174,7 +213,7 @@ async fn the_search_command_prints_its_json_contract() {
         ("Sesiones/Sesion 2.md", "# Sesión 2\nUna tormenta.\n"),
     ]);
     let fake = FakeOllama::start(&["bge-m3"]).await;
-    let oraculo = |args: &[&str]| crate::support::oraculo_command(&scratch, &fake, args);
+    let oraculo = |args: &[&str]| crate::harness::oraculo_command(&scratch, &fake, args);
     let mut ingest = oraculo(&["ingest", "--no-annotate", "--json"]);
     let ingest = tokio::task::spawn_blocking(move || ingest.output().unwrap()).await.unwrap();
     assert!(ingest.status.success(), "{}", String::from_utf8_lossy(&ingest.stderr));
@@ -269,8 +308,8 @@ async fn a_ubiquitous_entity_weighs_little_unless_the_question_is_about_its_stor
 
 /// A small campaign whose NPCs go by Spanish titles, ingested with the real e5-small, and a
 /// secret one under `Secretos/`.
-async fn titled_campaign() -> (crate::support::Scratch, E5Embedder) {
-    let scratch = crate::support::Scratch::new(&[
+async fn titled_campaign() -> (crate::harness::Scratch, E5Embedder) {
+    let scratch = crate::harness::Scratch::new(&[
         (
             "Fichas/Leandro de Valdemora.md",
             "---\naliases:\n  - el Archiduque\n  - Leandro\n---\n# Leandro de Valdemora\n\nArchiduque de Puerto Salobre, joven y con prisa.\n",

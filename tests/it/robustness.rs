@@ -7,7 +7,7 @@ use std::time::Duration;
 use oraculo::index::Index;
 
 use crate::fake_ollama::{FakeOllama, Fault};
-use crate::support::{CountingEmbedder, Scratch, campaign_config, ingest_dir, ollama_embedder, prose};
+use crate::harness::{CountingEmbedder, Scratch, campaign_config, ingest_dir, ollama_embedder, prose};
 
 fn warning_for<'a>(summary: &'a oraculo::ingest::IngestSummary, path: &str) -> &'a str {
     summary

@@ -12,7 +12,7 @@ use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, searc
 
 use crate::answer::chat_config;
 use crate::fake_ollama::FakeOllama;
-use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 
 /// A word found only in GM-only text.
 const CANARY: &str = "Umbravela";

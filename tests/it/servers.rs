@@ -11,11 +11,10 @@ use oraculo::llm::LlmError;
 use oraculo::llm::chat::ollama::{OllamaChat, OllamaChatConfig};
 use oraculo::llm::chat::openai::{OpenAiChat, OpenAiChatConfig};
 use oraculo::llm::chat::{ChatModel, WindowSource};
-use oraculo::oracle::{Answer, AnswerSettings, AskRequest, Oracle};
-use oraculo::retrieve::Audience;
+use oraculo::oracle::{Answer, AnswerSettings, Oracle};
 
 use crate::fake_ollama::{FakeOllama, Fault, fake_prompt_tokens};
-use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, ask_streamed, campaign_config, ingest_dir, ollama_embedder};
 
 const MODEL: &str = "qwen2.5:14b";
 const QUESTION: &str = "¿Qué pasó en el mercado del puerto?";
@@ -100,11 +99,7 @@ impl Bench {
 }
 
 async fn ask(oracle: &Oracle) -> (Answer, String) {
-    let streamed = Mutex::new(String::new());
-    let sink = |piece: &str| streamed.lock().unwrap().push_str(piece);
-    let request = AskRequest { question: QUESTION, history: &[], audience: Audience::Player };
-    let answer = oracle.ask(&request, Some(&sink)).await.unwrap();
-    (answer, streamed.into_inner().unwrap())
+    ask_streamed(oracle, QUESTION).await
 }
 
 #[tokio::test]

@@ -15,11 +15,11 @@ use oraculo::llm::chat::openai::{OpenAiChat, OpenAiChatConfig};
 use oraculo::llm::chat::{ChatModel, ChatRequest, ChatResponse, ModelSpeed, TokenSink};
 use oraculo::oracle::{Answer, AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::Audience;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::answer::{chat_config, port_campaign};
 use crate::fake_ollama::{FakeOllama, Fault};
-use crate::support::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, ask_streamed, campaign_config, ingest_dir, ollama_embedder, structured};
 
 const QUESTION: &str = "¿Qué le pasó a Tomás en el puente?";
 
@@ -68,21 +68,7 @@ impl Bench {
 
 /// Asks `QUESTION` as a player, returning the answer and what the sink received.
 async fn ask(oracle: &Oracle) -> (Answer, String) {
-    ask_this(oracle, QUESTION).await
-}
-
-async fn ask_this(oracle: &Oracle, question: &str) -> (Answer, String) {
-    let streamed = Mutex::new(String::new());
-    let sink = |piece: &str| streamed.lock().unwrap().push_str(piece);
-    let request = AskRequest { question, history: &[], audience: Audience::Player };
-    let answer = oracle.ask(&request, Some(&sink)).await.unwrap();
-    (answer, streamed.into_inner().unwrap())
-}
-
-fn structured(sentences: &[(&str, &[&str])]) -> String {
-    let sentences: Vec<Value> =
-        sentences.iter().map(|(text, sources)| json!({ "text": text, "sources": sources })).collect();
-    json!({ "in_notes": !sentences.is_empty(), "sentences": sentences }).to_string()
+    ask_streamed(oracle, QUESTION).await
 }
 
 /// The extractive answer: labelled excerpts of the chosen fragments, every one of them a
@@ -358,7 +344,7 @@ fn the_answer_schema_becomes_a_grammar_with_one_rule_per_shape() {
 
 #[tokio::test]
 async fn the_real_smoke_model_answers_structured_or_extractive_never_invented() {
-    let (scratch, embedder, chat) = crate::support::smollm_campaign().await;
+    let (scratch, embedder, chat) = crate::harness::smollm_campaign().await;
     let settings = AnswerSettings { mode: AnswerMode::Structured, ..AnswerSettings::new(160) };
     let oracle = Oracle::new(&scratch.index_dir(), embedder, chat, settings);
     let streamed = Mutex::new(String::new());
@@ -460,7 +446,7 @@ async fn a_sentence_no_passage_of_its_notes_says_is_dropped_by_meaning() {
         ("Tomás fell on the bridge, pierced by a harpoon.", &["Sesión 7"]),
         ("Tomás won the jousting tournament.", &["Sesión 7"]),
     ]));
-    let (answer, _) = ask_this(&oracle, "What happened to Tomás on the bridge?").await;
+    let (answer, _) = ask_streamed(&oracle, "What happened to Tomás on the bridge?").await;
     assert_eq!(answer.text, "Tomás fell on the bridge, pierced by a harpoon [Sesión 7].", "{:?}", answer.ungrounded);
     assert_eq!(answer.ungrounded.len(), 1, "{:?}", answer.ungrounded);
     assert!(answer.ungrounded[0].starts_with("Tomás won the jousting tournament"), "{:?}", answer.ungrounded);

@@ -19,7 +19,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::fake_discord::{FakeDiscord, GUILD_ID, WAIT};
 use crate::fake_ollama::FakeOllama;
-use crate::support::{Scratch, campaign_config, ollama_embedder};
+use crate::harness::{Scratch, campaign_config, ollama_embedder};
 
 const EMBED_MODEL: &str = "fake-embed";
 /// The default debounce: a shorter one would let a stall of a loaded test machine between two

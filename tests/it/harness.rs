@@ -1,8 +1,8 @@
 //! Shared helpers: temp campaigns, configs, embedders.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -12,6 +12,9 @@ use oraculo::index::{Index, campaign_index_dir};
 use oraculo::ingest::{IngestError, IngestSummary, Quiet, ingest_campaign};
 use oraculo::llm::embed::ollama::{OllamaEmbedder, OllamaEmbedderConfig};
 use oraculo::llm::{EmbedRole, Embedder, LlmError};
+use oraculo::oracle::{Answer, AskRequest, Oracle};
+use oraculo::retrieve::Audience;
+use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::fake_ollama::FakeOllama;
@@ -186,4 +189,20 @@ pub async fn smollm_campaign() -> (Scratch, Arc<dyn Embedder>, Arc<dyn oraculo::
         .unwrap()
         .unwrap();
     (scratch, embedder, Arc::new(chat))
+}
+
+/// A structured reply as the model writes it: each sentence with the labels it cites.
+pub fn structured(sentences: &[(&str, &[&str])]) -> String {
+    let sentences: Vec<Value> =
+        sentences.iter().map(|(text, sources)| json!({ "text": text, "sources": sources })).collect();
+    json!({ "in_notes": !sentences.is_empty(), "sentences": sentences }).to_string()
+}
+
+/// `question` asked of `oracle` by a player: the answer, and the text streamed on the way.
+pub async fn ask_streamed(oracle: &Oracle, question: &str) -> (Answer, String) {
+    let streamed = Mutex::new(String::new());
+    let sink = |piece: &str| streamed.lock().unwrap().push_str(piece);
+    let request = AskRequest { question, history: &[], audience: Audience::Player };
+    let answer = oracle.ask(&request, Some(&sink)).await.unwrap();
+    (answer, streamed.into_inner().unwrap())
 }
