@@ -7,7 +7,7 @@
 //!
 //! The classes that are not text in a note have theirs elsewhere: a GM's answer words in the
 //! logs (below), a channel that stops being a GM channel (`discord.rs`), two campaigns claiming
-//! one channel (`config.rs`'s tests).
+//! one channel (`config/campaign.rs`'s tests).
 
 use std::sync::Arc;
 use std::time::Duration;
