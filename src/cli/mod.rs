@@ -98,7 +98,8 @@ pub struct EvalArgs {
     #[arg(long, value_name = "ANNOTATIONS", value_parser = parse_rerank_reads)]
     pub rerank_reads: Option<crate::retrieve::rerank::RerankReads>,
     /// Rerank even where, at the model's measured speed, reading the annotations would take
-    /// more than its share of `chat.answer_seconds` (to measure what the rerank costs).
+    /// more than its share of `chat.answer_seconds`, and for up to 600 s instead of 60 (to
+    /// measure what the rerank costs).
     #[arg(long)]
     pub rerank_without_time_limit: bool,
 }

@@ -25,7 +25,7 @@ use crate::index::{Index, IndexError, StoredFragment};
 use crate::llm::chat::{ChatMessage, ChatModel, TokenSink};
 use crate::llm::{Embedder, LlmError};
 use crate::prompt::ANNOTATE_PROMPT_VERSION;
-use crate::retrieve::rerank::{RERANK_SHARE, RerankDecision, RerankReads, RerankSkip, rerank_by_annotation};
+use crate::retrieve::rerank::{RERANK_MEASURE_TIMEOUT, RERANK_SHARE, RerankDecision, RerankReads, RerankSkip, rerank_by_annotation};
 use crate::retrieve::{
     Audience, Candidate, CompendiumIndex, DEFAULT_K, PathSet, RetrieveError, SearchRequest, SearchResult, Turn,
     TurnRole,
@@ -265,9 +265,14 @@ impl Oracle {
 
     /// Changes what the rerank reads and whether it keeps to its share of the answer's time
     /// (`oraculo eval --rerank-reads`, `--rerank-without-time-limit`).
+    /// Without the time limit the rerank may also run past its usual timeout, up to
+    /// [`RERANK_MEASURE_TIMEOUT`], so that what it costs on a slow CPU is measured, not cut.
     pub fn set_rerank(&mut self, reads: RerankReads, within_time: bool) {
         self.settings.rerank_reads = reads;
         self.settings.rerank_within_time = within_time;
+        if !within_time {
+            self.settings.rerank_timeout = self.settings.rerank_timeout.max(RERANK_MEASURE_TIMEOUT);
+        }
     }
 
     /// Why the rerank, reading `prompt_tokens` at the backend's measured speed, would take

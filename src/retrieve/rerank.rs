@@ -33,6 +33,11 @@ const RERANK_MAX_TOKENS: usize = 128;
 /// plan counted on. On a server (no speed reported) the rerank's timeout is the only limit.
 pub const RERANK_SHARE: f64 = 0.25;
 
+/// The rerank's timeout when it is measured without its time limit (`oraculo eval
+/// --rerank-without-time-limit`): the embedded 1.5B reading a 40-candidate pool's annotations
+/// on 2 busy cores took over the usual 60 s, and a cut rerank measures nothing.
+pub const RERANK_MEASURE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Which annotations the rerank reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
