@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use tracing::Instrument;
 
 use crate::answer::AnswerMode;
 use crate::answer::passages::{EXCERPT_MAX_CHARS, recap_excerpts, render_extractive, sentences, shorten};
@@ -94,12 +93,8 @@ pub struct Recap {
 /// Every session where the entity named `name` (name or alias, accents and case ignored)
 /// appears, in order, each with one cited line: its annotation when cached, otherwise the
 /// sentence that mentions it.
+#[tracing::instrument(name = "timeline", skip_all, fields(?audience))]
 pub async fn timeline(oracle: &Oracle, name: &str, audience: Audience) -> Result<Timeline, TimeError> {
-    let span = tracing::info_span!("timeline", ?audience);
-    timeline_inner(oracle, name, audience).instrument(span).await
-}
-
-async fn timeline_inner(oracle: &Oracle, name: &str, audience: Audience) -> Result<Timeline, TimeError> {
     let started = std::time::Instant::now();
     let index = oracle.open_index().await?;
     let visibility = audience.visibility_filter();
@@ -213,18 +208,8 @@ fn mentioning_sentence(compendium: &CompendiumIndex, entity_id: i64, text: &str)
 
 /// A cited recap of session `asked` (default: the last one the audience may read), for the
 /// start of a game night, in `language`. `on_token` receives it as it streams.
+#[tracing::instrument(name = "recap", skip_all, fields(?audience, asked))]
 pub async fn recap(
-    oracle: &Oracle,
-    asked: Option<u32>,
-    audience: Audience,
-    language: LabelLanguage,
-    on_token: Option<TokenSink<'_>>,
-) -> Result<Recap, TimeError> {
-    let span = tracing::info_span!("recap", ?audience, asked);
-    recap_inner(oracle, asked, audience, language, on_token).instrument(span).await
-}
-
-async fn recap_inner(
     oracle: &Oracle,
     asked: Option<u32>,
     audience: Audience,

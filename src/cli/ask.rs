@@ -58,14 +58,8 @@ async fn answer_json(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Resul
 /// marked, or the extractive answer that replaced a model's unusable one.
 async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<crate::oracle::Answer> {
     use std::io::Write;
-    let streamed = std::sync::Mutex::new(String::new());
-    let sink = |token: &str| {
-        if let Ok(mut text) = streamed.lock() {
-            text.push_str(token);
-        }
-        print!("{token}");
-        let _ = std::io::stdout().flush();
-    };
+    let echo = super::Echo::default();
+    let sink = |token: &str| echo.print(token);
     let on_instant = |instant: &crate::oracle::Answer| {
         println!("{}\n\n{}\n\n{}", INSTANT_HEADING, instant.text.trim(), MODEL_HEADING);
         let _ = std::io::stdout().flush();
@@ -77,7 +71,7 @@ async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Res
     } else {
         (oracle.ask(request, Some(&sink)).await?, None)
     };
-    let streamed = streamed.into_inner().unwrap_or_default();
+    let streamed = echo.into_printed();
     if let Some(why) = kept {
         println!("\n(the model's answer is not used: {}; the notes' sentences above stand)", instant_kept_reason(why));
         return Ok(answer);

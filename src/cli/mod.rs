@@ -315,6 +315,28 @@ fn parse_answer_mode(text: &str) -> Result<crate::answer::AnswerMode, String> {
     }
 }
 
+/// A model's tokens printed as they stream, and kept, so that the final text is printed
+/// again only where it differs from what the terminal already shows.
+#[derive(Default)]
+struct Echo {
+    printed: std::sync::Mutex<String>,
+}
+
+impl Echo {
+    fn print(&self, token: &str) {
+        use std::io::Write;
+        if let Ok(mut text) = self.printed.lock() {
+            text.push_str(token);
+        }
+        print!("{token}");
+        let _ = std::io::stdout().flush();
+    }
+
+    fn into_printed(self) -> String {
+        self.printed.into_inner().unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::render_error;

@@ -42,7 +42,6 @@ fn render_timeline(timeline: &crate::timeline::Timeline) -> String {
 }
 
 pub(super) async fn recap(args: &RecapArgs) -> anyhow::Result<()> {
-    use std::io::Write;
     let config = args.campaign.load_config()?;
     let mut oracle = open_oracle(&config).await?;
     if args.extractive {
@@ -55,16 +54,10 @@ pub(super) async fn recap(args: &RecapArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&recap)?);
         return Ok(());
     }
-    let streamed = std::sync::Mutex::new(String::new());
-    let sink = |token: &str| {
-        if let Ok(mut text) = streamed.lock() {
-            text.push_str(token);
-        }
-        print!("{token}");
-        let _ = std::io::stdout().flush();
-    };
+    let echo = super::Echo::default();
+    let sink = |token: &str| echo.print(token);
     let recap = crate::timeline::recap(&oracle, args.session, audience, language, Some(&sink)).await?;
-    let streamed = streamed.into_inner().unwrap_or_default();
+    let streamed = echo.into_printed();
     if streamed.trim() != recap.answer.text.trim() {
         if !streamed.trim().is_empty() {
             println!("\n");

@@ -217,20 +217,17 @@ mod tests {
         (notes, fragments)
     }
 
+    /// `name (kind) [aliases]`: how an entity opens its line in the expected renderings.
+    fn entity_head(entity: &Entity) -> String {
+        format!("{} ({}) [{}]", entity.name, entity.kind.as_str(), entity.aliases.join(", "))
+    }
+
     /// One line per entity: `name (kind) [aliases] sources note_path: description`.
     pub(super) fn render_compendium(compendium: &Compendium) -> String {
         let mut rendered = String::new();
         for entity in &compendium.entities {
             let sources: Vec<&str> = entity.sources.iter().map(|source| source.as_str()).collect();
-            write!(
-                rendered,
-                "{} ({}) [{}] {}",
-                entity.name,
-                entity.kind.as_str(),
-                entity.aliases.join(", "),
-                sources.join("+")
-            )
-            .unwrap();
+            write!(rendered, "{} {}", entity_head(entity), sources.join("+")).unwrap();
             if let Some(note_path) = &entity.note_path {
                 write!(rendered, " {note_path}").unwrap();
             }
@@ -298,15 +295,7 @@ mod tests {
                 .filter_map(|fragment| fragment.session.map(|session| session.0))
                 .collect();
             let sessions: Vec<String> = sessions.iter().map(u32::to_string).collect();
-            writeln!(
-                actual,
-                "{} ({}) [{}] sessions {}",
-                entity.name,
-                entity.kind.as_str(),
-                entity.aliases.join(", "),
-                sessions.join(" ")
-            )
-            .unwrap();
+            writeln!(actual, "{} sessions {}", entity_head(entity), sessions.join(" ")).unwrap();
         }
         assert_eq!(actual.trim(), expect.trim(), "{campaign}\n--- actual ---\n{actual}");
     }

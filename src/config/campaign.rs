@@ -52,31 +52,46 @@ pub struct RawCampaign {
     pub watch_dm_warnings: Option<bool>,
 }
 
-/// `[[campaigns]]`: one campaign of several served by one bot: its notes (as `[campaign]`)
-/// and where it answers (as `[discord]`'s ids; a list left out is `[discord]`'s).
+/// `[[campaigns]]`: one campaign of several served by one bot: its notes (the keys of
+/// `[campaign]`) and where it answers (as `[discord]`'s ids; a list left out is `[discord]`'s).
+/// Read as a table and split by key, because serde's `flatten` drops `deny_unknown_fields`:
+/// a mistyped key is still refused, by whichever half it is not.
+#[derive(Debug, Default, Deserialize)]
+#[serde(try_from = "toml::Table")]
+pub struct RawNamedCampaign {
+    pub placement: RawPlacement,
+    pub notes: RawCampaign,
+}
+
+/// The keys of a `[[campaigns]]` entry that `[campaign]` has not: its name and its places.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawNamedCampaign {
+pub struct RawPlacement {
     pub name: String,
-    pub dir: Option<PathBuf>,
-    pub label_language: Option<LabelLanguage>,
-    pub ignore: Option<Vec<String>>,
-    pub secret_paths: Option<Vec<String>>,
-    pub secret_words: Option<Vec<String>>,
-    pub kind_folders: Option<BTreeMap<String, String>>,
-    pub max_note_bytes: Option<u64>,
-    pub session_patterns: Option<Vec<RawSessionPattern>>,
-    pub watch: Option<bool>,
-    pub watch_debounce_ms: Option<u64>,
-    pub watch_mode: Option<String>,
-    pub watch_poll_ms: Option<u64>,
-    pub watch_dm_warnings: Option<bool>,
     pub dm_user_ids: Option<Vec<u64>>,
     pub dm_role_ids: Option<Vec<u64>>,
     pub gm_channel_ids: Option<Vec<u64>>,
     pub guild_ids: Option<Vec<u64>>,
     /// Only these channels (and their threads) of its guilds; left out: every channel of them.
     pub channel_ids: Option<Vec<u64>>,
+}
+
+impl RawPlacement {
+    const KEYS: [&'static str; 6] =
+        ["name", "dm_user_ids", "dm_role_ids", "gm_channel_ids", "guild_ids", "channel_ids"];
+}
+
+impl TryFrom<toml::Table> for RawNamedCampaign {
+    type Error = toml::de::Error;
+
+    fn try_from(mut entry: toml::Table) -> Result<RawNamedCampaign, toml::de::Error> {
+        let placement: toml::Table =
+            RawPlacement::KEYS.iter().filter_map(|key| Some((key.to_string(), entry.remove(*key)?))).collect();
+        Ok(RawNamedCampaign {
+            placement: toml::Value::Table(placement).try_into()?,
+            notes: toml::Value::Table(entry).try_into()?,
+        })
+    }
 }
 
 /// `[[campaign.session_patterns]]`: a regex with a `number` group over a session-like note's
@@ -267,14 +282,15 @@ pub(super) fn named_campaigns(
     let mut claimed: Vec<(u64, (String, &str))> = Vec::new();
     for (idx, entry) in entries.into_iter().enumerate() {
         let key = format!("campaigns[{idx}]");
-        let name = entry.name.trim().to_string();
+        let RawNamedCampaign { placement, notes } = entry;
+        let name = placement.name.trim().to_string();
         if name.is_empty() {
             bail!("{key}.name is empty: each campaign needs a name (it appears in logs and messages)");
         }
         if campaigns.iter().any(|other| other.name == name) {
             bail!("{key}.name = {name:?} is used twice");
         }
-        let Some(dir) = entry.dir.clone() else { bail!("{key} ({name}) has no dir: the folder of its notes") };
+        let Some(dir) = notes.dir.clone() else { bail!("{key} ({name}) has no dir: the folder of its notes") };
         if campaigns.iter().any(|other| other.campaign.dir.as_deref() == Some(dir.as_path())) {
             bail!("{key}.dir = {} is another campaign's folder too", dir.display());
         }
@@ -285,28 +301,13 @@ pub(super) fn named_campaigns(
             }
             Ok(ids)
         };
-        let gm_channels_inherited = entry.gm_channel_ids.is_none() && !inherited.gm_channel_ids.is_empty();
+        let gm_channels_inherited = placement.gm_channel_ids.is_none() && !inherited.gm_channel_ids.is_empty();
         let places = CampaignPlaces {
-            dm_user_ids: ids("dm_user_ids", entry.dm_user_ids, &inherited.dm_user_ids)?,
-            dm_role_ids: ids("dm_role_ids", entry.dm_role_ids, &inherited.dm_role_ids)?,
-            gm_channel_ids: ids("gm_channel_ids", entry.gm_channel_ids, &inherited.gm_channel_ids)?,
-            guild_ids: ids("guild_ids", entry.guild_ids, &inherited.guild_ids)?,
-            channel_ids: ids("channel_ids", entry.channel_ids, &[])?,
-        };
-        let raw = RawCampaign {
-            dir: entry.dir,
-            label_language: entry.label_language,
-            ignore: entry.ignore,
-            secret_paths: entry.secret_paths,
-            secret_words: entry.secret_words,
-            kind_folders: entry.kind_folders,
-            max_note_bytes: entry.max_note_bytes,
-            session_patterns: entry.session_patterns,
-            watch: entry.watch,
-            watch_debounce_ms: entry.watch_debounce_ms,
-            watch_mode: entry.watch_mode,
-            watch_poll_ms: entry.watch_poll_ms,
-            watch_dm_warnings: entry.watch_dm_warnings,
+            dm_user_ids: ids("dm_user_ids", placement.dm_user_ids, &inherited.dm_user_ids)?,
+            dm_role_ids: ids("dm_role_ids", placement.dm_role_ids, &inherited.dm_role_ids)?,
+            gm_channel_ids: ids("gm_channel_ids", placement.gm_channel_ids, &inherited.gm_channel_ids)?,
+            guild_ids: ids("guild_ids", placement.guild_ids, &inherited.guild_ids)?,
+            channel_ids: ids("channel_ids", placement.channel_ids, &[])?,
         };
         let gm_channels = if gm_channels_inherited { "gm_channel_ids, from [discord]" } else { "gm_channel_ids" };
         for (channel, field) in places
@@ -325,7 +326,7 @@ pub(super) fn named_campaigns(
             }
             claimed.push((channel, (name.clone(), field)));
         }
-        campaigns.push(NamedCampaign { name, campaign: campaign_config(raw, &key)?, places });
+        campaigns.push(NamedCampaign { name, campaign: campaign_config(notes, &key)?, places });
     }
     let chosen = match &overrides.campaign_dir {
         None => campaigns[0].campaign.clone(),
@@ -399,6 +400,10 @@ mod tests {
             ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nmax_note_bytes = 0\n", "campaigns[0].max_note_bytes"),
             ("[campaign]\nwatch_mode = \"inotify\"\n", "campaign.watch_mode = \"inotify\""),
             ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nwatch_poll_ms = 10\n", "campaigns[0].watch_poll_ms = 10"),
+            // A mistyped key is refused, in either half of the entry.
+            ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nchanel_ids = [5]\n", "unknown field `chanel_ids`"),
+            ("[[campaigns]]\nname = \"A\"\ndir = \"/a\"\nsecret_word = [\"x\"]\n", "unknown field `secret_word`"),
+            ("[[campaigns]]\ndir = \"/a\"\n", "missing field `name`"),
         ] {
             let err = format!("{:#}", check(text, &[("HOME", "/h")]).unwrap_err());
             assert!(err.contains(needle), "{text}: {err}");

@@ -414,15 +414,21 @@ impl Lang {
         }
     }
 
-    pub fn entity_in_no_session(self, entity: &str, other_labels: &[String]) -> String {
-        let elsewhere = if other_labels.is_empty() {
-            String::new()
-        } else {
-            match self {
-                Lang::Es => format!(" (sale en: {})", other_labels.join("; ")),
-                Lang::En => format!(" (it is in: {})", other_labels.join("; ")),
-            }
+    /// `items` joined by `separator` between the language's (opening, closing) text;
+    /// nothing when there are none.
+    fn listed(self, items: &[String], separator: &str, es: (&str, &str), en: (&str, &str)) -> String {
+        if items.is_empty() {
+            return String::new();
+        }
+        let (open, close) = match self {
+            Lang::Es => es,
+            Lang::En => en,
         };
+        format!("{open}{}{close}", items.join(separator))
+    }
+
+    pub fn entity_in_no_session(self, entity: &str, other_labels: &[String]) -> String {
+        let elsewhere = self.listed(other_labels, "; ", (" (sale en: ", ")"), (" (it is in: ", ")"));
         match self {
             Lang::Es => format!("{entity} no aparece en ninguna sesión que se pueda mostrar aquí{elsewhere}."),
             Lang::En => format!("{entity} appears in no session that can be shown here{elsewhere}."),
@@ -430,14 +436,7 @@ impl Lang {
     }
 
     pub fn unknown_entity(self, name: &str, suggestions: &[String]) -> String {
-        let hint = if suggestions.is_empty() {
-            String::new()
-        } else {
-            match self {
-                Lang::Es => format!(" ¿Quizá: {}?", suggestions.join(", ")),
-                Lang::En => format!(" Did you mean: {}?", suggestions.join(", ")),
-            }
-        };
+        let hint = self.listed(suggestions, ", ", (" ¿Quizá: ", "?"), (" Did you mean: ", "?"));
         match self {
             Lang::Es => format!("No hay nadie ni nada llamado «{name}» en el compendio.{hint}"),
             Lang::En => format!("Nothing called “{name}” is in the compendium.{hint}"),

@@ -16,8 +16,8 @@ use tokio::sync::watch;
 
 use super::embeds::{self, Message};
 use super::errors::{ask_error_text, log_ask_error, log_discord_error};
-use super::place::Place;
 use super::locale::Lang;
+use super::place::Place;
 use super::queue::{Admission, QueueEvent, Slot, Waiting, Withdrawal, WorkerGone};
 use super::{Data, Desk};
 use crate::oracle::{Answer, AskError, AskRequest, InstantKept, Prepared, Settled, Stage, settle};
@@ -296,7 +296,8 @@ impl<'o> Asking<'_, 'o> {
         };
         let shown = Mutex::new(shown);
         let (progress, progress_seen) = watch::channel(Progress::Waiting);
-        let work = self.model_answer(prepared, ProgressSink { progress, stages: instant.is_none() });
+        let history = self.desk.history.recent(self.place, self.audience).await;
+        let work = self.on_worker(history, Some(prepared), ProgressSink { progress, stages: instant.is_none() });
         let made = self.with_preview(work, &shown, progress_seen).await?;
         // The next question may start while this answer is posted.
         drop(slot);
@@ -327,7 +328,7 @@ impl<'o> Asking<'_, 'o> {
         // The preview owns the message while the model writes; the final layout replaces it.
         let shown = Mutex::new(shown);
         let (progress, progress_seen) = watch::channel(Progress::Waiting);
-        let work = self.ask(history, ProgressSink { progress, stages: true });
+        let work = self.on_worker(history, None, ProgressSink { progress, stages: true });
         let made = self.with_preview(work, &shown, progress_seen).await?;
         drop(slot);
         let shown = take_posted(&shown);
@@ -356,11 +357,7 @@ impl<'o> Asking<'_, 'o> {
     }
 
     /// Tells the asker why there is no answer; always `None`.
-    async fn tell_failure<T>(
-        &self,
-        shown: Option<Posted<'o>>,
-        failure: Result<AskError, WorkerGone>,
-    ) -> Option<T> {
+    async fn tell_failure<T>(&self, shown: Option<Posted<'o>>, failure: Result<AskError, WorkerGone>) -> Option<T> {
         let text = match failure {
             Ok(err) => {
                 log_ask_error(&err, &self.place.key());
@@ -380,7 +377,8 @@ impl<'o> Asking<'_, 'o> {
     async fn deliver(&self, settled: Settled, mut notice: Option<Posted<'o>>) -> Option<Answered> {
         let answer = &settled.answer;
         let lang = self.lang;
-        let mut messages = embeds::answer_messages(&answer.text, &answer.citations, answer.invented_citations.len(), lang);
+        let mut messages =
+            embeds::answer_messages(&answer.text, &answer.citations, answer.invented_citations.len(), lang);
         let missing: Vec<&str> = answer.missing_paths.iter().map(|missing| missing.path.as_str()).collect();
         embeds::mark_partial_search(&mut messages, &missing, lang);
         match settled.instant_kept {
@@ -408,31 +406,18 @@ impl<'o> Asking<'_, 'o> {
         if settled.joins_history() {
             self.desk.history.record(self.place, self.audience, self.question, &answer.text).await;
         } else {
-            tracing::info!(place = self.place.key(), "the model did not answer this one; it is not kept in the history");
+            tracing::info!(
+                place = self.place.key(),
+                "the model did not answer this one; it is not kept in the history"
+            );
         }
         Some(Answered { text: settled.answer.text, first_message })
     }
 
-    /// The model's answer to what was prepared, on the answer worker (its future is not
-    /// `Send`); its text goes to `sink` as it streams.
-    async fn model_answer(&self, prepared: Prepared, sink: ProgressSink) -> Made<Answer> {
-        let oracle = Arc::clone(&self.desk.oracle);
-        let question = self.question.to_string();
-        let audience = self.audience;
-        let history = self.desk.history.recent(self.place, audience).await;
-        self.data
-            .worker
-            .run("answers", move || async move {
-                let on_text = |piece: &str| sink.text(piece);
-                let on_stage = |stage: Stage| sink.stage(stage);
-                let request = AskRequest { question: &question, history: &history, audience };
-                oracle.answer_prepared(&request, prepared, &on_stage, Some(&on_text)).await
-            })
-            .await
-    }
-
-    /// The oracle's whole answer (search, context and model), on the answer worker.
-    async fn ask(&self, history: Vec<Turn>, sink: ProgressSink) -> Made<Answer> {
+    /// The oracle's answer on the answer worker (its future is not `Send`): to what was
+    /// prepared, or the whole of it (search, context and model); its text goes to `sink` as
+    /// it streams.
+    async fn on_worker(&self, history: Vec<Turn>, prepared: Option<Prepared>, sink: ProgressSink) -> Made<Answer> {
         let oracle = Arc::clone(&self.desk.oracle);
         let question = self.question.to_string();
         let audience = self.audience;
@@ -442,7 +427,10 @@ impl<'o> Asking<'_, 'o> {
                 let on_text = |piece: &str| sink.text(piece);
                 let on_stage = |stage: Stage| sink.stage(stage);
                 let request = AskRequest { question: &question, history: &history, audience };
-                oracle.ask_in_stages(&request, &on_stage, Some(&on_text)).await
+                match prepared {
+                    Some(prepared) => oracle.answer_prepared(&request, prepared, &on_stage, Some(&on_text)).await,
+                    None => oracle.ask_in_stages(&request, &on_stage, Some(&on_text)).await,
+                }
             })
             .await
     }

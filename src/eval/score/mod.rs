@@ -280,18 +280,9 @@ mod tests {
     pub(super) fn row(id: &str, kind: QuestionKind, expected: &[&str], variants: &[(&str, Found)]) -> QuestionRow {
         QuestionRow {
             id: id.into(),
-            kind,
             question: format!("question {id}"),
-            expected: strings(expected),
-            unknown_labels: Vec::new(),
             variants: variants.iter().map(|(name, found)| (name.to_string(), found.clone())).collect(),
-            search_query: String::new(),
-            rerank: None,
-            answer: None,
-            paths: None,
-            material: None,
-            timings: None,
-            error: None,
+            ..QuestionRow::unscored(&question(kind, expected, &[]))
         }
     }
 

@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::{EvalReport, FULL_PIPELINE, FUSION_ONLY, Found, VariantScore, WITHOUT_TIME, distinct, ratio};
+use super::{
+    EvalReport, FULL_PIPELINE, FUSION_ONLY, Found, VariantReport, VariantScore, WITHOUT_TIME, distinct, ratio,
+};
 use crate::answer::passages::shorten;
 
 impl EvalReport {
@@ -112,13 +114,7 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
                 full.recall.top,
             );
         };
-        for (kind, score) in &full.by_kind {
-            if let Some(fusion_score) = fusion.by_kind.get(kind) {
-                line(out, kind.as_str(), score, fusion_score);
-            }
-        }
-        line(out, "all", &full.overall, &fusion.overall);
-        let _ = writeln!(out);
+        rows_by_kind(out, full, fusion, line);
         self.render_time(out);
     }
 
@@ -140,13 +136,7 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
                 without.recall.top,
             );
         };
-        for (kind, score) in &full.by_kind {
-            if let Some(without) = untimed.by_kind.get(kind) {
-                line(out, kind.as_str(), score, without);
-            }
-        }
-        line(out, "all", &full.overall, &untimed.overall);
-        let _ = writeln!(out);
+        rows_by_kind(out, full, untimed, line);
     }
 
     fn render_ablations(&self, out: &mut String) {
@@ -278,4 +268,20 @@ more than a fifth; {} stopped at the deadline",
             let _ = writeln!(out, "  {:12} p50 {:>10.1}  p95 {:>10.1}  (n = {})", stage, p.p50_ms, p.p95_ms, p.n);
         }
     }
+}
+
+/// One row per kind both variants scored, then the row of all questions and a blank line.
+fn rows_by_kind(
+    out: &mut String,
+    first: &VariantReport,
+    second: &VariantReport,
+    line: impl Fn(&mut String, &str, &VariantScore, &VariantScore),
+) {
+    for (kind, score) in &first.by_kind {
+        if let Some(other) = second.by_kind.get(kind) {
+            line(out, kind.as_str(), score, other);
+        }
+    }
+    line(out, "all", &first.overall, &second.overall);
+    let _ = writeln!(out);
 }

@@ -83,17 +83,15 @@ impl Store {
         visibility: Option<Visibility>,
         limit: usize,
     ) -> Result<Vec<(i64, f64)>, IndexError> {
-        let mut statement = self.connection.prepare(
+        self.scored_fragments(
             "SELECT f.id, bm25(fragments_fts) AS score
              FROM fragments_fts JOIN fragments f ON f.id = fragments_fts.rowid
              WHERE fragments_fts MATCH ?1 AND (?2 IS NULL OR f.visibility = ?2)
              ORDER BY score, f.id LIMIT ?3",
-        )?;
-        let rows = statement
-            .query_map(params![fts_query, visibility.map(Visibility::as_str), limit as i64], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            fts_query,
+            visibility,
+            limit,
+        )
     }
 
     /// The BM25 passages that match `fts_query` (already an FTS5 expression), best first, at
@@ -104,13 +102,28 @@ impl Store {
         visibility: Option<Visibility>,
         limit: usize,
     ) -> Result<Vec<(i64, f64)>, IndexError> {
-        let mut statement = self.connection.prepare_cached(
+        self.scored_fragments(
             "SELECT w.fragment_id, bm25(fragment_windows_fts) AS score
              FROM fragment_windows_fts JOIN fragment_windows w ON w.id = fragment_windows_fts.rowid
                   JOIN fragments f ON f.id = w.fragment_id
              WHERE fragment_windows_fts MATCH ?1 AND (?2 IS NULL OR f.visibility = ?2)
              ORDER BY score, w.id LIMIT ?3",
-        )?;
+            fts_query,
+            visibility,
+            limit,
+        )
+    }
+
+    /// `(fragment id, score)` rows of a BM25 query over `?1` (the FTS5 expression), `?2`
+    /// (the visibility, or NULL for all) and `?3` (the limit).
+    fn scored_fragments(
+        &self,
+        sql: &str,
+        fts_query: &str,
+        visibility: Option<Visibility>,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, IndexError> {
+        let mut statement = self.connection.prepare_cached(sql)?;
         let rows = statement
             .query_map(params![fts_query, visibility.map(Visibility::as_str), limit as i64], |row| {
                 Ok((row.get(0)?, row.get(1)?))

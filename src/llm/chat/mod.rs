@@ -253,6 +253,18 @@ impl ChatModel for NoChat {
     }
 }
 
+/// The span every backend's `chat` runs in (`num_ctx` is recorded by the backends that choose one).
+pub(crate) fn chat_span(backend: &str, request: &ChatRequest) -> tracing::Span {
+    tracing::info_span!(
+        "llm.chat",
+        backend = %backend,
+        n_messages = request.messages.len(),
+        num_ctx = tracing::field::Empty,
+        max_tokens = request.max_tokens,
+        json = request.json_schema.is_some()
+    )
+}
+
 /// A chat model made to run no faster than a slower machine would: it reads each prompt at
 /// `speed.prompt_tokens_per_s` (what the backend holds cached is not read again) and streams
 /// each token at `speed.generated_tokens_per_s`, waiting where the model it wraps is faster,

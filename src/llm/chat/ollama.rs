@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tracing::{Instrument, debug, info, info_span, warn};
+use tracing::{Instrument, debug, info, warn};
 
 use super::{
-    ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowCache, WindowSource,
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowCache, WindowSource, chat_span,
     estimate_tokens,
 };
 use crate::llm::http::{LineReader, ReadError, context_for, describe};
@@ -329,14 +329,8 @@ impl ChatModel for OllamaChat {
     async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
         self.window().await;
         let num_ctx = self.num_ctx_for(request);
-        let span = info_span!(
-            "llm.chat",
-            backend = %self.id,
-            n_messages = request.messages.len(),
-            num_ctx,
-            max_tokens = request.max_tokens,
-            json = request.json_schema.is_some()
-        );
+        let span = chat_span(&self.id, request);
+        span.record("num_ctx", num_ctx);
         async {
             let body = ChatBody {
                 model: &self.config.model,

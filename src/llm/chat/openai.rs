@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tracing::{Instrument, debug, info, info_span, warn};
+use tracing::{Instrument, debug, info, warn};
 
 use super::ollama::clip;
 use super::{
-    ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowCache, WindowSource,
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, ContextWindow, TokenSink, WindowCache, WindowSource, chat_span,
     estimate_tokens,
 };
 use crate::llm::http::{LineReader, ReadError, describe};
@@ -492,13 +492,7 @@ impl ChatModel for OpenAiChat {
     }
 
     async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
-        let span = info_span!(
-            "llm.chat",
-            backend = %self.id,
-            n_messages = request.messages.len(),
-            max_tokens = request.max_tokens,
-            json = request.json_schema.is_some()
-        );
+        let span = chat_span(&self.id, request);
         async {
             let response_format = request.json_schema.as_ref().map(|schema| {
                 serde_json::json!({

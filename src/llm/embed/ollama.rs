@@ -96,34 +96,23 @@ impl OllamaEmbedder {
         .await
     }
 
+    /// A request that failed before its body was read: out of time, or the server not reached.
+    fn request_error(&self, err: &reqwest::Error) -> LlmError {
+        let url = self.config.url.clone();
+        if err.is_timeout() {
+            let seconds = self.config.timeout.as_secs();
+            LlmError::Timeout { server: Server::Ollama, url, seconds, setting: "ollama.timeout_secs".into() }
+        } else {
+            LlmError::Unreachable { server: Server::Ollama, url, detail: describe(err) }
+        }
+    }
+
     async fn post_embed_once(&self, input: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
         let url = self.endpoint();
         let request = EmbedRequest { model: &self.config.model, input, truncate: true };
-        let response = self.client.post(&url).json(&request).send().await.map_err(|err| {
-            if err.is_timeout() {
-                LlmError::Timeout {
-                    server: Server::Ollama,
-                    url: self.config.url.clone(),
-                    seconds: self.config.timeout.as_secs(),
-                    setting: "ollama.timeout_secs".into(),
-                }
-            } else {
-                LlmError::Unreachable { server: Server::Ollama, url: self.config.url.clone(), detail: describe(&err) }
-            }
-        })?;
+        let response = self.client.post(&url).json(&request).send().await.map_err(|err| self.request_error(&err))?;
         let status = response.status();
-        let body = response.text().await.map_err(|err| {
-            if err.is_timeout() {
-                LlmError::Timeout {
-                    server: Server::Ollama,
-                    url: self.config.url.clone(),
-                    seconds: self.config.timeout.as_secs(),
-                    setting: "ollama.timeout_secs".into(),
-                }
-            } else {
-                LlmError::Unreachable { server: Server::Ollama, url: self.config.url.clone(), detail: describe(&err) }
-            }
-        })?;
+        let body = response.text().await.map_err(|err| self.request_error(&err))?;
         if !status.is_success() {
             let message = serde_json::from_str::<ErrorResponse>(&body).map(|e| e.error).unwrap_or(body);
             if status.as_u16() == 404 && message.contains("not found") {

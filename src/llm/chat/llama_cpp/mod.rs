@@ -27,7 +27,7 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use tracing::{Instrument, debug, info_span, warn};
 
-use super::{ChatMessage, ChatModel, ChatRequest, ChatResponse, ModelSpeed, TokenSink};
+use super::{ChatMessage, ChatModel, ChatRequest, ChatResponse, ModelSpeed, TokenSink, chat_span};
 use crate::llm::LlmError;
 use sampling::{build_sampler, take_complete_utf8};
 
@@ -585,13 +585,7 @@ impl ChatModel for LlamaCppChat {
     }
 
     async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
-        let span = info_span!(
-            "llm.chat",
-            backend = %self.id,
-            n_messages = request.messages.len(),
-            max_tokens = request.max_tokens,
-            json = request.json_schema.is_some()
-        );
+        let span = chat_span(&self.id, request);
         let grammar = match &request.json_schema {
             Some(schema) => Some(
                 llama_cpp_2::json_schema_to_grammar(&schema.to_string())

@@ -231,34 +231,28 @@ fn parse_layer(tensors: &Tensors<'_>, layer: usize, shape: &Shape) -> Result<Enc
         qkv_weight.extend(tensors.q4_dequantized(&name(&format!("{part}.w")), hidden, hidden)?);
         qkv_bias.extend(tensors.f32(&name(&format!("{part}.b")), hidden)?);
     }
+    // A `prefix.w` (n_out × n_in, quantised) and `prefix.b` pair, and a layer norm's.
+    let linear = |prefix: &str, n_out: usize, n_in: usize| -> Result<Linear, E5Error> {
+        Ok(Linear {
+            weight: tensors.q4_dequantized(&name(&format!("{prefix}.w")), n_out, n_in)?,
+            bias: tensors.f32(&name(&format!("{prefix}.b")), n_out)?,
+            n_in,
+            n_out,
+        })
+    };
+    let norm = |prefix: &str| -> Result<LayerNorm, E5Error> {
+        Ok(LayerNorm {
+            weight: tensors.f32(&name(&format!("{prefix}.w")), hidden)?,
+            bias: tensors.f32(&name(&format!("{prefix}.b")), hidden)?,
+        })
+    };
     Ok(EncoderLayer {
         qkv: Linear { weight: qkv_weight, bias: qkv_bias, n_in: hidden, n_out: 3 * hidden },
-        attention_out: Linear {
-            weight: tensors.q4_dequantized(&name("ao.w"), hidden, hidden)?,
-            bias: tensors.f32(&name("ao.b"), hidden)?,
-            n_in: hidden,
-            n_out: hidden,
-        },
-        attention_norm: LayerNorm {
-            weight: tensors.f32(&name("aln.w"), hidden)?,
-            bias: tensors.f32(&name("aln.b"), hidden)?,
-        },
-        ffn_in: Linear {
-            weight: tensors.q4_dequantized(&name("fi.w"), ffn, hidden)?,
-            bias: tensors.f32(&name("fi.b"), ffn)?,
-            n_in: hidden,
-            n_out: ffn,
-        },
-        ffn_out: Linear {
-            weight: tensors.q4_dequantized(&name("fo.w"), hidden, ffn)?,
-            bias: tensors.f32(&name("fo.b"), hidden)?,
-            n_in: ffn,
-            n_out: hidden,
-        },
-        ffn_norm: LayerNorm {
-            weight: tensors.f32(&name("oln.w"), hidden)?,
-            bias: tensors.f32(&name("oln.b"), hidden)?,
-        },
+        attention_out: linear("ao", hidden, hidden)?,
+        attention_norm: norm("aln")?,
+        ffn_in: linear("fi", ffn, hidden)?,
+        ffn_out: linear("fo", hidden, ffn)?,
+        ffn_norm: norm("oln")?,
     })
 }
 

@@ -131,13 +131,7 @@ impl E5Model {
             for head in 0..self.shape.n_heads {
                 let column = head * head_dim;
                 // weights[i][j] = scale · q_i · k_j
-                let queries = Strided {
-                    offset: first * qkv_width + column,
-                    rows: n,
-                    cols: head_dim,
-                    row_stride: qkv_width,
-                    col_stride: 1,
-                };
+                let queries = Strided::rows(first * qkv_width + column, n, head_dim, qkv_width);
                 let keys_transposed = Strided {
                     offset: first * qkv_width + hidden + column,
                     rows: head_dim,
@@ -145,7 +139,7 @@ impl E5Model {
                     row_stride: 1,
                     col_stride: qkv_width,
                 };
-                let weights_view = Strided { offset: 0, rows: n, cols: n, row_stride: n, col_stride: 1 };
+                let weights_view = Strided::rows(0, n, n, n);
                 gemm(scale, &scratch.qkv, queries, &scratch.qkv, keys_transposed, 0.0, weights, weights_view);
                 let mut row_start = 0;
                 while row_start < n * n {
@@ -153,20 +147,8 @@ impl E5Model {
                     row_start += n;
                 }
                 // context_i = Σ_j weights[i][j] · v_j
-                let values = Strided {
-                    offset: first * qkv_width + 2 * hidden + column,
-                    rows: n,
-                    cols: head_dim,
-                    row_stride: qkv_width,
-                    col_stride: 1,
-                };
-                let context = Strided {
-                    offset: first * hidden + column,
-                    rows: n,
-                    cols: head_dim,
-                    row_stride: hidden,
-                    col_stride: 1,
-                };
+                let values = Strided::rows(first * qkv_width + 2 * hidden + column, n, head_dim, qkv_width);
+                let context = Strided::rows(first * hidden + column, n, head_dim, hidden);
                 gemm(1.0, weights, weights_view, &scratch.qkv, values, 0.0, &mut scratch.context, context);
             }
         }
@@ -210,11 +192,10 @@ impl Linear {
         if n_tokens <= few_token_limit && few_tokens::accumulate(input, &self.weight, output, self.n_in, self.n_out) {
             return;
         }
-        let input_view = Strided { offset: 0, rows: n_tokens, cols: self.n_in, row_stride: self.n_in, col_stride: 1 };
+        let input_view = Strided::rows(0, n_tokens, self.n_in, self.n_in);
         let weight_transposed =
             Strided { offset: 0, rows: self.n_in, cols: self.n_out, row_stride: 1, col_stride: self.n_in };
-        let output_view =
-            Strided { offset: 0, rows: n_tokens, cols: self.n_out, row_stride: self.n_out, col_stride: 1 };
+        let output_view = Strided::rows(0, n_tokens, self.n_out, self.n_out);
         gemm(1.0, input, input_view, &self.weight, weight_transposed, 1.0, output, output_view);
     }
 }

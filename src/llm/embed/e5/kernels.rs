@@ -346,6 +346,11 @@ pub(super) struct Strided {
 }
 
 impl Strided {
+    /// `rows` × `cols` with each row's elements side by side, rows `row_stride` apart.
+    pub(super) fn rows(offset: usize, rows: usize, cols: usize, row_stride: usize) -> Strided {
+        Strided { offset, rows, cols, row_stride, col_stride: 1 }
+    }
+
     /// One past the last element, which must lie within the backing slice.
     fn end(&self) -> usize {
         self.offset + (self.rows - 1) * self.row_stride + (self.cols - 1) * self.col_stride + 1
