@@ -10,17 +10,13 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use oraculo::answer::AnswerMode;
 use oraculo::llm::LlmError;
-use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::llm::chat::{ChatModel, ChatRequest, ChatResponse, ModelSpeed, PacedChat, TokenSink};
 use oraculo::oracle::{AnswerSettings, DEADLINE_SLACK, Oracle};
 use oraculo::prompt::StructuredPrompt;
 use oraculo::retrieve::Audience;
 use serde_json::json;
 
-use crate::answer::chat_config;
-use crate::embedded::e5;
-use crate::fake_ollama::FakeOllama;
-use crate::harness::{Scratch, ask_streamed, campaign_config, ingest_dir, ollama_embedder, structured};
+use crate::harness::{FixedSpeed, Ingested, Scratch, ask_streamed, campaign_config, e5, ingest_dir, structured};
 
 const ARC_QUESTION: &str = "¿Qué pasó con el archiduque?";
 
@@ -69,55 +65,16 @@ fn archduke_campaign() -> Scratch {
     Scratch::new(&refs)
 }
 
-/// A chat model that reports a fixed speed, as the embedded backend does, and answers
-/// through `inner` at once: what the plan sees at that speed, without waiting for it.
-struct FixedSpeed {
-    inner: Arc<dyn ChatModel>,
-    speed: ModelSpeed,
+async fn bench() -> Ingested {
+    Ingested::over(archduke_campaign()).await
 }
 
-#[async_trait]
-impl ChatModel for FixedSpeed {
-    fn id(&self) -> &str {
-        self.inner.id()
-    }
-    fn context_window(&self) -> usize {
-        8192
-    }
-    fn count_tokens(&self, text: &str) -> usize {
-        self.inner.count_tokens(text)
-    }
-    async fn speed(&self) -> Option<ModelSpeed> {
-        Some(self.speed)
-    }
-    async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
-        self.inner.chat(request, on_token).await
-    }
-}
-
-struct Bench {
-    fake: FakeOllama,
-    scratch: Scratch,
-    embedder: Arc<dyn oraculo::llm::Embedder>,
-}
-
-async fn bench() -> Bench {
-    let scratch = archduke_campaign();
-    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
-    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(ollama_embedder(&fake, "bge-m3").await);
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
-    Bench { fake, scratch, embedder }
-}
-
-impl Bench {
+impl Ingested {
     /// A structured oracle over the stand-in, its model reporting `speed`.
     fn oracle_at(&self, prompt_tokens_per_s: f64, generated_tokens_per_s: f64) -> Oracle {
-        let ollama: Arc<dyn ChatModel> =
-            Arc::new(OllamaChat::new(chat_config(self.fake.url(), Duration::from_secs(10))).unwrap());
-        let chat =
-            Arc::new(FixedSpeed { inner: ollama, speed: ModelSpeed { prompt_tokens_per_s, generated_tokens_per_s } });
-        let settings = AnswerSettings { mode: AnswerMode::Structured, ..AnswerSettings::new(512) };
-        Oracle::new(&self.scratch.index_dir(), self.embedder.clone(), chat, settings)
+        let speed = ModelSpeed { prompt_tokens_per_s, generated_tokens_per_s };
+        let chat = Arc::new(FixedSpeed { inner: self.ollama(), speed, window: Some(8192) });
+        self.oracle(chat, AnswerSettings { mode: AnswerMode::Structured, ..AnswerSettings::new(512) })
     }
 
     /// The material of the last prompt the stand-in received.
@@ -323,12 +280,7 @@ async fn a_model_stopped_at_its_deadline_keeps_the_sentences_it_had_written() {
     for writes_first in [true, false] {
         // Half a second to answer: the deadline is at 0.6 s, the model would take a minute.
         let settings = AnswerSettings { mode: AnswerMode::Structured, answer_seconds: 0.5, ..AnswerSettings::new(256) };
-        let oracle = Oracle::new(
-            &bench.scratch.index_dir(),
-            bench.embedder.clone(),
-            Arc::new(StallingChat { writes_first }),
-            settings,
-        );
+        let oracle = bench.oracle(Arc::new(StallingChat { writes_first }), settings);
         let started = Instant::now();
         let (answer, streamed) = ask_streamed(&oracle, ARC_QUESTION).await;
         assert!(started.elapsed() < Duration::from_secs(30), "the deadline stopped the model");
