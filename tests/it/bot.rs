@@ -122,7 +122,6 @@ impl Table {
     }
 
     /// A table over a campaign already indexed in `scratch`, the bot started with `config`.
-    #[cfg_attr(test, expect(dead_code, reason = "the instant bench builds its table from parts"))]
     pub(crate) async fn from_parts(
         scratch: Scratch,
         ollama: FakeOllama,
@@ -145,17 +144,14 @@ impl Table {
         let discord = FakeDiscord::start().await;
         let mut config = config_with(&scratch, &ollama, &discord, extra);
         adjust(&mut config);
-        let bot = match reach {
-            Reach::Proxy => RunningBot::start(config),
-            Reach::DiscordCom => {
-                // As serenity ships: no proxy, so its own rate limiter paces every request.
-                let mut config = config;
-                if let Some(discord) = config.discord.as_mut() {
-                    discord.proxy_url = None;
-                }
-                RunningBot::start_with_client(config, Some(discord.https_client()))
-            }
-        };
+        if let Reach::Proxy = reach {
+            return Table::from_parts(scratch, ollama, discord, config).await;
+        }
+        // As serenity ships: no proxy, so its own rate limiter paces every request.
+        if let Some(discord) = config.discord.as_mut() {
+            discord.proxy_url = None;
+        }
+        let bot = RunningBot::start_with_client(config, Some(discord.https_client()));
         wait_for_guild_commands(&discord).await;
         Table { _scratch: scratch, ollama, discord, bot }
     }
