@@ -137,10 +137,7 @@ impl Table {
     /// [`Table::start_reaching`] with the config changed by `adjust` (a `[chat]` setting).
     pub(crate) async fn start_adjusted(extra: &str, reach: Reach, adjust: impl FnOnce(&mut Config)) -> Table {
         oraculo::logging::init();
-        let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
-        let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
-        let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-        ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+        let (scratch, ollama) = indexed_campaign(&[("Crónica.md", CRONICA)], &[]).await;
         let discord = FakeDiscord::start().await;
         let mut config = config_with(&scratch, &ollama, &discord, extra);
         adjust(&mut config);
@@ -155,6 +152,18 @@ impl Table {
         wait_for_guild_commands(&discord).await;
         Table { _scratch: scratch, ollama, discord, bot }
     }
+}
+
+/// A campaign of `files` (`secret_paths` its secret folders), indexed beforehand through the
+/// Ollama stand-in that the bot will embed with and answer through.
+/// Warnings (a payload serenity could not read, a failed request) show when a test fails.
+pub(crate) async fn indexed_campaign(files: &[(&str, &str)], secret_paths: &[&str]) -> (Scratch, FakeOllama) {
+    oraculo::logging::init();
+    let scratch = Scratch::new(files);
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(secret_paths), &embedder).await.unwrap();
+    (scratch, ollama)
 }
 
 /// How the bot reaches the Discord stand-in's REST API.

@@ -247,8 +247,7 @@ Duermen. <!--- gm --->Galmurio roba la bolsa.<!--- /gm ---> Amanece en la posada
         ("Planes/Mardovel.md".into(), "# Mardovel\nMardovel asaltará el puerto en invierno.\n".into()),
         ("PNJs/Baika.md".into(), "# Baika\nTejedora de redes del puerto.\n".into()),
     ];
-    let refs: Vec<(&str, &str)> = files.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
-    let scratch = Scratch::new(&refs);
+    let scratch = Scratch::of(&files);
     link_vault(&scratch);
     scratch
 }

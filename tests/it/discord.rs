@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::bot::{
     CHANNEL, CHAT_MODEL, CRONICA, DM, EMBED_MODEL, FIRST_QUESTION, PLAYER, Reach, RunningBot, TOKEN, Table,
-    ask_first_question, config, config_toml, config_with, embed_text, final_saying, is_callback_for,
+    ask_first_question, config, config_toml, config_with, embed_text, final_saying, indexed_campaign, is_callback_for,
     is_final_answer_for, is_preview, is_webhook_for, parse_config, wait_for_guild_commands,
 };
 use crate::fake_discord::{
@@ -14,6 +14,9 @@ use crate::fake_discord::{
 };
 use crate::fake_ollama::{FakeOllama, Fault};
 use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+
+/// A GM note, in the campaign's secret folder.
+const PLAN: (&str, &str) = ("Secretos/Plan.md", "# El plan\nEl archiduque quiere el trono.\n");
 
 fn field_names(body: &Value) -> Vec<String> {
     body["embeds"]
@@ -27,16 +30,8 @@ fn field_names(body: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
-    // Warnings (a payload serenity could not read, a failed request) show when the test fails.
-    oraculo::logging::init();
     // The campaign, indexed beforehand with the same embedder the bot will use.
-    let scratch =
-        Scratch::new(&[("Crónica.md", CRONICA), ("Secretos/Plan.md", "# El plan\nEl archiduque quiere el trono.\n")]);
-    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
-    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
-        .await
-        .unwrap();
+    let (scratch, ollama) = indexed_campaign(&[("Crónica.md", CRONICA), PLAN], &["Secretos"]).await;
 
     let discord = FakeDiscord::start().await;
     let bot = RunningBot::start(config(&scratch, &ollama, &discord));
@@ -191,16 +186,9 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
 /// channel; sources are rate limited like questions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bot_answers_only_where_it_is_configured() {
-    oraculo::logging::init();
     const CATEGORY: u64 = 700_000_000_000_000_300;
     const OTHER_GUILD: u64 = 880_000_000_000_000_999;
-    let scratch =
-        Scratch::new(&[("Crónica.md", CRONICA), ("Secretos/Plan.md", "# El plan\nEl archiduque quiere el trono.\n")]);
-    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
-    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
-        .await
-        .unwrap();
+    let (scratch, ollama) = indexed_campaign(&[("Crónica.md", CRONICA), PLAN], &["Secretos"]).await;
     let discord = FakeDiscord::start().await;
     // The category is listed where a GM channel should be; one question per minute, so three
     // sources per minute.
@@ -527,17 +515,12 @@ async fn no_canary_reaches_a_player_through_discord() {
 async fn a_channel_that_stops_being_a_gm_channel_feeds_no_gm_turn_to_its_players() {
     const CANARY: &str = "Pelgrumo";
     const GM_CHANNEL: u64 = 700_000_000_000_000_600;
-    oraculo::logging::init();
-    let scratch = Scratch::new(&[
-        ("Crónica.md", CRONICA),
-        ("Secretos/Plan.md", &format!("# El plan\n{CANARY} traicionará al archiduque.\n")),
-    ]);
-    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    let (scratch, ollama) = indexed_campaign(
+        &[("Crónica.md", CRONICA), ("Secretos/Plan.md", &format!("# El plan\n{CANARY} traicionará al archiduque.\n"))],
+        &["Secretos"],
+    )
+    .await;
     ollama.echo_prompts();
-    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
-        .await
-        .unwrap();
     let ask = |discord: &FakeDiscord, text: &str| {
         discord.slash_command(
             PLAYER,

@@ -59,6 +59,12 @@ impl Scratch {
         scratch
     }
 
+    /// [`Scratch::new`] with files made by the test.
+    pub fn of(files: &[(String, String)]) -> Scratch {
+        let refs: Vec<(&str, &str)> = files.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
+        Scratch::new(&refs)
+    }
+
     pub fn write(&self, path: &str, text: &str) {
         let full = self.campaign.path().join(path);
         std::fs::create_dir_all(full.parent().unwrap()).unwrap();
@@ -104,9 +110,13 @@ pub fn chat_config(url: String, timeout: Duration) -> OllamaChatConfig {
     }
 }
 
+/// Session notes `Sesiones/Sesion {n}.md` for each of `numbers`: a `# Sesión {n}` header, then `body`.
+pub fn sessions(numbers: impl IntoIterator<Item = usize>, body: impl Fn(usize) -> String) -> Vec<(String, String)> {
+    numbers.into_iter().map(|n| (format!("Sesiones/Sesion {n}.md"), format!("# Sesión {n}\n{}", body(n)))).collect()
+}
+
 /// Twelve sessions about a port town, so the fused pool is larger than the eight shown.
 pub fn port_campaign() -> Scratch {
-    let mut files: Vec<(String, String)> = Vec::new();
     let events = [
         "la feria de las redes en el puerto",
         "una tormenta hunde la barca de Baika",
@@ -121,13 +131,9 @@ pub fn port_campaign() -> Scratch {
         "un barco fantasma entra en el puerto",
         "el grupo abandona el puerto hacia el norte",
     ];
-    for (n, event) in events.iter().enumerate() {
-        files
-            .push((format!("Sesiones/Sesion {}.md", n + 1), format!("# Sesión {}\nEn esta sesión: {event}.\n", n + 1)));
-    }
+    let mut files = sessions(1..=events.len(), |n| format!("En esta sesión: {}.\n", events[n - 1]));
     files.push(("PNJs/Baika.md".into(), "# Baika\nTejedora de redes del puerto.\n".into()));
-    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-    Scratch::new(&refs)
+    Scratch::of(&files)
 }
 
 /// Ollama's chat at `url` (the stand-in's, usually), `qwen2.5:14b` with a 10 s timeout.

@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::fake_ollama::{FakeOllama, Fault};
 use crate::harness::{
     FixedSpeed, Ingested, Scratch, ask_streamed, assert_cited_or_nothing_in_notes, campaign_config, chat_config,
-    ingest_dir, ollama_chat, ollama_embedder, structured,
+    ingest_dir, ollama_chat, ollama_embedder, sessions, structured,
 };
 
 const QUESTION: &str = "¿Qué le pasó a Tomás en el puente?";
@@ -224,16 +224,14 @@ async fn the_extractive_answer_asks_no_model_and_speaks_the_questions_language()
 #[tokio::test]
 async fn a_slow_cpu_gets_the_passages_that_matter_within_its_time() {
     // Long sessions: each holds the answer in one paragraph among many.
-    let mut files: Vec<(String, String)> = Vec::new();
-    for n in 1..=8 {
+    let files = sessions(1..=8, |n| {
         let filler: Vec<String> = (0..12)
             .map(|p| format!("El grupo recorre el camino número {p} hacia la sierra sin novedad alguna entre pinos y rocas grises."))
             .collect();
         let key = if n == 3 { "\n\nEn el puente, Tomás cayó en combate ante el ogro.\n" } else { "" };
-        files.push((format!("Sesiones/Sesion {n}.md"), format!("# Sesión {n}\n{}{key}", filler.join("\n\n"))));
-    }
-    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-    let scratch = Scratch::new(&refs);
+        format!("{}{key}", filler.join("\n\n"))
+    });
+    let scratch = Scratch::of(&files);
     let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
     let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(ollama_embedder(&fake, "bge-m3").await);
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();

@@ -27,6 +27,9 @@ const DEBOUNCE: Duration = Duration::from_millis(1000);
 
 const SESSION_1: &str = "# Sesión 1\nEl archiduque Ardo huyó al norte tras la feria de las redes.\n";
 const SESSION_2: &str = "# Sesión 2\nUna tormenta hundió el barco del archiduque frente al faro.\n";
+/// The campaign with the first session, and with both.
+const ONE: &[(&str, &str)] = &[("Sesiones/Sesion 1.md", SESSION_1)];
+const BOTH: &[(&str, &str)] = &[("Sesiones/Sesion 1.md", SESSION_1), ("Sesiones/Sesion 2.md", SESSION_2)];
 
 /// A watcher on `scratch`'s campaign, with its reports and the oracle a player asks.
 struct Watching {
@@ -144,7 +147,7 @@ async fn watching_with<F: Future<Output = ()>>(
 
 #[tokio::test]
 async fn a_new_session_note_is_answerable_within_the_debounce_and_its_ingest() {
-    watching(&[("Sesiones/Sesion 1.md", SESSION_1)], WatchMode::Events, |scratch, mut watching| async move {
+    watching(ONE, WatchMode::Events, |scratch, mut watching| async move {
         assert!(!watching.found("¿Qué hundió el barco?", "tormenta").await);
         let saved = Instant::now();
         scratch.write("Sesiones/Sesion 2.md", SESSION_2);
@@ -162,53 +165,45 @@ async fn a_new_session_note_is_answerable_within_the_debounce_and_its_ingest() {
 
 #[tokio::test]
 async fn an_edited_note_saved_atomically_no_longer_gives_its_old_text() {
-    watching(
-        &[("Sesiones/Sesion 1.md", SESSION_1), ("Sesiones/Sesion 2.md", SESSION_2)],
-        WatchMode::Events,
-        |scratch, mut watching| async move {
-            assert!(watching.found("¿Qué hundió el barco?", "tormenta").await);
-            // As editors save: the new text written to a hidden temp file, renamed over the note.
-            let note = scratch.campaign.path().join("Sesiones/Sesion 2.md");
-            let temp = scratch.campaign.path().join("Sesiones/.Sesion 2.md.tmp");
-            std::fs::write(&temp, "# Sesión 2\nUna ballena blanca volcó el barco del archiduque frente al faro.\n")
-                .unwrap();
-            std::fs::rename(&temp, &note).unwrap();
-            let ingested = watching.next_ingest().await;
-            assert_eq!(ingested.summary.files_changed, 1);
-            let texts = watching.texts_found("¿Qué volcó el barco?", Audience::Player).await;
-            assert!(texts.iter().any(|text| text.contains("ballena")), "{texts:?}");
-            assert!(!texts.iter().any(|text| text.contains("tormenta")), "the old text is gone: {texts:?}");
-        },
-    )
+    watching(BOTH, WatchMode::Events, |scratch, mut watching| async move {
+        assert!(watching.found("¿Qué hundió el barco?", "tormenta").await);
+        // As editors save: the new text written to a hidden temp file, renamed over the note.
+        let note = scratch.campaign.path().join("Sesiones/Sesion 2.md");
+        let temp = scratch.campaign.path().join("Sesiones/.Sesion 2.md.tmp");
+        std::fs::write(&temp, "# Sesión 2\nUna ballena blanca volcó el barco del archiduque frente al faro.\n")
+            .unwrap();
+        std::fs::rename(&temp, &note).unwrap();
+        let ingested = watching.next_ingest().await;
+        assert_eq!(ingested.summary.files_changed, 1);
+        let texts = watching.texts_found("¿Qué volcó el barco?", Audience::Player).await;
+        assert!(texts.iter().any(|text| text.contains("ballena")), "{texts:?}");
+        assert!(!texts.iter().any(|text| text.contains("tormenta")), "the old text is gone: {texts:?}");
+    })
     .await;
 }
 
 #[tokio::test]
 async fn deleted_and_renamed_notes_lose_their_old_fragments() {
-    watching(
-        &[("Sesiones/Sesion 1.md", SESSION_1), ("Sesiones/Sesion 2.md", SESSION_2)],
-        WatchMode::Events,
-        |scratch, mut watching| async move {
-            std::fs::remove_file(scratch.campaign.path().join("Sesiones/Sesion 2.md")).unwrap();
-            let ingested = watching.next_ingest().await;
-            assert_eq!(ingested.summary.files_removed, 1);
-            assert!(!watching.found("¿Qué hundió el barco?", "tormenta").await);
-            let from = scratch.campaign.path().join("Sesiones/Sesion 1.md");
-            std::fs::rename(&from, scratch.campaign.path().join("Sesiones/La feria.md")).unwrap();
-            let ingested = watching.next_ingest().await;
-            assert_eq!((ingested.summary.files_changed, ingested.summary.files_removed), (1, 1));
-            let index = Index::open_existing(&watching.index_dir).await.unwrap();
-            let paths: Vec<String> =
-                index.store.fragments(None).unwrap().into_iter().map(|s| s.fragment.source_path).collect();
-            assert_eq!(paths, ["Sesiones/La feria.md"]);
-        },
-    )
+    watching(BOTH, WatchMode::Events, |scratch, mut watching| async move {
+        std::fs::remove_file(scratch.campaign.path().join("Sesiones/Sesion 2.md")).unwrap();
+        let ingested = watching.next_ingest().await;
+        assert_eq!(ingested.summary.files_removed, 1);
+        assert!(!watching.found("¿Qué hundió el barco?", "tormenta").await);
+        let from = scratch.campaign.path().join("Sesiones/Sesion 1.md");
+        std::fs::rename(&from, scratch.campaign.path().join("Sesiones/La feria.md")).unwrap();
+        let ingested = watching.next_ingest().await;
+        assert_eq!((ingested.summary.files_changed, ingested.summary.files_removed), (1, 1));
+        let index = Index::open_existing(&watching.index_dir).await.unwrap();
+        let paths: Vec<String> =
+            index.store.fragments(None).unwrap().into_iter().map(|s| s.fragment.source_path).collect();
+        assert_eq!(paths, ["Sesiones/La feria.md"]);
+    })
     .await;
 }
 
 #[tokio::test]
 async fn fifty_saves_in_two_seconds_cause_at_most_two_ingests() {
-    watching(&[("Sesiones/Sesion 1.md", SESSION_1)], WatchMode::Events, |scratch, mut watching| async move {
+    watching(ONE, WatchMode::Events, |scratch, mut watching| async move {
         for save in 0..50 {
             scratch.write("Sesiones/Sesion 2.md", &format!("{SESSION_2}Nota {save}.\n"));
             tokio::time::sleep(Duration::from_millis(40)).await;
@@ -224,9 +219,8 @@ async fn fifty_saves_in_two_seconds_cause_at_most_two_ingests() {
 async fn a_new_secret_block_is_never_shown_to_a_player_during_or_after_its_ingest() {
     let fake = FakeOllama::start(&[EMBED_MODEL]).await;
     let gated = CountingEmbedder::new(ollama_embedder(&fake, EMBED_MODEL).await);
-    let files = [("Sesiones/Sesion 1.md", SESSION_1)];
     let embedder = Arc::clone(&gated) as Arc<dyn Embedder>;
-    watching_with(&files, WatchMode::Events, embedder, |scratch, mut watching| async move {
+    watching_with(ONE, WatchMode::Events, embedder, |scratch, mut watching| async move {
         gated.gate.close();
         let secret = "> [!secreto]\n> El archiduque es en verdad el traidor Wendolrik.\n";
         scratch.write("Sesiones/Sesion 1.md", &format!("{SESSION_1}\n{secret}"));
@@ -257,32 +251,28 @@ async fn a_new_secret_block_is_never_shown_to_a_player_during_or_after_its_inges
 
 #[tokio::test]
 async fn a_note_caught_empty_keeps_its_last_fragments_until_it_is_saved_again() {
-    watching(
-        &[("Sesiones/Sesion 1.md", SESSION_1), ("Sesiones/Sesion 2.md", SESSION_2)],
-        WatchMode::Events,
-        |scratch, mut watching| async move {
-            // An editor truncated the note and had not written it yet when the ingest ran.
-            scratch.write("Sesiones/Sesion 2.md", "");
-            let ingested = watching.next_ingest().await;
-            assert_eq!((ingested.summary.files_changed, ingested.summary.files_removed), (0, 0));
-            assert!(
-                ingested.new_warnings.iter().any(|w| w.path == "Sesiones/Sesion 2.md" && w.message.contains("kept")),
-                "{:?}",
-                ingested.new_warnings
-            );
-            assert!(watching.found("¿Qué hundió el barco?", "tormenta").await, "the last good text stays");
-            scratch.write("Sesiones/Sesion 2.md", "# Sesión 2\nUn kraken hundió el barco.\n");
-            watching.next_ingest().await;
-            let texts = watching.texts_found("¿Qué hundió el barco?", Audience::Player).await;
-            assert!(texts.iter().any(|text| text.contains("kraken")) && !texts.iter().any(|t| t.contains("tormenta")));
-        },
-    )
+    watching(BOTH, WatchMode::Events, |scratch, mut watching| async move {
+        // An editor truncated the note and had not written it yet when the ingest ran.
+        scratch.write("Sesiones/Sesion 2.md", "");
+        let ingested = watching.next_ingest().await;
+        assert_eq!((ingested.summary.files_changed, ingested.summary.files_removed), (0, 0));
+        assert!(
+            ingested.new_warnings.iter().any(|w| w.path == "Sesiones/Sesion 2.md" && w.message.contains("kept")),
+            "{:?}",
+            ingested.new_warnings
+        );
+        assert!(watching.found("¿Qué hundió el barco?", "tormenta").await, "the last good text stays");
+        scratch.write("Sesiones/Sesion 2.md", "# Sesión 2\nUn kraken hundió el barco.\n");
+        watching.next_ingest().await;
+        let texts = watching.texts_found("¿Qué hundió el barco?", Audience::Player).await;
+        assert!(texts.iter().any(|text| text.contains("kraken")) && !texts.iter().any(|t| t.contains("tormenta")));
+    })
     .await;
 }
 
 #[tokio::test]
 async fn a_polled_folder_reads_its_saves_too() {
-    watching(&[("Sesiones/Sesion 1.md", SESSION_1)], WatchMode::Poll, |scratch, mut watching| async move {
+    watching(ONE, WatchMode::Poll, |scratch, mut watching| async move {
         scratch.write("Sesiones/Sesion 2.md", SESSION_2);
         let ingested = watching.next_ingest().await;
         assert_eq!(ingested.summary.files_changed, 1);
@@ -296,7 +286,7 @@ async fn a_polled_folder_reads_its_saves_too() {
 #[tokio::test]
 async fn the_bot_tells_the_dm_by_direct_message_of_a_saved_notes_warnings() {
     oraculo::logging::init();
-    let scratch = Scratch::new(&[("Sesiones/Sesion 1.md", SESSION_1)]);
+    let scratch = Scratch::new(ONE);
     let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
     let discord = FakeDiscord::start().await;
     let campaign = campaign_toml(scratch.campaign.path()) + "watch_debounce_ms = 200\nwatch_dm_warnings = true\n";
