@@ -343,10 +343,8 @@ async fn entities_a_chat_model_extracts_join_the_compendium_once() {
         ("Sesiones/Sesion 1.md", "# Sesión 1\nLlega Ulrico Mendaña. El coleccionista pregunta por la estatua.\n"),
         ("Lugares/Galerna.md", "# Galerna\nCiudad portuaria.\n"),
     ]);
-    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
-    let embedder = ollama_embedder(&fake, "bge-m3").await;
+    let Ingested { fake, scratch, embedder } = Ingested::over(scratch).await;
     let config = campaign_config(&[]);
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, &embedder).await.unwrap();
     let chat = OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap();
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     // Two annotations, then one extraction (sessions only).
@@ -362,7 +360,7 @@ async fn entities_a_chat_model_extracts_join_the_compendium_once() {
     drop(index);
 
     // The next ingest merges them: no file changed, nothing embedded, the compendium grows.
-    let merged = ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, &embedder).await.unwrap();
+    let merged = ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, embedder.as_ref()).await.unwrap();
     assert_eq!(merged.windows_embedded, 0);
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     let compendium = CompendiumIndex::load(&index.store).unwrap();

@@ -181,13 +181,14 @@ pub(crate) fn ask_first_question(discord: &FakeDiscord) -> String {
 
 /// `/oraculo` asked by the player in the usual channel; its token.
 pub(crate) fn ask_in_channel(discord: &FakeDiscord, question: &str) -> String {
-    discord.slash_command(
-        PLAYER,
-        &[],
-        text_channel(CHANNEL),
-        "oraculo",
-        json!([{ "name": "pregunta", "type": 3, "value": question }]),
-    )
+    player_command(discord, "oraculo", "pregunta", question)
+}
+
+/// `/command` with its one text `option` set to `value`, used by the player in the usual
+/// channel; its token.
+pub(crate) fn player_command(discord: &FakeDiscord, command: &str, option: &str, value: &str) -> String {
+    let options = json!([{ "name": option, "type": 3, "value": value }]);
+    discord.slash_command(PLAYER, &[], text_channel(CHANNEL), command, options)
 }
 
 /// The interaction's messages with embeds, in the order they reached Discord, with when.
@@ -282,6 +283,15 @@ pub(crate) fn embed_text(body: &Value) -> String {
         }
     }
     text
+}
+
+/// A message (not a preview) the bot posted in `channel`: an answer's final layout there.
+pub(crate) fn is_final_message_in(channel: u64) -> impl Fn(&Recorded) -> bool {
+    move |r: &Recorded| {
+        r.path.starts_with(&format!("/channels/{channel}/messages"))
+            && r.message_body().is_some()
+            && !is_preview(&r.body)
+    }
 }
 
 /// The final layout (not a preview) of an answer posted in `CHANNEL` that says `words`.

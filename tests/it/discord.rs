@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 use crate::bot::{
     CHANNEL, CHAT_MODEL, CRONICA, DM, EMBED_MODEL, FIRST_QUESTION, PLAYER, Reach, RunningBot, TOKEN, Table,
     ask_first_question, config, config_toml, config_with, embed_text, final_saying, indexed_campaign, is_callback_for,
-    is_final_answer_for, is_preview, is_webhook_for, parse_config, wait_for_guild_commands,
+    is_final_answer_for, is_final_message_in, is_preview, is_webhook_for, parse_config, player_command,
+    wait_for_guild_commands,
 };
 use crate::fake_discord::{
     APP_ID, BOT_ID, FakeDiscord, GUILD_ID, Recorded, Venue, WAIT, private_channel, text_channel, text_channel_in,
@@ -104,13 +105,7 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
         .await;
     assert_eq!(first.body["message_reference"]["message_id"], followup_id.to_string());
     assert_eq!(first.body["message_reference"]["fail_if_not_exists"], false, "a deleted question loses no answer");
-    let followup = discord
-        .wait_for("the follow-up's final layout", |r| {
-            r.path.starts_with(&format!("/channels/{thread}/messages"))
-                && r.message_body().is_some()
-                && !is_preview(&r.body)
-        })
-        .await;
+    let followup = discord.wait_for("the follow-up's final layout", is_final_message_in(thread)).await;
     assert!(embed_text(&followup.body).contains("se refugió en el faro"), "{}", followup.body);
     let chats = ollama.chat_requests("/api/chat");
     assert_eq!(chats.len(), chats_before + 1);
@@ -120,13 +115,7 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     assert!(!followup_prompt.contains("quiere el trono"), "GM-only notes never reach a player channel");
 
     // 4. A cited source in full, only to the asker: by /fuente, and by the answer's button.
-    let source_token = discord.slash_command(
-        PLAYER,
-        &[],
-        text_channel(CHANNEL),
-        "fuente",
-        json!([{ "name": "etiqueta", "type": 3, "value": "Sesión 2" }]),
-    );
+    let source_token = player_command(&discord, "fuente", "etiqueta", "Sesión 2");
     let deferred = discord.wait_for("the source's deferral", is_callback_for(&source_token)).await;
     assert_eq!((deferred.body["type"].as_u64(), deferred.body["data"]["flags"].as_u64()), (Some(5), Some(64)));
     let source = discord.wait_for("the source", is_webhook_for(&source_token, "POST")).await;
@@ -366,13 +355,7 @@ async fn no_canary_reaches_a_player_through_discord() {
         .expect("the thread's message id");
     let followup = "¿Y quién vive en la cueva?";
     discord.message_create(PLAYER, thread, followup);
-    discord
-        .wait_for("the follow-up's answer", |r| {
-            r.path.starts_with(&format!("/channels/{thread}/messages"))
-                && r.message_body().is_some()
-                && !is_preview(&r.body)
-        })
-        .await;
+    discord.wait_for("the follow-up's answer", is_final_message_in(thread)).await;
     typed.push(followup.to_string());
     // Every label, by /fuente and by button (a GM-only one reads as missing: its reply names
     // only the label the player typed), and autocomplete (checked as it is: nothing typed
@@ -380,13 +363,7 @@ async fn no_canary_reaches_a_player_through_discord() {
     assert!(!every_label.is_empty(), "the vault has labels to ask for");
     let mut asked_labels: Vec<(String, String)> = Vec::new();
     for label in &every_label {
-        let token = discord.slash_command(
-            PLAYER,
-            &[],
-            text_channel(CHANNEL),
-            "fuente",
-            json!([{ "name": "etiqueta", "type": 3, "value": label }]),
-        );
+        let token = player_command(&discord, "fuente", "etiqueta", &label);
         discord.wait_for("a source", is_webhook_for(&token, "POST")).await;
         asked_labels.push((token, label.clone()));
         let token = discord.button_click(PLAYER, text_channel(CHANNEL), &format!("oraculo:fuente:{label}"));
@@ -414,13 +391,7 @@ async fn no_canary_reaches_a_player_through_discord() {
     // answered with suggestions: none of them may be a secret).
     let mut asked_names: Vec<(String, String)> = Vec::new();
     for name in entity_names.iter().map(String::as_str).chain(CANARIES.iter().map(|(canary, _, _)| *canary)) {
-        let token = discord.slash_command(
-            PLAYER,
-            &[],
-            text_channel(CHANNEL),
-            "cronologia",
-            json!([{ "name": "nombre", "type": 3, "value": name }]),
-        );
+        let token = player_command(&discord, "cronologia", "nombre", name);
         discord.wait_for("a timeline", is_webhook_for(&token, "POST")).await;
         asked_names.push((token, name.to_string()));
     }
@@ -457,10 +428,7 @@ async fn no_canary_reaches_a_player_through_discord() {
     discord.message_create(PLAYER, thread, after_gm);
     discord
         .wait_for("the follow-up after the GM question", |r| {
-            r.path.starts_with(&format!("/channels/{thread}/messages"))
-                && r.message_body().is_some()
-                && !is_preview(&r.body)
-                && embed_text(&r.body).contains(after_gm)
+            is_final_message_in(thread)(r) && embed_text(&r.body).contains(after_gm)
         })
         .await;
     typed.push(after_gm.to_string());
@@ -577,13 +545,7 @@ async fn an_answer_outlives_its_interaction_token() {
         json!([{ "name": "pregunta", "type": 3, "value": FIRST_QUESTION }]),
     );
     discord.wait_for("the deferral", is_callback_for(&token)).await;
-    let answer = discord
-        .wait_for("the answer as a channel message", |r| {
-            r.path.starts_with(&format!("/channels/{CHANNEL}/messages"))
-                && r.message_body().is_some()
-                && !is_preview(&r.body)
-        })
-        .await;
+    let answer = discord.wait_for("the answer as a channel message", is_final_message_in(CHANNEL)).await;
     assert!(embed_text(&answer.body).contains("huyó al norte"), "{}", answer.body);
     assert_eq!(field_names(&answer.body), ["Sesión 1"]);
     discord.wait_for("the thread on the channel message", |r| r.method == "POST" && r.path.ends_with("/threads")).await;

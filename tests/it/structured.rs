@@ -74,6 +74,18 @@ fn assert_extractive(answer: &Answer, reason: &str) {
     }
 }
 
+/// A structured answer of `text` alone, the other sentences dropped, each for the reason in
+/// `dropped` (in order): judged while it streamed, the reader never saw them.
+fn assert_kept_alone(answer: &Answer, streamed: &str, text: &str, dropped: &[&str]) {
+    assert_eq!((answer.mode, answer.fallback.as_deref()), (AnswerMode::Structured, None));
+    assert_eq!(answer.text, text);
+    assert_eq!(streamed.trim(), answer.text);
+    assert_eq!(answer.ungrounded.len(), dropped.len(), "{:?}", answer.ungrounded);
+    for (ungrounded, why) in answer.ungrounded.iter().zip(dropped) {
+        assert!(ungrounded.contains(why), "{why:?}: {:?}", answer.ungrounded);
+    }
+}
+
 #[tokio::test]
 async fn a_structured_answer_streams_its_sentences_and_cites_only_labels_shown() {
     let bench = bench().await;
@@ -333,13 +345,7 @@ async fn sentences_the_cited_notes_do_not_back_are_dropped_and_none_left_abstain
         ("Lo enterró la abadesa Urquijo.", &["Sesión 8"]),
     ]));
     let (answer, streamed) = ask(&oracle).await;
-    assert_eq!((answer.mode, answer.fallback.as_deref()), (AnswerMode::Structured, None));
-    assert_eq!(answer.text, "Tomás cayó defendiendo el puente [Sesión 7].");
-    // The reader never saw what was dropped, not even while it streamed.
-    assert_eq!(streamed.trim(), answer.text);
-    assert_eq!(answer.ungrounded.len(), 2, "{:?}", answer.ungrounded);
-    assert!(answer.ungrounded[0].contains("«63»"), "{:?}", answer.ungrounded);
-    assert!(answer.ungrounded[1].contains("«Urquijo»"), "{:?}", answer.ungrounded);
+    assert_kept_alone(&answer, &streamed, "Tomás cayó defendiendo el puente [Sesión 7].", &["«63»", "«Urquijo»"]);
     let cited: Vec<&str> = answer.citations.iter().map(|c| c.label.as_str()).collect();
     assert_eq!(cited, ["Sesión 7"]);
 
@@ -385,12 +391,13 @@ async fn a_sentence_no_passage_of_its_notes_says_is_dropped_by_meaning() {
         (invented, &["Sesión 7"]),
     ]));
     let (answer, streamed) = ask(&oracle).await;
-    assert_eq!((answer.mode, answer.fallback.as_deref()), (AnswerMode::Structured, None));
-    assert_eq!(answer.text, "Tomás murió defendiendo el puente de los contrabandistas [Sesión 7].");
-    // Judged while it streamed: the reader never saw it.
-    assert_eq!(streamed.trim(), answer.text);
-    assert_eq!(answer.ungrounded.len(), 1, "{:?}", answer.ungrounded);
-    assert!(answer.ungrounded[0].contains("no passage of the notes it cites says it"), "{:?}", answer.ungrounded);
+    let why = "no passage of the notes it cites says it";
+    assert_kept_alone(
+        &answer,
+        &streamed,
+        "Tomás murió defendiendo el puente de los contrabandistas [Sesión 7].",
+        &[why],
+    );
 
     // Alone, it leaves nothing: the notes do not hold the answer.
     bench.fake.enqueue_reply(&structured(&[(invented, &["Sesión 7"])]));
