@@ -10,22 +10,17 @@
 //! one channel (`config/campaign.rs`'s tests).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use oraculo::answer::AnswerMode;
 use oraculo::config::{CampaignConfig, CliOverrides, Config, RawConfig};
 use oraculo::corpus::{LabelLanguage, Visibility};
 use oraculo::index::Index;
 use oraculo::ingest::{Quiet, annotate_fragments};
-use oraculo::llm::chat::ChatModel;
-use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Pipeline};
 use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, search};
 
-use crate::answer::chat_config;
-use crate::embedded::e5;
 use crate::fake_ollama::FakeOllama;
-use crate::harness::{Scratch, ingest_dir, prose};
+use crate::harness::{Scratch, e5, ingest_dir, ollama_chat, prose};
 
 /// (canary, where it hides, whether the GM can search for it: an alias only in front matter
 /// is in no fragment's text, and a note outside the campaign is never read).
@@ -252,8 +247,7 @@ Duermen. <!--- gm --->Galmurio roba la bolsa.<!--- /gm ---> Amanece en la posada
         ("Planes/Mardovel.md".into(), "# Mardovel\nMardovel asaltará el puerto en invierno.\n".into()),
         ("PNJs/Baika.md".into(), "# Baika\nTejedora de redes del puerto.\n".into()),
     ];
-    let refs: Vec<(&str, &str)> = files.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
-    let scratch = Scratch::new(&refs);
+    let scratch = Scratch::of(&files);
     link_vault(&scratch);
     scratch
 }
@@ -306,7 +300,7 @@ async fn no_canary_reaches_a_player_and_the_gm_finds_each() {
     // annotations holding their secrets, which the rerank and the summaries must never show.
     let fake = FakeOllama::start(&["qwen2.5:14b"]).await;
     fake.echo_prompts();
-    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+    let chat = ollama_chat(fake.url());
     let annotated = annotate_fragments(&index, chat.as_ref(), &Quiet).await;
     assert!(annotated.error.is_none() && annotated.missing == 0, "{annotated:?}");
     let gm_annotations = fake.chat_requests("/api/chat").iter().map(|r| r.body.to_string()).collect::<String>();
@@ -472,7 +466,7 @@ async fn a_gm_answer_s_words_are_logged_only_at_debug() {
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), embedder.as_ref())
         .await
         .unwrap();
-    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+    let chat = ollama_chat(fake.url());
     let settings = AnswerSettings { mode: AnswerMode::Structured, ..AnswerSettings::new(256) };
     let mut oracle = Oracle::new(&scratch.index_dir(), embedder, chat, settings);
 

@@ -2,246 +2,22 @@
 //! Ollama (embeddings and scripted chat replies): a slash question, its thread, a follow-up
 //! in the thread, and `/reingest` refused to a player and run for the DM.
 
-use std::path::Path;
-
-use oraculo::config::{CliOverrides, Config, RawConfig};
 use serde_json::{Value, json};
 
+use crate::bot::{
+    CHANNEL, CHAT_MODEL, CRONICA, DM, EMBED_MODEL, FIRST_QUESTION, PLAYER, Reach, RunningBot, TOKEN, Table,
+    ask_first_question, config, config_toml, config_with, embed_text, final_saying, indexed_campaign, is_callback_for,
+    is_final_answer_for, is_final_message_in, is_preview, is_webhook_for, parse_config, player_command,
+    wait_for_guild_commands,
+};
 use crate::fake_discord::{
     APP_ID, BOT_ID, FakeDiscord, GUILD_ID, Recorded, Venue, WAIT, private_channel, text_channel, text_channel_in,
 };
 use crate::fake_ollama::{FakeOllama, Fault};
 use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_embedder};
 
-pub(crate) const EMBED_MODEL: &str = "fake-embed";
-pub(crate) const CHAT_MODEL: &str = "fake-chat";
-pub(crate) const TOKEN: &str = "test-token-do-not-log";
-pub(crate) const DM: u64 = 700_000_000_000_000_001;
-pub(crate) const PLAYER: u64 = 700_000_000_000_000_002;
-pub(crate) const CHANNEL: u64 = 700_000_000_000_000_100;
-
-const CRONICA: &str = "# Crónica de Galerna
-
-## Sesión 1 — La feria
-El archiduque Ardo huyó al norte tras la feria de las redes, con la corona robada.
-
-## Sesión 2 — La tormenta
-Una tormenta hundió el barco del archiduque frente al faro. @everyone <@&123>
-";
-
-pub(crate) const FIRST_QUESTION: &str = "¿Qué pasó con el archiduque?";
-
-fn config(scratch: &Scratch, ollama: &FakeOllama, discord: &FakeDiscord) -> Config {
-    config_with(scratch, ollama, discord, "")
-}
-
-/// The test config with `extra` lines added to its `[discord]` section.
-fn config_with(scratch: &Scratch, ollama: &FakeOllama, discord: &FakeDiscord, extra: &str) -> Config {
-    let campaign =
-        format!("[campaign]\ndir = \"{}\"\nsecret_paths = [\"Secretos\"]\n", scratch.campaign.path().display());
-    parse_config(&config_toml(scratch.data.path(), &campaign, ollama, discord, extra))
-}
-
-/// The test config: `campaigns` (a `[campaign]` section or `[[campaigns]]` entries), the
-/// Ollama stand-in for embeddings and answers, the Discord stand-in, `extra` `[discord]` lines.
-pub(crate) fn config_toml(data: &Path, campaigns: &str, ollama: &FakeOllama, discord: &FakeDiscord, extra: &str) -> String {
-    format!(
-        r#"
-data_dir = "{data}"
-{campaigns}
-[embedder]
-backend = "ollama"
-model = "{EMBED_MODEL}"
-batch_size = 4
-window_words = 250
-[ollama]
-url = "{ollama}"
-timeout_secs = 30
-retries = 0
-[chat]
-backend = "ollama"
-model = "{CHAT_MODEL}"
-[discord]
-token = "{TOKEN}"
-dm_user_ids = [{DM}]
-guild_ids = [{GUILD_ID}]
-proxy_url = "{rest}"
-{extra}
-"#,
-        data = data.display(),
-        ollama = ollama.url(),
-        rest = discord.rest_url(),
-    )
-}
-
-pub(crate) fn parse_config(text: &str) -> Config {
-    let raw = RawConfig::parse(text, Path::new("config.toml")).unwrap();
-    Config::from_layers(raw, &|_| None, &CliOverrides::default()).unwrap()
-}
-
-/// The usual table: the chronicle indexed through the Ollama stand-in, the bot connected to
-/// the Discord stand-in with `extra` `[discord]` lines, its commands registered.
-pub(crate) struct Table {
-    /// Holds the campaign and data folders for as long as the bot runs.
-    _scratch: Scratch,
-    pub(crate) ollama: FakeOllama,
-    pub(crate) discord: FakeDiscord,
-    pub(crate) bot: RunningBot,
-}
-
-impl Table {
-    pub(crate) async fn start(extra: &str) -> Table {
-        Table::start_reaching(extra, Reach::Proxy).await
-    }
-
-    async fn start_reaching(extra: &str, reach: Reach) -> Table {
-        Table::start_adjusted(extra, reach, |_| {}).await
-    }
-
-    /// A table over a campaign already indexed in `scratch`, the bot started with `config`.
-    pub(crate) async fn from_parts(scratch: Scratch, ollama: FakeOllama, discord: FakeDiscord, config: Config) -> Table {
-        oraculo::logging::init();
-        let bot = RunningBot::start(config);
-        wait_for_guild_commands(&discord).await;
-        Table { _scratch: scratch, ollama, discord, bot }
-    }
-
-    /// [`Table::start_reaching`] with the config changed by `adjust` (a `[chat]` setting).
-    pub(crate) async fn start_adjusted(extra: &str, reach: Reach, adjust: impl FnOnce(&mut Config)) -> Table {
-        oraculo::logging::init();
-        let scratch = Scratch::new(&[("Crónica.md", CRONICA)]);
-        let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
-        let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-        ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
-        let discord = FakeDiscord::start().await;
-        let mut config = config_with(&scratch, &ollama, &discord, extra);
-        adjust(&mut config);
-        let bot = match reach {
-            Reach::Proxy => RunningBot::start(config),
-            Reach::DiscordCom => {
-                // As serenity ships: no proxy, so its own rate limiter paces every request.
-                let mut config = config;
-                if let Some(discord) = config.discord.as_mut() {
-                    discord.proxy_url = None;
-                }
-                RunningBot::start_with_client(config, Some(discord.https_client()))
-            }
-        };
-        wait_for_guild_commands(&discord).await;
-        Table { _scratch: scratch, ollama, discord, bot }
-    }
-}
-
-/// How the bot reaches the Discord stand-in's REST API.
-pub(crate) enum Reach {
-    /// Through `discord.proxy_url` (plain HTTP; serenity's limiter off, as with a proxy).
-    Proxy,
-    /// As `https://discord.com` over TLS, serenity's own rate limiter on.
-    DiscordCom,
-}
-
-/// `/oraculo` with the first question, asked by the player in the usual channel; its token.
-pub(crate) fn ask_first_question(discord: &FakeDiscord) -> String {
-    discord.slash_command(
-        PLAYER,
-        &[],
-        text_channel(CHANNEL),
-        "oraculo",
-        json!([{ "name": "pregunta", "type": 3, "value": FIRST_QUESTION }]),
-    )
-}
-
-/// The bot running against the stand-ins until [`RunningBot::stop`].
-pub(crate) struct RunningBot {
-    stop: tokio::sync::oneshot::Sender<()>,
-    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
-impl RunningBot {
-    fn start(config: Config) -> RunningBot {
-        RunningBot::start_with_client(config, None)
-    }
-
-    /// The bot reaching Discord's REST API with `rest_client` (the stand-in as discord.com).
-    fn start_with_client(config: Config, rest_client: Option<reqwest::Client>) -> RunningBot {
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(oraculo::discord::run_with_client(config, rest_client, async move {
-            let _ = stopped.await;
-        }));
-        RunningBot { stop, handle }
-    }
-
-    /// Signals the shutdown and waits for a clean exit.
-    pub(crate) async fn stop(self) {
-        self.stop.send(()).unwrap();
-        let stopped = tokio::time::timeout(WAIT, self.handle).await.expect("the bot stops").unwrap();
-        stopped.unwrap();
-    }
-}
-
-/// Connected: the commands registered in the configured guild.
-pub(crate) async fn wait_for_guild_commands(discord: &FakeDiscord) -> Recorded {
-    discord
-        .wait_for("the guild commands", |r| {
-            r.method == "PUT" && r.path == format!("/applications/{APP_ID}/guilds/{GUILD_ID}/commands")
-        })
-        .await
-}
-
-pub(crate) fn is_callback_for(token: &str) -> impl Fn(&Recorded) -> bool + '_ {
-    move |r| {
-        r.method == "POST" && r.path.starts_with("/interactions/") && r.path.ends_with(&format!("/{token}/callback"))
-    }
-}
-
-pub(crate) fn is_webhook_for<'a>(token: &'a str, method: &'static str) -> impl Fn(&Recorded) -> bool + 'a {
-    move |r| r.method == method && r.path.starts_with(&format!("/webhooks/{APP_ID}/{token}"))
-}
-
-/// A message still being made: a stage (🔎 searching, 📚 reading the notes), the text so far
-/// or the notes' own sentences while the model writes (✍️ in its footer), or while it waits for
-/// its turn (⏳); the final layout has none of them.
-pub(crate) fn is_preview(body: &Value) -> bool {
-    let body = body.to_string();
-    ["✍️", "🔎", "📚", "⏳"].iter().any(|marker| body.contains(marker))
-}
-
-/// The answer's final layout (checked citations, sources, buttons) for an interaction: after
-/// the previews, the message is edited (or posted) one last time without the writing footer.
-pub(crate) fn is_final_answer_for(token: &str) -> impl Fn(&Recorded) -> bool + '_ {
-    move |r| {
-        (is_webhook_for(token, "POST")(r) || is_webhook_for(token, "PATCH")(r))
-            && r.body["embeds"].as_array().is_some_and(|embeds| !embeds.is_empty())
-            && !is_preview(&r.body)
-    }
-}
-
-/// The text of every embed of a message body: titles, descriptions, field names and values.
-pub(crate) fn embed_text(body: &Value) -> String {
-    let mut text = String::new();
-    for embed in body["embeds"].as_array().into_iter().flatten() {
-        for key in ["title", "description"] {
-            text.push_str(embed[key].as_str().unwrap_or(""));
-            text.push('\n');
-        }
-        for field in embed["fields"].as_array().into_iter().flatten() {
-            text.push_str(field["name"].as_str().unwrap_or(""));
-            text.push('\n');
-            text.push_str(field["value"].as_str().unwrap_or(""));
-            text.push('\n');
-        }
-    }
-    text
-}
-
-/// The final layout (not a preview) of an answer posted in `CHANNEL` that says `words`.
-pub(crate) fn final_saying(words: &'static str) -> impl Fn(&Recorded) -> bool {
-    move |r: &Recorded| {
-        r.path.starts_with(&format!("/channels/{CHANNEL}/messages"))
-            && !is_preview(&r.body)
-            && embed_text(&r.body).contains(words)
-    }
-}
+/// A GM note, in the campaign's secret folder.
+const PLAN: (&str, &str) = ("Secretos/Plan.md", "# El plan\nEl archiduque quiere el trono.\n");
 
 fn field_names(body: &Value) -> Vec<String> {
     body["embeds"]
@@ -255,16 +31,8 @@ fn field_names(body: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
-    // Warnings (a payload serenity could not read, a failed request) show when the test fails.
-    oraculo::logging::init();
     // The campaign, indexed beforehand with the same embedder the bot will use.
-    let scratch =
-        Scratch::new(&[("Crónica.md", CRONICA), ("Secretos/Plan.md", "# El plan\nEl archiduque quiere el trono.\n")]);
-    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
-    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
-        .await
-        .unwrap();
+    let (scratch, ollama) = indexed_campaign(&[("Crónica.md", CRONICA), PLAN], &["Secretos"]).await;
 
     let discord = FakeDiscord::start().await;
     let bot = RunningBot::start(config(&scratch, &ollama, &discord));
@@ -337,13 +105,7 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
         .await;
     assert_eq!(first.body["message_reference"]["message_id"], followup_id.to_string());
     assert_eq!(first.body["message_reference"]["fail_if_not_exists"], false, "a deleted question loses no answer");
-    let followup = discord
-        .wait_for("the follow-up's final layout", |r| {
-            r.path.starts_with(&format!("/channels/{thread}/messages"))
-                && r.message_body().is_some()
-                && !is_preview(&r.body)
-        })
-        .await;
+    let followup = discord.wait_for("the follow-up's final layout", is_final_message_in(thread)).await;
     assert!(embed_text(&followup.body).contains("se refugió en el faro"), "{}", followup.body);
     let chats = ollama.chat_requests("/api/chat");
     assert_eq!(chats.len(), chats_before + 1);
@@ -353,13 +115,7 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
     assert!(!followup_prompt.contains("quiere el trono"), "GM-only notes never reach a player channel");
 
     // 4. A cited source in full, only to the asker: by /fuente, and by the answer's button.
-    let source_token = discord.slash_command(
-        PLAYER,
-        &[],
-        text_channel(CHANNEL),
-        "fuente",
-        json!([{ "name": "etiqueta", "type": 3, "value": "Sesión 2" }]),
-    );
+    let source_token = player_command(&discord, "fuente", "etiqueta", "Sesión 2");
     let deferred = discord.wait_for("the source's deferral", is_callback_for(&source_token)).await;
     assert_eq!((deferred.body["type"].as_u64(), deferred.body["data"]["flags"].as_u64()), (Some(5), Some(64)));
     let source = discord.wait_for("the source", is_webhook_for(&source_token, "POST")).await;
@@ -419,16 +175,9 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
 /// channel; sources are rate limited like questions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bot_answers_only_where_it_is_configured() {
-    oraculo::logging::init();
     const CATEGORY: u64 = 700_000_000_000_000_300;
     const OTHER_GUILD: u64 = 880_000_000_000_000_999;
-    let scratch =
-        Scratch::new(&[("Crónica.md", CRONICA), ("Secretos/Plan.md", "# El plan\nEl archiduque quiere el trono.\n")]);
-    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
-    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
-        .await
-        .unwrap();
+    let (scratch, ollama) = indexed_campaign(&[("Crónica.md", CRONICA), PLAN], &["Secretos"]).await;
     let discord = FakeDiscord::start().await;
     // The category is listed where a GM channel should be; one question per minute, so three
     // sources per minute.
@@ -557,7 +306,7 @@ async fn no_canary_reaches_a_player_through_discord() {
     let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &vault_config(), &embedder).await.unwrap();
     let index = oraculo::index::Index::open_existing(&scratch.index_dir()).await.unwrap();
-    let chat_config = crate::answer::chat_config(ollama.url(), std::time::Duration::from_secs(10));
+    let chat_config = crate::harness::chat_config(ollama.url(), std::time::Duration::from_secs(10));
     let chat = oraculo::llm::chat::ollama::OllamaChat::new(oraculo::llm::chat::ollama::OllamaChatConfig {
         model: CHAT_MODEL.to_string(),
         ..chat_config
@@ -606,13 +355,7 @@ async fn no_canary_reaches_a_player_through_discord() {
         .expect("the thread's message id");
     let followup = "¿Y quién vive en la cueva?";
     discord.message_create(PLAYER, thread, followup);
-    discord
-        .wait_for("the follow-up's answer", |r| {
-            r.path.starts_with(&format!("/channels/{thread}/messages"))
-                && r.message_body().is_some()
-                && !is_preview(&r.body)
-        })
-        .await;
+    discord.wait_for("the follow-up's answer", is_final_message_in(thread)).await;
     typed.push(followup.to_string());
     // Every label, by /fuente and by button (a GM-only one reads as missing: its reply names
     // only the label the player typed), and autocomplete (checked as it is: nothing typed
@@ -620,13 +363,7 @@ async fn no_canary_reaches_a_player_through_discord() {
     assert!(!every_label.is_empty(), "the vault has labels to ask for");
     let mut asked_labels: Vec<(String, String)> = Vec::new();
     for label in &every_label {
-        let token = discord.slash_command(
-            PLAYER,
-            &[],
-            text_channel(CHANNEL),
-            "fuente",
-            json!([{ "name": "etiqueta", "type": 3, "value": label }]),
-        );
+        let token = player_command(&discord, "fuente", "etiqueta", &label);
         discord.wait_for("a source", is_webhook_for(&token, "POST")).await;
         asked_labels.push((token, label.clone()));
         let token = discord.button_click(PLAYER, text_channel(CHANNEL), &format!("oraculo:fuente:{label}"));
@@ -654,13 +391,7 @@ async fn no_canary_reaches_a_player_through_discord() {
     // answered with suggestions: none of them may be a secret).
     let mut asked_names: Vec<(String, String)> = Vec::new();
     for name in entity_names.iter().map(String::as_str).chain(CANARIES.iter().map(|(canary, _, _)| *canary)) {
-        let token = discord.slash_command(
-            PLAYER,
-            &[],
-            text_channel(CHANNEL),
-            "cronologia",
-            json!([{ "name": "nombre", "type": 3, "value": name }]),
-        );
+        let token = player_command(&discord, "cronologia", "nombre", name);
         discord.wait_for("a timeline", is_webhook_for(&token, "POST")).await;
         asked_names.push((token, name.to_string()));
     }
@@ -697,10 +428,7 @@ async fn no_canary_reaches_a_player_through_discord() {
     discord.message_create(PLAYER, thread, after_gm);
     discord
         .wait_for("the follow-up after the GM question", |r| {
-            r.path.starts_with(&format!("/channels/{thread}/messages"))
-                && r.message_body().is_some()
-                && !is_preview(&r.body)
-                && embed_text(&r.body).contains(after_gm)
+            is_final_message_in(thread)(r) && embed_text(&r.body).contains(after_gm)
         })
         .await;
     typed.push(after_gm.to_string());
@@ -755,17 +483,12 @@ async fn no_canary_reaches_a_player_through_discord() {
 async fn a_channel_that_stops_being_a_gm_channel_feeds_no_gm_turn_to_its_players() {
     const CANARY: &str = "Pelgrumo";
     const GM_CHANNEL: u64 = 700_000_000_000_000_600;
-    oraculo::logging::init();
-    let scratch = Scratch::new(&[
-        ("Crónica.md", CRONICA),
-        ("Secretos/Plan.md", &format!("# El plan\n{CANARY} traicionará al archiduque.\n")),
-    ]);
-    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    let (scratch, ollama) = indexed_campaign(
+        &[("Crónica.md", CRONICA), ("Secretos/Plan.md", &format!("# El plan\n{CANARY} traicionará al archiduque.\n"))],
+        &["Secretos"],
+    )
+    .await;
     ollama.echo_prompts();
-    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
-        .await
-        .unwrap();
     let ask = |discord: &FakeDiscord, text: &str| {
         discord.slash_command(
             PLAYER,
@@ -822,13 +545,7 @@ async fn an_answer_outlives_its_interaction_token() {
         json!([{ "name": "pregunta", "type": 3, "value": FIRST_QUESTION }]),
     );
     discord.wait_for("the deferral", is_callback_for(&token)).await;
-    let answer = discord
-        .wait_for("the answer as a channel message", |r| {
-            r.path.starts_with(&format!("/channels/{CHANNEL}/messages"))
-                && r.message_body().is_some()
-                && !is_preview(&r.body)
-        })
-        .await;
+    let answer = discord.wait_for("the answer as a channel message", is_final_message_in(CHANNEL)).await;
     assert!(embed_text(&answer.body).contains("huyó al norte"), "{}", answer.body);
     assert_eq!(field_names(&answer.body), ["Sesión 1"]);
     discord.wait_for("the thread on the channel message", |r| r.method == "POST" && r.path.ends_with("/threads")).await;
@@ -1182,94 +899,4 @@ async fn a_deleted_question_leaves_the_queue() {
     assert!(third_replies.iter().all(|r| !r.body.to_string().contains("En cola")), "{third_replies:?}");
 
     table.bot.stop().await;
-}
-
-/// The measurement with the real embedded models, through the stand-in: the sample
-/// campaign embedded by e5-small, answers by the 1.5B in-process, one `/oraculo`. Prints the
-/// time to the first status, to the first answer text and to the final layout, the edits, and
-/// any body over a limit. Not part of the suite (minutes on a CPU):
-/// `cargo test --release --test it -- --ignored measure_first_text --nocapture`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement with the embedded 1.5B model: minutes on a CPU"]
-async fn measure_first_text_with_the_embedded_model() {
-    let models = crate::harness::models_dir();
-    let gguf = models.join(oraculo::llm::chat::llama_cpp::QWEN_1_5B_FILE);
-    if !gguf.exists() {
-        eprintln!("skipped: {} is missing (scripts/fetch-models.sh --chat 1.5b)", gguf.display());
-        return;
-    }
-    let scratch = Scratch::new(&[]);
-    std::os::unix::fs::symlink(&models, scratch.data.path().join("models")).unwrap();
-    let campaign = oraculo::sample::materialize(&scratch.data.path().join("sample")).unwrap();
-    let index_dir = oraculo::index::campaign_index_dir(scratch.data.path(), &campaign);
-    let embedder = crate::embedded::e5();
-    let ingest_started = std::time::Instant::now();
-    let summary = ingest_dir(&index_dir, &campaign, &campaign_config(&[]), &embedder).await.unwrap();
-    eprintln!(
-        "sample campaign: {} fragments, {} windows embedded in {:.0} s",
-        summary.fragments,
-        summary.windows_embedded,
-        ingest_started.elapsed().as_secs_f64()
-    );
-    assert!(summary.fragments > 40, "{summary:?}");
-
-    let discord = FakeDiscord::start().await;
-    let text = format!(
-        r#"
-data_dir = "{data}"
-[campaign]
-dir = "{campaign}"
-[embedder]
-backend = "embedded"
-[chat]
-backend = "embedded"
-gguf = "{gguf}"
-[discord]
-token = "{TOKEN}"
-dm_user_ids = [{DM}]
-guild_ids = [{GUILD_ID}]
-proxy_url = "{rest}"
-"#,
-        data = scratch.data.path().display(),
-        campaign = campaign.display(),
-        gguf = gguf.display(),
-        rest = discord.rest_url(),
-    );
-    let config = parse_config(&text);
-    let bot = RunningBot::start(config);
-    wait_for_guild_commands(&discord).await;
-    let asked = std::time::Instant::now();
-    let token = ask_first_question(&discord);
-    let (mut first_status, mut first_text) = (None, None);
-    let final_answer = loop {
-        let requests = discord.requests();
-        let mine: Vec<&Recorded> = requests.iter().filter(|r| is_webhook_for(&token, "PATCH")(r)).collect();
-        if first_status.is_none() && !mine.is_empty() {
-            first_status = Some(asked.elapsed());
-        }
-        let has_text = |r: &&Recorded| {
-            r.body["embeds"][0]["description"].as_str().is_some_and(|d| !d.starts_with('🔎') && !d.starts_with('📚'))
-        };
-        if first_text.is_none() && mine.iter().any(has_text) {
-            first_text = Some(asked.elapsed());
-        }
-        if let Some(done) = requests.iter().find(|r| is_final_answer_for(&token)(r)) {
-            break done.clone();
-        }
-        assert!(asked.elapsed() < std::time::Duration::from_secs(600), "no answer in 10 minutes");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
-    let total = asked.elapsed();
-    let edits = discord.requests().iter().filter(|r| is_webhook_for(&token, "PATCH")(r)).count();
-    eprintln!(
-        "embedded 1.5B through the stand-in: first status after {:.1} s, first answer text after {:.1} s, \
-         final layout after {:.1} s; {edits} edits of the message; over a limit: {:?}\nanswer: {}",
-        first_status.unwrap_or_default().as_secs_f64(),
-        first_text.unwrap_or_default().as_secs_f64(),
-        total.as_secs_f64(),
-        discord.violations(),
-        embed_text(&final_answer.body)
-    );
-    assert!(discord.violations().iter().all(|v| v.contains("429")), "{:?}", discord.violations());
-    bot.stop().await;
 }

@@ -3,11 +3,10 @@
 //! in, a token Discord answers 401), with the fix it prints; and the bot refusing to start on
 //! a ✗ that leaves it unable to answer, with the doctor's line.
 
-use std::path::Path;
-
-use oraculo::config::{CliOverrides, Config, RawConfig};
+use oraculo::config::Config;
 use oraculo::doctor::{Check, Options, Status};
 
+use crate::bot::{campaign_toml, discord_toml, ollama_config_toml, parse_config};
 use crate::fake_discord::{FakeDiscord, GUILD_ID, WAIT};
 use crate::fake_ollama::FakeOllama;
 use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_embedder};
@@ -17,7 +16,6 @@ const CHAT_MODEL: &str = "qwen2.5:14b";
 /// Shaped as Discord makes bot tokens (the stand-in's bot id in base64, then two parts); no
 /// real token.
 const TOKEN: &str = "ODgwMDAwMDAwMDAwMDAwMDAx.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789AB";
-const DM: u64 = 700_000_000_000_000_001;
 
 const CRONICA: &str = "# Crónica\n\n## Sesión 1 — La feria\nEl archiduque Ardo huyó al norte.\n";
 
@@ -43,38 +41,13 @@ impl Install {
     }
 
     fn config_text(&self, token: &str) -> String {
-        format!(
-            r#"
-data_dir = "{data}"
-[campaign]
-dir = "{campaign}"
-[embedder]
-backend = "ollama"
-model = "{EMBED_MODEL}"
-window_words = 250
-[ollama]
-url = "{ollama}"
-timeout_secs = 10
-retries = 0
-[chat]
-backend = "ollama"
-model = "{CHAT_MODEL}"
-[discord]
-token = "{token}"
-dm_user_ids = [{DM}]
-guild_ids = [{GUILD_ID}]
-proxy_url = "{rest}"
-"#,
-            data = self.scratch.data.path().display(),
-            campaign = self.scratch.campaign.path().display(),
-            ollama = self.ollama.url(),
-            rest = self.discord.rest_url(),
-        )
+        let campaign = campaign_toml(self.scratch.campaign.path());
+        let discord = discord_toml(token, &self.discord, "");
+        ollama_config_toml(self.scratch.data.path(), &campaign, &self.ollama, CHAT_MODEL, &discord)
     }
 
     fn config(&self, token: &str) -> Config {
-        let raw = RawConfig::parse(&self.config_text(token), Path::new("config.toml")).unwrap();
-        Config::from_layers(raw, &|_| None, &CliOverrides::default()).unwrap()
+        parse_config(&self.config_text(token))
     }
 
     async fn diagnose(&self, token: &str) -> Vec<Check> {

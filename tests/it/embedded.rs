@@ -1,18 +1,9 @@
 //! The embedded embedder end to end: real e5-small weights, real LanceDB rows.
 
 use oraculo::index::Index;
-use oraculo::llm::embed::e5::E5Embedder;
 use oraculo::llm::{EmbedRole, Embedder};
 
-use crate::harness::{Scratch, campaign_config, ingest_dir, prose};
-
-pub fn e5() -> E5Embedder {
-    let data_dir = std::env::var_os("ORACULO_DATA")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".local/share/oraculo"));
-    let path = E5Embedder::default_path(&data_dir);
-    E5Embedder::load(&path).unwrap_or_else(|err| panic!("{err} (the tests need the embedded model)"))
-}
+use crate::harness::{Scratch, campaign_config, e5, ingest_dir, prose};
 
 #[tokio::test]
 async fn embedded_e5_ingest_writes_one_row_per_window_and_finds_a_paraphrase() {

@@ -2,19 +2,13 @@
 //! answers from a scripted chat model speaking Ollama's wire format, and the report the
 //! binary saves.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use oraculo::eval::{
     AnswerScope, EvalOptions, EvalQuestion, FULL_PIPELINE, FUSION_ONLY, NAIVE_BASELINE, RunInfo, run_eval,
 };
-use oraculo::llm::chat::ChatModel;
-use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::oracle::{AnswerSettings, Oracle};
 
-use crate::answer::{chat_config, port_campaign};
 use crate::fake_ollama::FakeOllama;
-use crate::harness::{campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Ingested, ollama_chat, port_campaign};
 
 fn bank() -> Vec<EvalQuestion> {
     let text = r#"
@@ -27,11 +21,8 @@ fn bank() -> Vec<EvalQuestion> {
 
 #[tokio::test]
 async fn eval_runs_every_variant_and_scores_the_answers() {
-    let scratch = port_campaign();
-    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
-    let embedder = Arc::new(ollama_embedder(&fake, "bge-m3").await);
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
-    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+    let Ingested { fake, scratch, embedder } = Ingested::port().await;
+    let chat = ollama_chat(fake.url());
     // No annotations: the rerank switches itself off without a call, so the only chat calls
     // are the three answers, in bank order.
     fake.enqueue_reply("Tomás cayó en combate defendiendo el puente [Sesión 7].");

@@ -383,14 +383,7 @@ impl FakeDiscord {
 
     /// A MESSAGE_CREATE by `user` in `channel`.
     pub fn message_create(&self, user: u64, channel: u64, content: &str) -> u64 {
-        let id = self.next_id();
-        let mut member = member(user, &[]);
-        member.as_object_mut().unwrap().remove("user");
-        let mut message = message_envelope(id, channel, user_json(user, false), content, 0);
-        message["guild_id"] = json!(GUILD_ID.to_string());
-        message["member"] = member;
-        self.dispatch("MESSAGE_CREATE", message);
-        id
+        self.message_create_with(user, channel, content, &[], None)
     }
 
     /// A MESSAGE_CREATE by `user` in a guild channel that mentions `mentions` and replies to
@@ -841,22 +834,20 @@ fn check_limits(body: &Value) -> Result<(), String> {
     let over = |what: &str, value: &Value, limit: usize| {
         if len(value) > limit { Err(format!("{what}: {} > {limit}", len(value))) } else { Ok(()) }
     };
+    // The items of an array, at most `limit` of them.
+    let at_most = |value: &Value, what: &str, limit: usize| {
+        let items = value.as_array().cloned().unwrap_or_default();
+        if items.len() > limit { Err(format!("{} {what} > {limit}", items.len())) } else { Ok(items) }
+    };
     over("content", &body["content"], 2000)?;
-    let embeds = body["embeds"].as_array().cloned().unwrap_or_default();
-    if embeds.len() > 10 {
-        return Err(format!("{} embeds > 10", embeds.len()));
-    }
+    let embeds = at_most(&body["embeds"], "embeds", 10)?;
     let mut total = 0;
     for embed in &embeds {
         over("embed title", &embed["title"], 256)?;
         over("embed description", &embed["description"], 4096)?;
         over("embed footer", &embed["footer"]["text"], 2048)?;
         total += len(&embed["title"]) + len(&embed["description"]) + len(&embed["footer"]["text"]);
-        let fields = embed["fields"].as_array().cloned().unwrap_or_default();
-        if fields.len() > 25 {
-            return Err(format!("{} fields > 25", fields.len()));
-        }
-        for field in &fields {
+        for field in &at_most(&embed["fields"], "fields", 25)? {
             over("field name", &field["name"], 256)?;
             over("field value", &field["value"], 1024)?;
             total += len(&field["name"]) + len(&field["value"]);
@@ -865,16 +856,8 @@ fn check_limits(body: &Value) -> Result<(), String> {
     if total > 6000 {
         return Err(format!("embeds total {total} > 6000"));
     }
-    let rows = body["components"].as_array().cloned().unwrap_or_default();
-    if rows.len() > 5 {
-        return Err(format!("{} rows > 5", rows.len()));
-    }
-    for row in &rows {
-        let buttons = row["components"].as_array().cloned().unwrap_or_default();
-        if buttons.len() > 5 {
-            return Err(format!("{} buttons in a row > 5", buttons.len()));
-        }
-        for button in &buttons {
+    for row in &at_most(&body["components"], "rows", 5)? {
+        for button in &at_most(&row["components"], "buttons in a row", 5)? {
             over("custom_id", &button["custom_id"], 100)?;
             over("button label", &button["label"], 80)?;
         }

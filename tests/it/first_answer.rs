@@ -10,17 +10,15 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use oraculo::answer::AnswerMode;
 use oraculo::llm::LlmError;
-use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::llm::chat::{ChatModel, ChatRequest, ChatResponse, ModelSpeed, PacedChat, TokenSink};
 use oraculo::oracle::{AnswerSettings, DEADLINE_SLACK, Oracle};
 use oraculo::prompt::StructuredPrompt;
 use oraculo::retrieve::Audience;
 use serde_json::json;
 
-use crate::answer::chat_config;
-use crate::embedded::e5;
-use crate::fake_ollama::FakeOllama;
-use crate::harness::{Scratch, ask_streamed, campaign_config, ingest_dir, ollama_embedder, structured};
+use crate::harness::{
+    FixedSpeed, Ingested, Scratch, ask_streamed, campaign_config, e5, ingest_dir, sessions, structured,
+};
 
 const ARC_QUESTION: &str = "¿Qué pasó con el archiduque?";
 
@@ -56,68 +54,25 @@ fn archduke_campaign() -> Scratch {
                 .into(),
         ),
     ];
-    for n in [2, 4, 6, 7, 8, 9, 10, 11] {
-        files.push((
-            format!("Sesiones/Sesion {n}.md"),
-            format!(
-                "# Sesión {n}\nEl grupo recorre el Camino Blanco hacia la sierra, jornada {n}, sin novedad entre pinos \
+    files.extend(sessions([2, 4, 6, 7, 8, 9, 10, 11], |n| {
+        format!(
+            "El grupo recorre el Camino Blanco hacia la sierra, jornada {n}, sin novedad entre pinos \
                  y rocas grises. Acampan junto a un arroyo y montan guardia por turnos.\n"
-            ),
-        ));
-    }
-    let refs: Vec<(&str, &str)> = files.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
-    Scratch::new(&refs)
+        )
+    }));
+    Scratch::of(&files)
 }
 
-/// A chat model that reports a fixed speed, as the embedded backend does, and answers
-/// through `inner` at once: what the plan sees at that speed, without waiting for it.
-struct FixedSpeed {
-    inner: Arc<dyn ChatModel>,
-    speed: ModelSpeed,
+async fn bench() -> Ingested {
+    Ingested::over(archduke_campaign()).await
 }
 
-#[async_trait]
-impl ChatModel for FixedSpeed {
-    fn id(&self) -> &str {
-        self.inner.id()
-    }
-    fn context_window(&self) -> usize {
-        8192
-    }
-    fn count_tokens(&self, text: &str) -> usize {
-        self.inner.count_tokens(text)
-    }
-    async fn speed(&self) -> Option<ModelSpeed> {
-        Some(self.speed)
-    }
-    async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
-        self.inner.chat(request, on_token).await
-    }
-}
-
-struct Bench {
-    fake: FakeOllama,
-    scratch: Scratch,
-    embedder: Arc<dyn oraculo::llm::Embedder>,
-}
-
-async fn bench() -> Bench {
-    let scratch = archduke_campaign();
-    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
-    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(ollama_embedder(&fake, "bge-m3").await);
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
-    Bench { fake, scratch, embedder }
-}
-
-impl Bench {
+impl Ingested {
     /// A structured oracle over the stand-in, its model reporting `speed`.
     fn oracle_at(&self, prompt_tokens_per_s: f64, generated_tokens_per_s: f64) -> Oracle {
-        let ollama: Arc<dyn ChatModel> =
-            Arc::new(OllamaChat::new(chat_config(self.fake.url(), Duration::from_secs(10))).unwrap());
-        let chat =
-            Arc::new(FixedSpeed { inner: ollama, speed: ModelSpeed { prompt_tokens_per_s, generated_tokens_per_s } });
-        let settings = AnswerSettings { mode: AnswerMode::Structured, ..AnswerSettings::new(512) };
-        Oracle::new(&self.scratch.index_dir(), self.embedder.clone(), chat, settings)
+        let speed = ModelSpeed { prompt_tokens_per_s, generated_tokens_per_s };
+        let chat = Arc::new(FixedSpeed { inner: self.ollama(), speed, window: Some(8192) });
+        self.oracle(chat, AnswerSettings { mode: AnswerMode::Structured, ..AnswerSettings::new(512) })
     }
 
     /// The material of the last prompt the stand-in received.
@@ -284,31 +239,52 @@ async fn at_every_speed_the_plan_keeps_the_story_and_the_named_session_within_it
     }
 }
 
-/// A model that writes its first sentence at once, then stalls (a machine far slower than it
-/// said): the deadline must stop it and keep the sentence.
-struct StallingChat {
-    writes_first: bool,
+/// Two scripted models on this machine, each known by how fast it is.
+enum LocalChat {
+    /// Writes its first sentence at once (when `writes_first`), then stalls (a machine far
+    /// slower than it said): the deadline must stop it and keep the sentence.
+    Stalling { writes_first: bool },
+    /// Answers at once, three pieces, as a fast machine would.
+    Instant,
 }
 
 #[async_trait]
-impl ChatModel for StallingChat {
+impl ChatModel for LocalChat {
     fn id(&self) -> &str {
-        "stalling"
+        match self {
+            LocalChat::Stalling { .. } => "stalling",
+            LocalChat::Instant => "instant",
+        }
     }
     fn context_window(&self) -> usize {
-        8192
+        if matches!(self, LocalChat::Instant) { 4096 } else { 8192 }
     }
     fn count_tokens(&self, text: &str) -> usize {
         text.split_whitespace().count()
     }
     async fn speed(&self) -> Option<ModelSpeed> {
-        Some(ModelSpeed { prompt_tokens_per_s: 20.0, generated_tokens_per_s: 6.2 })
+        let stalling = ModelSpeed { prompt_tokens_per_s: 20.0, generated_tokens_per_s: 6.2 };
+        matches!(self, LocalChat::Stalling { .. }).then_some(stalling)
     }
     async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
+        let LocalChat::Stalling { writes_first } = *self else {
+            for piece in ["uno ", "dos ", "tres"] {
+                if let Some(sink) = on_token {
+                    sink(piece);
+                }
+            }
+            let text = "uno dos tres".into();
+            return Ok(ChatResponse {
+                text,
+                prompt_tokens: Some(20),
+                completion_tokens: Some(3),
+                ..Default::default()
+            });
+        };
         let schema = request.json_schema.as_ref().expect("a structured request");
         let labels = &schema["anyOf"][0]["properties"]["sentences"]["items"]["properties"]["sources"]["items"]["enum"];
         let label = labels.as_array().and_then(|labels| labels.iter().find(|l| *l == "Sesión 3")).cloned();
-        if let (true, Some(label), Some(sink)) = (self.writes_first, label, on_token) {
+        if let (true, Some(label), Some(sink)) = (writes_first, label, on_token) {
             let first = json!({ "text": "Leandro desaparece de sus aposentos.", "sources": [label] });
             sink(&format!("{{\"in_notes\": true, \"sentences\": [{first}, "));
         }
@@ -323,12 +299,7 @@ async fn a_model_stopped_at_its_deadline_keeps_the_sentences_it_had_written() {
     for writes_first in [true, false] {
         // Half a second to answer: the deadline is at 0.6 s, the model would take a minute.
         let settings = AnswerSettings { mode: AnswerMode::Structured, answer_seconds: 0.5, ..AnswerSettings::new(256) };
-        let oracle = Oracle::new(
-            &bench.scratch.index_dir(),
-            bench.embedder.clone(),
-            Arc::new(StallingChat { writes_first }),
-            settings,
-        );
+        let oracle = bench.oracle(Arc::new(LocalChat::Stalling { writes_first }), settings);
         let started = Instant::now();
         let (answer, streamed) = ask_streamed(&oracle, ARC_QUESTION).await;
         assert!(started.elapsed() < Duration::from_secs(30), "the deadline stopped the model");
@@ -348,39 +319,10 @@ async fn a_model_stopped_at_its_deadline_keeps_the_sentences_it_had_written() {
     }
 }
 
-/// Answers at once, three pieces, as a fast machine would.
-struct InstantChat;
-
-#[async_trait]
-impl ChatModel for InstantChat {
-    fn id(&self) -> &str {
-        "instant"
-    }
-    fn context_window(&self) -> usize {
-        4096
-    }
-    fn count_tokens(&self, text: &str) -> usize {
-        text.split_whitespace().count()
-    }
-    async fn chat(&self, _request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
-        for piece in ["uno ", "dos ", "tres"] {
-            if let Some(sink) = on_token {
-                sink(piece);
-            }
-        }
-        Ok(ChatResponse {
-            text: "uno dos tres".into(),
-            prompt_tokens: Some(20),
-            completion_tokens: Some(3),
-            ..Default::default()
-        })
-    }
-}
-
 #[tokio::test]
 async fn a_paced_model_answers_no_faster_than_its_pace_and_reports_it() {
     let pace = ModelSpeed { prompt_tokens_per_s: 100.0, generated_tokens_per_s: 20.0 };
-    let paced = PacedChat::new(Arc::new(InstantChat), pace);
+    let paced = PacedChat::new(Arc::new(LocalChat::Instant), pace);
     assert_eq!(paced.speed().await, Some(pace));
     // Ten words of prompt (plus the template's markers) at 100 a second, three tokens at 20.
     let request = ChatRequest {

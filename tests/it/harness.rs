@@ -1,7 +1,7 @@
 //! Shared helpers: temp campaigns, configs, embedders.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,12 +10,16 @@ use oraculo::config::{CampaignConfig, DEFAULT_IGNORED, DEFAULT_MAX_NOTE_BYTES};
 use oraculo::corpus::{CorpusConfig, LabelLanguage, default_kind_folders};
 use oraculo::index::{Index, campaign_index_dir};
 use oraculo::ingest::{IngestError, IngestSummary, Quiet, ingest_campaign};
+use oraculo::llm::chat::ollama::{OllamaChat, OllamaChatConfig};
+use oraculo::llm::chat::{ChatModel, ChatRequest, ChatResponse, ModelSpeed, TokenSink};
+use oraculo::llm::embed::e5::E5Embedder;
 use oraculo::llm::embed::ollama::{OllamaEmbedder, OllamaEmbedderConfig};
 use oraculo::llm::{EmbedRole, Embedder, LlmError};
-use oraculo::oracle::{Answer, AskRequest, Oracle};
+use oraculo::oracle::{Answer, AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::Audience;
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use tokio::sync::Notify;
 
 use crate::fake_ollama::FakeOllama;
 
@@ -55,6 +59,12 @@ impl Scratch {
         scratch
     }
 
+    /// [`Scratch::new`] with files made by the test.
+    pub fn of(files: &[(String, String)]) -> Scratch {
+        let refs: Vec<(&str, &str)> = files.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
+        Scratch::new(&refs)
+    }
+
     pub fn write(&self, path: &str, text: &str) {
         let full = self.campaign.path().join(path);
         std::fs::create_dir_all(full.parent().unwrap()).unwrap();
@@ -89,27 +99,150 @@ pub async fn ingest_dir(
     ingest_campaign(&mut index, campaign_dir, config, embedder, 4, &Quiet).await
 }
 
+pub fn chat_config(url: String, timeout: Duration) -> OllamaChatConfig {
+    OllamaChatConfig {
+        url,
+        model: "qwen2.5:14b".into(),
+        timeout,
+        retries: 0,
+        keep_alive: "30m".into(),
+        n_ctx: Some(8192),
+    }
+}
+
+/// Session notes `Sesiones/Sesion {n}.md` for each of `numbers`: a `# Sesión {n}` header, then `body`.
+pub fn sessions(numbers: impl IntoIterator<Item = usize>, body: impl Fn(usize) -> String) -> Vec<(String, String)> {
+    numbers.into_iter().map(|n| (format!("Sesiones/Sesion {n}.md"), format!("# Sesión {n}\n{}", body(n)))).collect()
+}
+
+/// Twelve sessions about a port town, so the fused pool is larger than the eight shown.
+pub fn port_campaign() -> Scratch {
+    let events = [
+        "la feria de las redes en el puerto",
+        "una tormenta hunde la barca de Baika",
+        "el faro se apaga y el puerto queda a oscuras",
+        "Baika teje una red encantada para el puerto",
+        "los contrabandistas del puerto roban la estatua",
+        "el archiduque visita el puerto con su guardia",
+        "Tomás cae en combate defendiendo el puente del puerto",
+        "el funeral de Tomás en el puerto",
+        "Baika revela un secreto del faro del puerto",
+        "la guardia del archiduque cierra el puerto",
+        "un barco fantasma entra en el puerto",
+        "el grupo abandona el puerto hacia el norte",
+    ];
+    let mut files = sessions(1..=events.len(), |n| format!("En esta sesión: {}.\n", events[n - 1]));
+    files.push(("PNJs/Baika.md".into(), "# Baika\nTejedora de redes del puerto.\n".into()));
+    Scratch::of(&files)
+}
+
+/// Ollama's chat at `url` (the stand-in's, usually), `qwen2.5:14b` with a 10 s timeout.
+pub fn ollama_chat(url: String) -> Arc<dyn ChatModel> {
+    Arc::new(OllamaChat::new(chat_config(url, Duration::from_secs(10))).unwrap())
+}
+
+/// A campaign ingested through an Ollama stand-in's `bge-m3` embeddings; the same stand-in
+/// serves `qwen2.5:14b` for the answers.
+pub struct Ingested {
+    pub fake: FakeOllama,
+    pub scratch: Scratch,
+    pub embedder: Arc<dyn Embedder>,
+}
+
+impl Ingested {
+    /// [`port_campaign`], ingested.
+    pub async fn port() -> Ingested {
+        Ingested::over(port_campaign()).await
+    }
+
+    /// `scratch`'s campaign, ingested.
+    pub async fn over(scratch: Scratch) -> Ingested {
+        let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+        let embedder: Arc<dyn Embedder> = Arc::new(ollama_embedder(&fake, "bge-m3").await);
+        ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref())
+            .await
+            .unwrap();
+        Ingested { fake, scratch, embedder }
+    }
+
+    /// Ollama's chat through the stand-in.
+    pub fn ollama(&self) -> Arc<dyn ChatModel> {
+        ollama_chat(self.fake.url())
+    }
+
+    /// The oracle over the index, answering through `chat`.
+    pub fn oracle(&self, chat: Arc<dyn ChatModel>, settings: AnswerSettings) -> Oracle {
+        Oracle::new(&self.scratch.index_dir(), Arc::clone(&self.embedder), chat, settings)
+    }
+}
+
+/// The port campaign's oracle with a deadline of 1 s, its model (the second stand-in) silent
+/// for 6 s before it answers: its idle timeout (10 s) would wait that out.
+pub async fn port_oracle_out_of_time() -> (Ingested, FakeOllama, Oracle) {
+    let port = Ingested::port().await;
+    let slow = FakeOllama::start(&["qwen2.5:14b"]).await;
+    slow.enqueue(crate::fake_ollama::Fault::Delay(Duration::from_secs(6)));
+    slow.enqueue_reply("Nunca llega [Sesión 7].");
+    let settings = AnswerSettings { deadline: Duration::from_secs(1), ..AnswerSettings::new(256) };
+    let oracle = port.oracle(ollama_chat(slow.url()), settings);
+    (port, slow, oracle)
+}
+
 /// Wraps a real embedder, counting calls and failing from call `fail_from` on (a crash
-/// stand-in for the failure-injection tests).
+/// stand-in for the failure-injection tests); while its gate is closed, passage calls wait
+/// there (an ingest caught mid-way).
 pub struct CountingEmbedder<E> {
     pub inner: E,
     pub calls: AtomicUsize,
     pub texts: AtomicUsize,
     pub fail_from: Option<usize>,
+    pub gate: Gate,
+}
+
+/// Where passage embeddings wait while it is closed; `held` counts the calls that waited.
+#[derive(Default)]
+pub struct Gate {
+    closed: AtomicBool,
+    opened: Notify,
+    held: AtomicUsize,
+}
+
+impl Gate {
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    pub fn open(&self) {
+        self.closed.store(false, Ordering::SeqCst);
+        self.opened.notify_waiters();
+    }
+
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    async fn pass(&self, role: EmbedRole) {
+        if role == EmbedRole::Passage && self.closed.load(Ordering::SeqCst) {
+            self.held.fetch_add(1, Ordering::SeqCst);
+            while self.closed.load(Ordering::SeqCst) {
+                let _ = tokio::time::timeout(Duration::from_millis(50), self.opened.notified()).await;
+            }
+        }
+    }
 }
 
 impl<E> CountingEmbedder<E> {
     pub fn new(inner: E) -> Arc<CountingEmbedder<E>> {
-        Arc::new(CountingEmbedder { inner, calls: AtomicUsize::new(0), texts: AtomicUsize::new(0), fail_from: None })
+        CountingEmbedder::with_failure(inner, None)
     }
 
     pub fn failing_from(inner: E, call: usize) -> Arc<CountingEmbedder<E>> {
-        Arc::new(CountingEmbedder {
-            inner,
-            calls: AtomicUsize::new(0),
-            texts: AtomicUsize::new(0),
-            fail_from: Some(call),
-        })
+        CountingEmbedder::with_failure(inner, Some(call))
+    }
+
+    fn with_failure(inner: E, fail_from: Option<usize>) -> Arc<CountingEmbedder<E>> {
+        let (calls, texts, gate) = (AtomicUsize::new(0), AtomicUsize::new(0), Gate::default());
+        Arc::new(CountingEmbedder { inner, calls, texts, fail_from, gate })
     }
 
     pub fn calls(&self) -> usize {
@@ -123,14 +256,14 @@ impl<E> CountingEmbedder<E> {
 
 #[async_trait]
 impl<E: Embedder> Embedder for CountingEmbedder<E> {
+    fn window_words(&self) -> usize {
+        self.inner.window_words()
+    }
     fn id(&self) -> &str {
         self.inner.id()
     }
     fn dimension(&self) -> usize {
         self.inner.dimension()
-    }
-    fn window_words(&self) -> usize {
-        self.inner.window_words()
     }
     async fn embed(&self, texts: &[String], role: EmbedRole) -> Result<Vec<Vec<f32>>, LlmError> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
@@ -138,7 +271,36 @@ impl<E: Embedder> Embedder for CountingEmbedder<E> {
             return Err(LlmError::Worker("injected failure".into()));
         }
         self.texts.fetch_add(texts.len(), Ordering::SeqCst);
+        self.gate.pass(role).await;
         self.inner.embed(texts, role).await
+    }
+}
+
+/// A chat model that reports a fixed speed, as the embedded backend does (and a fixed window,
+/// when given), and answers through `inner` at once: what the plan sees at that speed, without
+/// waiting for it.
+pub struct FixedSpeed {
+    pub inner: Arc<dyn ChatModel>,
+    pub speed: ModelSpeed,
+    pub window: Option<usize>,
+}
+
+#[async_trait]
+impl ChatModel for FixedSpeed {
+    async fn speed(&self) -> Option<ModelSpeed> {
+        Some(self.speed)
+    }
+    fn context_window(&self) -> usize {
+        self.window.unwrap_or_else(|| self.inner.context_window())
+    }
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        self.inner.count_tokens(text)
+    }
+    async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
+        self.inner.chat(request, on_token).await
     }
 }
 
@@ -147,12 +309,22 @@ pub fn prose(tag: &str, n: usize) -> String {
     (0..n).map(|i| format!("{tag}{i}")).collect::<Vec<_>>().join(" ")
 }
 
-/// Where the fetched model files are: `ORACULO_DATA`'s, else the default data dir's `models/`.
-pub fn models_dir() -> PathBuf {
-    let data_dir = std::env::var_os("ORACULO_DATA")
+/// The data dir the fetched models are under: `ORACULO_DATA`, else the default one.
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("ORACULO_DATA")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").expect("HOME is set")).join(".local/share/oraculo"));
-    data_dir.join("models")
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").expect("HOME is set")).join(".local/share/oraculo"))
+}
+
+/// Where the fetched model files are: the data dir's `models/`.
+pub fn models_dir() -> PathBuf {
+    data_dir().join("models")
+}
+
+/// The embedded e5-small embedder, from the fetched model file.
+pub fn e5() -> E5Embedder {
+    let path = E5Embedder::default_path(&data_dir());
+    E5Embedder::load(&path).unwrap_or_else(|err| panic!("{err} (the tests need the embedded model)"))
 }
 
 /// The `oraculo` binary on `scratch`'s campaign and data dir, with Ollama (embedder and chat)
@@ -181,7 +353,7 @@ pub async fn smollm_campaign() -> (Scratch, Arc<dyn Embedder>, Arc<dyn oraculo::
         ("Sesiones/Sesion 1.md", "# Sesión 1\nEl capitán Ardo cayó en combate defendiendo el puente del río.\n"),
         ("Sesiones/Sesion 2.md", "# Sesión 2\nEn el mercado compraron cuerdas, antorchas y pan.\n"),
     ]);
-    let embedder: Arc<dyn Embedder> = Arc::new(crate::embedded::e5());
+    let embedder: Arc<dyn Embedder> = Arc::new(e5());
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
     let config = oraculo::llm::chat::llama_cpp::LlamaCppConfig { gguf, threads: 1, n_ctx: 2048 };
     let chat = tokio::task::spawn_blocking(move || oraculo::llm::chat::llama_cpp::LlamaCppChat::load(&config))
@@ -205,4 +377,15 @@ pub async fn ask_streamed(oracle: &Oracle, question: &str) -> (Answer, String) {
     let request = AskRequest { question, history: &[], audience: Audience::Player };
     let answer = oracle.ask(&request, Some(&sink)).await.unwrap();
     (answer, streamed.into_inner().unwrap())
+}
+
+/// What a correct answer is, whatever a small model wrote: cited (every citation checked
+/// against the notes shown), or saying that the notes hold nothing on the question. Uncited
+/// text never passes for an answer.
+pub fn assert_cited_or_nothing_in_notes(answer: &Answer) {
+    let nothing = [
+        oraculo::answer::structured::not_in_notes(LabelLanguage::Es).to_string(),
+        oraculo::answer::passages::render_extractive(&[], LabelLanguage::Es, false),
+    ];
+    assert!(!answer.citations.is_empty() || nothing.contains(&answer.text), "every claim is cited: {answer:?}");
 }

@@ -2,6 +2,7 @@
 //! Real SQLite files and LanceDB tables in temp dirs; Ollama is a local stand-in that speaks
 //! its wire format; the embedded e5 model is the real one.
 
+mod bot;
 mod fake_discord;
 mod fake_ollama;
 mod http;

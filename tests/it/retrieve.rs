@@ -27,7 +27,7 @@ async fn vault() -> &'static Shared {
     VAULT
         .get_or_init(|| async {
             let data = TempDir::new().unwrap();
-            let embedder = crate::embedded::e5();
+            let embedder = crate::harness::e5();
             let index_dir = oraculo::index::campaign_index_dir(data.path(), &fixture("boveda"));
             ingest_dir(&index_dir, &fixture("boveda"), &campaign_config(&["Secretos"]), &embedder).await.unwrap();
             Shared { _data: data, index_dir, embedder }
@@ -326,7 +326,7 @@ async fn titled_campaign() -> (crate::harness::Scratch, E5Embedder) {
         ("Sesiones/Sesión 2.md", "# Sesión 2\n\nLa abadesa les enseña el mapa de las salinas y les pide discreción.\n"),
         ("Sesiones/Sesión 3.md", "# Sesión 3\n\nPelea con contrabandistas en los muelles; Odo pierde el sombrero.\n"),
     ]);
-    let embedder = crate::embedded::e5();
+    let embedder = crate::harness::e5();
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&["Secretos"]), &embedder)
         .await
         .unwrap();

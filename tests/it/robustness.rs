@@ -7,7 +7,7 @@ use std::time::Duration;
 use oraculo::index::Index;
 
 use crate::fake_ollama::{FakeOllama, Fault};
-use crate::harness::{CountingEmbedder, Scratch, campaign_config, ingest_dir, ollama_embedder, prose};
+use crate::harness::{CountingEmbedder, Scratch, campaign_config, ingest_dir, ollama_embedder, prose, sessions};
 
 fn warning_for<'a>(summary: &'a oraculo::ingest::IngestSummary, path: &str) -> &'a str {
     summary
@@ -74,26 +74,15 @@ async fn bad_input_is_reported_by_file_and_the_ingest_goes_on() {
 
 #[tokio::test]
 async fn a_failure_midway_leaves_the_old_index_and_the_next_run_completes_it() {
-    let mut files: Vec<(String, String)> = Vec::new();
-    for session in 1..=6 {
-        files.push((
-            format!("Sesiones/Sesion {session}.md"),
-            format!("# Sesión {session}\nviejo{session} {}\n", prose("v", 20)),
-        ));
-    }
-    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-    let scratch = Scratch::new(&refs);
+    let scratch = Scratch::of(&sessions(1..=6, |n| format!("viejo{n} {}\n", prose("v", 20))));
     let fake = FakeOllama::start(&["bge-m3"]).await;
     let config = campaign_config(&[]);
     let healthy = ollama_embedder(&fake, "bge-m3").await;
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, &healthy).await.unwrap();
 
     // Every session changes; the embedder dies on its second call (batches of 4 windows).
-    for session in 1..=6 {
-        scratch.write(
-            &format!("Sesiones/Sesion {session}.md"),
-            &format!("# Sesión {session}\nnuevo{session} {}\n", prose("n", 20)),
-        );
+    for (path, text) in sessions(1..=6, |n| format!("nuevo{n} {}\n", prose("n", 20))) {
+        scratch.write(&path, &text);
     }
     let dying = CountingEmbedder::failing_from(ollama_embedder(&fake, "bge-m3").await, 1);
     let err = ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, dying.as_ref()).await.unwrap_err();
@@ -119,15 +108,8 @@ async fn a_failure_midway_leaves_the_old_index_and_the_next_run_completes_it() {
 
 #[tokio::test]
 async fn killing_the_ingest_process_midway_leaves_a_usable_index() {
-    let mut files: Vec<(String, String)> = Vec::new();
-    for session in 1..=12 {
-        files.push((
-            format!("Sesiones/Sesion {session}.md"),
-            format!("# Sesión {session}\nmarea{session} {}\n", prose("m", 30)),
-        ));
-    }
-    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-    let scratch = Scratch::new(&refs[..6]);
+    let files = sessions(1..=12, |n| format!("marea{n} {}\n", prose("m", 30)));
+    let scratch = Scratch::of(&files[..6]);
     let fake = FakeOllama::start(&["bge-m3"]).await;
     let config_file = scratch.data.path().join("config.toml");
     std::fs::write(&config_file, "[embedder]\nbackend = \"ollama\"\nbatch_size = 4\nwindow_words = 250\n").unwrap();
@@ -155,7 +137,7 @@ async fn killing_the_ingest_process_midway_leaves_a_usable_index() {
 
     // Six more sessions; Ollama stalls after the probe and one batch, and the process is
     // killed while it waits.
-    for (path, text) in &refs[6..] {
+    for (path, text) in &files[6..] {
         scratch.write(path, text);
     }
     let served_before = fake.requests().len();

@@ -2,17 +2,13 @@
 //! player, attacked through the real index.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use oraculo::index::Index;
-use oraculo::llm::chat::ChatModel;
-use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Pipeline};
 use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, search};
 
-use crate::answer::chat_config;
 use crate::fake_ollama::FakeOllama;
-use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_chat, ollama_embedder};
 
 /// A word found only in GM-only text.
 const CANARY: &str = "Umbravela";
@@ -28,7 +24,7 @@ async fn a_reingest_between_search_and_answer_shows_no_secret() {
     let embedder = Arc::new(ollama_embedder(&fake, "bge-m3").await);
     let config = campaign_config(&[]);
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, embedder.as_ref()).await.unwrap();
-    let chat: Arc<dyn ChatModel> = Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+    let chat = ollama_chat(fake.url());
     let oracle = Oracle::new(&scratch.index_dir(), embedder.clone(), chat, AnswerSettings::new(256));
 
     // A player searches…

@@ -14,7 +14,7 @@ use oraculo::llm::chat::{ChatModel, WindowSource};
 use oraculo::oracle::{Answer, AnswerSettings, Oracle};
 
 use crate::fake_ollama::{FakeOllama, Fault, fake_prompt_tokens};
-use crate::harness::{Scratch, ask_streamed, campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, ask_streamed, campaign_config, ingest_dir, ollama_embedder, sessions};
 
 const MODEL: &str = "qwen2.5:14b";
 const QUESTION: &str = "¿Qué pasó en el mercado del puerto?";
@@ -26,19 +26,17 @@ const LLAMA_REFUSAL: &str = "the request exceeds the available context size, try
 
 /// Ten long sessions about a market: the whole pool is far more than `WINDOW`.
 fn market_campaign() -> Scratch {
-    let mut files: Vec<(String, String)> = Vec::new();
-    for n in 1..=10 {
-        let mut text = format!("# Sesión {n}\n");
+    let files = sessions(1..=10, |n| {
+        let mut text = String::new();
         for line in 0..12 {
             text.push_str(&format!(
                 "En el mercado del puerto, durante la sesión {n}, el grupo habla con la mercader número {line} sobre \
                  especias, cuerdas y linternas, y anota el precio de cada cosa en su cuaderno de viaje.\n"
             ));
         }
-        files.push((format!("Sesiones/Sesion {n}.md"), text));
-    }
-    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-    Scratch::new(&refs)
+        text
+    });
+    Scratch::of(&files)
 }
 
 struct Bench {

@@ -7,48 +7,35 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use oraculo::answer::AnswerMode;
-use oraculo::llm::LlmError;
 use oraculo::llm::chat::ollama::OllamaChat;
 use oraculo::llm::chat::openai::{OpenAiChat, OpenAiChatConfig};
-use oraculo::llm::chat::{ChatModel, ChatRequest, ChatResponse, ModelSpeed, TokenSink};
+use oraculo::llm::chat::{ChatModel, ModelSpeed};
 use oraculo::oracle::{Answer, AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::Audience;
 use serde_json::json;
 
-use crate::answer::{chat_config, port_campaign};
 use crate::fake_ollama::{FakeOllama, Fault};
-use crate::harness::{Scratch, ask_streamed, campaign_config, ingest_dir, ollama_embedder, structured};
+use crate::harness::{
+    FixedSpeed, Ingested, Scratch, ask_streamed, assert_cited_or_nothing_in_notes, campaign_config, chat_config,
+    ingest_dir, ollama_chat, ollama_embedder, sessions, structured,
+};
 
 const QUESTION: &str = "¿Qué le pasó a Tomás en el puente?";
 
-struct Bench {
-    fake: FakeOllama,
-    scratch: Scratch,
-    embedder: Arc<dyn oraculo::llm::Embedder>,
-}
-
-async fn bench() -> Bench {
-    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
-    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(ollama_embedder(&fake, "bge-m3").await);
-    bench_over(port_campaign(), fake, embedder).await
+async fn bench() -> Ingested {
+    Ingested::port().await
 }
 
 /// `scratch`'s campaign ingested with `embedder`, answered through `fake`.
-async fn bench_over(scratch: Scratch, fake: FakeOllama, embedder: Arc<dyn oraculo::llm::Embedder>) -> Bench {
+async fn bench_over(scratch: Scratch, fake: FakeOllama, embedder: Arc<dyn oraculo::llm::Embedder>) -> Ingested {
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
-    Bench { fake, scratch, embedder }
+    Ingested { fake, scratch, embedder }
 }
 
-impl Bench {
-    fn oracle(&self, chat: Arc<dyn ChatModel>, mode: AnswerMode) -> Oracle {
-        let settings = AnswerSettings { mode, ..AnswerSettings::new(256) };
-        Oracle::new(&self.scratch.index_dir(), self.embedder.clone(), chat, settings)
-    }
-
-    fn ollama(&self) -> Arc<dyn ChatModel> {
-        Arc::new(OllamaChat::new(chat_config(self.fake.url(), Duration::from_secs(10))).unwrap())
+impl Ingested {
+    fn oracle_in(&self, chat: Arc<dyn ChatModel>, mode: AnswerMode) -> Oracle {
+        self.oracle(chat, AnswerSettings { mode, ..AnswerSettings::new(256) })
     }
 
     fn openai(&self) -> Arc<dyn ChatModel> {
@@ -87,10 +74,22 @@ fn assert_extractive(answer: &Answer, reason: &str) {
     }
 }
 
+/// A structured answer of `text` alone, the other sentences dropped, each for the reason in
+/// `dropped` (in order): judged while it streamed, the reader never saw them.
+fn assert_kept_alone(answer: &Answer, streamed: &str, text: &str, dropped: &[&str]) {
+    assert_eq!((answer.mode, answer.fallback.as_deref()), (AnswerMode::Structured, None));
+    assert_eq!(answer.text, text);
+    assert_eq!(streamed.trim(), answer.text);
+    assert_eq!(answer.ungrounded.len(), dropped.len(), "{:?}", answer.ungrounded);
+    for (ungrounded, why) in answer.ungrounded.iter().zip(dropped) {
+        assert!(ungrounded.contains(why), "{why:?}: {:?}", answer.ungrounded);
+    }
+}
+
 #[tokio::test]
 async fn a_structured_answer_streams_its_sentences_and_cites_only_labels_shown() {
     let bench = bench().await;
-    let oracle = bench.oracle(bench.ollama(), AnswerMode::Structured);
+    let oracle = bench.oracle_in(bench.ollama(), AnswerMode::Structured);
     bench.fake.enqueue_reply(&structured(&[
         ("Tomás cayó en combate defendiendo el puente.", &["Sesión 7"]),
         ("Lo enterraron en el puerto", &["Sesión 8", "Sesión 7"]),
@@ -126,7 +125,7 @@ async fn a_structured_answer_streams_its_sentences_and_cites_only_labels_shown()
 #[tokio::test]
 async fn each_bad_structured_reply_gets_one_retry_then_the_extractive_answer() {
     let bench = bench().await;
-    let oracle = bench.oracle(bench.ollama(), AnswerMode::Structured);
+    let oracle = bench.oracle_in(bench.ollama(), AnswerMode::Structured);
     let good = structured(&[("Tomás cayó en el puente.", &["Sesión 7"])]);
     // (the reply, what the retry tells the model, what the answer's reason says: the reason is
     // logged, so it names the kind of problem and quotes nothing of the reply).
@@ -181,8 +180,8 @@ async fn a_model_that_is_down_gives_the_extractive_answer_in_every_mode() {
     // The chat model on a server of its own, so its fault does not hit the embedder.
     let chat_server = FakeOllama::start(&["qwen2.5:14b"]).await;
     for mode in [AnswerMode::Structured, AnswerMode::Free] {
-        let chat = Arc::new(OllamaChat::new(chat_config(chat_server.url(), Duration::from_secs(10))).unwrap());
-        let oracle = bench.oracle(chat, mode);
+        let chat = ollama_chat(chat_server.url());
+        let oracle = bench.oracle_in(chat, mode);
         chat_server.enqueue(Fault::Status(500, "out of memory".into()));
         let (answer, _) = ask(&oracle).await;
         assert_extractive(&answer, "out of memory");
@@ -190,14 +189,14 @@ async fn a_model_that_is_down_gives_the_extractive_answer_in_every_mode() {
     // Nobody listening.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let down = Arc::new(OllamaChat::new(chat_config(format!("http://{closed}"), Duration::from_secs(2))).unwrap());
-    let (answer, _) = ask(&bench.oracle(down, AnswerMode::Structured)).await;
+    let (answer, _) = ask(&bench.oracle_in(down, AnswerMode::Structured)).await;
     assert_extractive(&answer, "cannot reach Ollama");
 }
 
 #[tokio::test]
 async fn the_openai_backend_answers_structured_through_response_format() {
     let bench = bench().await;
-    let oracle = bench.oracle(bench.openai(), AnswerMode::Structured);
+    let oracle = bench.oracle_in(bench.openai(), AnswerMode::Structured);
     bench.fake.enqueue_reply("Claro: Tomás murió en el puente [Sesión 7].");
     bench.fake.enqueue_reply(&structured(&[("Tomás murió en el puente.", &["Sesión 7"])]));
     let (answer, streamed) = ask(&oracle).await;
@@ -218,12 +217,12 @@ async fn the_openai_backend_answers_structured_through_response_format() {
 #[tokio::test]
 async fn the_extractive_answer_asks_no_model_and_speaks_the_questions_language() {
     let bench = bench().await;
-    let oracle = bench.oracle(bench.ollama(), AnswerMode::Extractive);
+    let oracle = bench.oracle_in(bench.ollama(), AnswerMode::Extractive);
     let (answer, streamed) = ask(&oracle).await;
     assert_eq!((answer.mode, answer.attempts, answer.fallback.as_deref()), (AnswerMode::Extractive, 0, None));
     assert!(answer.text.starts_with("Esto es lo que dicen las notas:\n- «"), "{}", answer.text);
     assert!(answer.text.contains("[Sesión 7]"), "{}", answer.text);
-    assert!(answer.citations.iter().all(|c| c.valid));
+    assert!(!answer.citations.is_empty() && answer.citations.iter().all(|c| c.valid), "{:?}", answer.citations);
     assert!(streamed.is_empty(), "nothing streams: it is instant");
     assert!(bench.fake.chat_requests("/api/chat").is_empty(), "no model was asked");
     assert!(answer.timings.generation_ms < 1000.0, "{:?}", answer.timings);
@@ -234,54 +233,26 @@ async fn the_extractive_answer_asks_no_model_and_speaks_the_questions_language()
     assert!(english.text.starts_with("This is what the notes say:"), "{}", english.text);
 }
 
-/// A chat model that reports a speed, as the embedded backend does, and records the prompts
-/// it is sent (it answers through the stand-in).
-struct TimedChat {
-    inner: Arc<dyn ChatModel>,
-    speed: ModelSpeed,
-}
-
-#[async_trait]
-impl ChatModel for TimedChat {
-    fn id(&self) -> &str {
-        self.inner.id()
-    }
-    fn context_window(&self) -> usize {
-        self.inner.context_window()
-    }
-    fn count_tokens(&self, text: &str) -> usize {
-        self.inner.count_tokens(text)
-    }
-    async fn speed(&self) -> Option<ModelSpeed> {
-        Some(self.speed)
-    }
-    async fn chat(&self, request: &ChatRequest, on_token: Option<TokenSink<'_>>) -> Result<ChatResponse, LlmError> {
-        self.inner.chat(request, on_token).await
-    }
-}
-
 #[tokio::test]
 async fn a_slow_cpu_gets_the_passages_that_matter_within_its_time() {
     // Long sessions: each holds the answer in one paragraph among many.
-    let mut files: Vec<(String, String)> = Vec::new();
-    for n in 1..=8 {
+    let files = sessions(1..=8, |n| {
         let filler: Vec<String> = (0..12)
             .map(|p| format!("El grupo recorre el camino número {p} hacia la sierra sin novedad alguna entre pinos y rocas grises."))
             .collect();
         let key = if n == 3 { "\n\nEn el puente, Tomás cayó en combate ante el ogro.\n" } else { "" };
-        files.push((format!("Sesiones/Sesion {n}.md"), format!("# Sesión {n}\n{}{key}", filler.join("\n\n"))));
-    }
-    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-    let scratch = Scratch::new(&refs);
+        format!("{}{key}", filler.join("\n\n"))
+    });
+    let scratch = Scratch::of(&files);
     let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
     let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(ollama_embedder(&fake, "bge-m3").await);
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
-    let ollama: Arc<dyn ChatModel> =
-        Arc::new(OllamaChat::new(chat_config(fake.url(), Duration::from_secs(10))).unwrap());
+    let ollama: Arc<dyn ChatModel> = ollama_chat(fake.url());
 
     // Fast enough for everything: the window decides, fragments whole.
-    let fast = Arc::new(TimedChat {
+    let fast = Arc::new(FixedSpeed {
         inner: ollama.clone(),
+        window: None,
         speed: ModelSpeed { prompt_tokens_per_s: 10_000.0, generated_tokens_per_s: 1000.0 },
     });
     let settings = AnswerSettings { mode: AnswerMode::Structured, ..AnswerSettings::new(256) };
@@ -293,8 +264,9 @@ async fn a_slow_cpu_gets_the_passages_that_matter_within_its_time() {
     let whole_prompt = fake.chat_requests("/api/chat").pop().unwrap().body["messages"].to_string().len();
 
     // 30 prompt tokens a second for 60 s, minus the answer's time: passages.
-    let slow = Arc::new(TimedChat {
+    let slow = Arc::new(FixedSpeed {
         inner: ollama.clone(),
+        window: None,
         speed: ModelSpeed { prompt_tokens_per_s: 30.0, generated_tokens_per_s: 10.0 },
     });
     let oracle =
@@ -355,10 +327,8 @@ async fn the_real_smoke_model_answers_structured_or_extractive_never_invented() 
     // empty sentence, a cut reply) is retried once, then extracted.
     assert!(matches!(answer.mode, AnswerMode::Structured | AnswerMode::Extractive), "{answer:?}");
     assert!(answer.invented_citations.is_empty(), "{answer:?}");
+    assert_cited_or_nothing_in_notes(&answer);
     assert!(answer.citations.iter().all(|c| c.valid), "{answer:?}");
-    let says_not_in_notes =
-        answer.text == oraculo::answer::structured::not_in_notes(oraculo::corpus::LabelLanguage::Es);
-    assert!(!answer.citations.is_empty() || says_not_in_notes, "every claim is cited: {answer:?}");
     assert!(!answer.text.contains("in_notes"), "never the raw JSON: {}", answer.text);
     assert!(!streamed.into_inner().unwrap().contains('{'), "the stream carries sentences, not JSON");
 }
@@ -366,7 +336,7 @@ async fn the_real_smoke_model_answers_structured_or_extractive_never_invented() 
 #[tokio::test]
 async fn sentences_the_cited_notes_do_not_back_are_dropped_and_none_left_abstains() {
     let bench = bench().await;
-    let oracle = bench.oracle(bench.ollama(), AnswerMode::Structured);
+    let oracle = bench.oracle_in(bench.ollama(), AnswerMode::Structured);
     // One sentence the session backs; one with a number it does not hold; one with a name
     // the cited session never mentions (both as the 1.5B invented them on unanswerables).
     bench.fake.enqueue_reply(&structured(&[
@@ -375,13 +345,7 @@ async fn sentences_the_cited_notes_do_not_back_are_dropped_and_none_left_abstain
         ("Lo enterró la abadesa Urquijo.", &["Sesión 8"]),
     ]));
     let (answer, streamed) = ask(&oracle).await;
-    assert_eq!((answer.mode, answer.fallback.as_deref()), (AnswerMode::Structured, None));
-    assert_eq!(answer.text, "Tomás cayó defendiendo el puente [Sesión 7].");
-    // The reader never saw what was dropped, not even while it streamed.
-    assert_eq!(streamed.trim(), answer.text);
-    assert_eq!(answer.ungrounded.len(), 2, "{:?}", answer.ungrounded);
-    assert!(answer.ungrounded[0].contains("«63»"), "{:?}", answer.ungrounded);
-    assert!(answer.ungrounded[1].contains("«Urquijo»"), "{:?}", answer.ungrounded);
+    assert_kept_alone(&answer, &streamed, "Tomás cayó defendiendo el puente [Sesión 7].", &["«63»", "«Urquijo»"]);
     let cited: Vec<&str> = answer.citations.iter().map(|c| c.label.as_str()).collect();
     assert_eq!(cited, ["Sesión 7"]);
 
@@ -415,10 +379,10 @@ async fn a_sentence_no_passage_of_its_notes_says_is_dropped_by_meaning() {
         ),
     ]);
     // The real e5-small, whose calibrated floor turns the check on.
-    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(crate::embedded::e5());
+    let embedder: Arc<dyn oraculo::llm::Embedder> = Arc::new(crate::harness::e5());
     assert!(embedder.support_floor().is_some());
     let bench = bench_over(scratch, FakeOllama::start(&["qwen2.5:14b"]).await, embedder).await;
-    let oracle = bench.oracle(bench.ollama(), AnswerMode::Structured);
+    let oracle = bench.oracle_in(bench.ollama(), AnswerMode::Structured);
     // The unanswerable as the 1.5B answered it: the question restated around a name the
     // cited session holds. No number, no name the session lacks: only its meaning gives it away.
     let invented = "Tomás ganó el torneo de justas del puerto.";
@@ -427,12 +391,13 @@ async fn a_sentence_no_passage_of_its_notes_says_is_dropped_by_meaning() {
         (invented, &["Sesión 7"]),
     ]));
     let (answer, streamed) = ask(&oracle).await;
-    assert_eq!((answer.mode, answer.fallback.as_deref()), (AnswerMode::Structured, None));
-    assert_eq!(answer.text, "Tomás murió defendiendo el puente de los contrabandistas [Sesión 7].");
-    // Judged while it streamed: the reader never saw it.
-    assert_eq!(streamed.trim(), answer.text);
-    assert_eq!(answer.ungrounded.len(), 1, "{:?}", answer.ungrounded);
-    assert!(answer.ungrounded[0].contains("no passage of the notes it cites says it"), "{:?}", answer.ungrounded);
+    let why = "no passage of the notes it cites says it";
+    assert_kept_alone(
+        &answer,
+        &streamed,
+        "Tomás murió defendiendo el puente de los contrabandistas [Sesión 7].",
+        &[why],
+    );
 
     // Alone, it leaves nothing: the notes do not hold the answer.
     bench.fake.enqueue_reply(&structured(&[(invented, &["Sesión 7"])]));

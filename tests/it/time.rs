@@ -13,9 +13,8 @@ use oraculo::oracle::{AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, SearchResult, search};
 use oraculo::timeline::{TimeError, recap, timeline};
 
-use crate::answer::chat_config;
 use crate::fake_ollama::FakeOllama;
-use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, campaign_config, chat_config, ingest_dir, ollama_embedder};
 
 /// Six player sessions numbered only by their file names, a seventh in the GM's secret folder,
 /// and Baika's sheet. Baika is in sessions 2, 4, 5 and (secretly) 7.
