@@ -408,7 +408,7 @@ pub fn central_sentences(text: &str, names_in: &dyn Fn(&str) -> usize) -> String
 }
 
 /// One sentence of the notes, with the label it comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Excerpt {
     pub label: String,
     pub text: String,
@@ -480,9 +480,36 @@ pub fn render_extractive(excerpts: &[Excerpt], language: LabelLanguage, model_fa
         (LabelLanguage::En, true) => "The language model could not answer; this is what the notes say:",
         (LabelLanguage::En, false) => "This is what the notes say:",
     };
+    format!("{intro}\n{}", quoted_lines(excerpts))
+}
+
+/// The notes' sentences as an answer quotes them, one line each: `- «…» [Sesión 9]`.
+pub fn quoted_lines(excerpts: &[Excerpt]) -> String {
     let lines: Vec<String> =
         excerpts.iter().map(|excerpt| format!("- «{}» [{}]", excerpt.text, excerpt.label)).collect();
-    format!("{intro}\n{}", lines.join("\n"))
+    lines.join("\n")
+}
+
+/// The model's answer with the notes' sentences it did not say under it, quoted and cited
+/// (`oracle::settle`: what the notes' sentences shown first said stays in the answer).
+pub fn render_with_notes_also(answer: &str, also: &[Excerpt], language: LabelLanguage) -> String {
+    if also.is_empty() {
+        return answer.to_string();
+    }
+    let intro = match language {
+        LabelLanguage::Es => "Las notas dicen además:",
+        LabelLanguage::En => "The notes also say:",
+    };
+    format!("{}\n\n{intro}\n{}", answer.trim_end(), quoted_lines(also))
+}
+
+/// The sentence over the notes' sentences kept when the model found no answer in them: they
+/// are what the notes hold nearest the question, not an answer.
+pub fn not_said_as_such(language: LabelLanguage) -> &'static str {
+    match language {
+        LabelLanguage::Es => "Las notas no dicen la respuesta tal cual.",
+        LabelLanguage::En => "The notes do not say the answer as such.",
+    }
 }
 
 /// A session's extractive recap: [`MAX_EXCERPTS`] sentences spread evenly from

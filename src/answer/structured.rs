@@ -242,21 +242,30 @@ impl Repeats {
     /// Whether `text` says something new, remembering it when it does; a repeat of an earlier
     /// sentence is not admitted.
     pub fn admit(&mut self, text: &str) -> bool {
-        let words: std::collections::HashSet<String> = crate::corpus::fold(text)
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|word| word.chars().count() >= 3 && !crate::lexicon::is_stopword(word))
-            .map(str::to_string)
-            .collect();
+        if self.says_again(text) {
+            return false;
+        }
+        self.seen.push(Repeats::words(text));
+        true
+    }
+
+    /// Whether `text` repeats a sentence admitted before, remembering nothing.
+    pub fn says_again(&self, text: &str) -> bool {
+        let words = Repeats::words(text);
         let repeats = |earlier: &std::collections::HashSet<String>| {
             let shared = earlier.intersection(&words).count();
             let either = earlier.union(&words).count();
             either > 0 && shared as f64 / either as f64 >= REPEAT_OVERLAP
         };
-        if self.seen.iter().any(repeats) {
-            return false;
-        }
-        self.seen.push(words);
-        true
+        self.seen.iter().any(repeats)
+    }
+
+    fn words(text: &str) -> std::collections::HashSet<String> {
+        crate::corpus::fold(text)
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| word.chars().count() >= 3 && !crate::lexicon::is_stopword(word))
+            .map(str::to_string)
+            .collect()
     }
 }
 

@@ -34,20 +34,25 @@ pub(super) async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
 }
 
 /// `oraculo ask --json`: the model's answer as always, with `instant` (the notes' own
-/// sentences shown first, or null) and `instant_kept` (why they stand instead of the model's
-/// answer, or null) beside its fields.
+/// sentences shown first, or null), `instant_kept` (why they stand instead of the model's
+/// answer, or null) and `settled` (what stays: `text` and `notes_added`, the instant
+/// answer's sentences kept under the model's answer) beside its fields.
 async fn answer_json(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<serde_json::Value> {
-    let (answer, instant, kept) = if oracle.instant_enabled() {
+    let (answer, instant, settled) = if oracle.instant_enabled() {
         let (instant, model) = oracle.ask_instant_first(request, &|_| {}, &|_| {}, None).await?;
-        let kept = crate::oracle::settle(instant.clone(), model.clone()).instant_kept;
-        (model, instant, kept)
+        let settled = crate::oracle::settle(instant.clone(), model.clone());
+        (model, instant, Some(settled))
     } else {
         (oracle.ask(request, None).await?, None, None)
     };
     let mut json = serde_json::to_value(&answer)?;
     if let Some(object) = json.as_object_mut() {
         object.insert("instant".into(), serde_json::to_value(&instant)?);
-        object.insert("instant_kept".into(), serde_json::to_value(kept)?);
+        object.insert("instant_kept".into(), serde_json::to_value(settled.as_ref().and_then(|s| s.instant_kept))?);
+        let stays = settled.as_ref().map(|settled| {
+            serde_json::json!({ "text": settled.answer.text, "notes_added": settled.notes_added })
+        });
+        object.insert("settled".into(), serde_json::to_value(stays)?);
     }
     Ok(json)
 }
@@ -64,32 +69,38 @@ async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Res
         println!("{}\n\n{}\n\n{}", INSTANT_HEADING, instant.text.trim(), MODEL_HEADING);
         let _ = std::io::stdout().flush();
     };
-    let (answer, kept) = if oracle.instant_enabled() {
+    let settled = if oracle.instant_enabled() {
         let (instant, model) = oracle.ask_instant_first(request, &|_| {}, &on_instant, Some(&sink)).await?;
-        let settled = crate::oracle::settle(instant, model);
-        (settled.answer, settled.instant_kept)
+        crate::oracle::settle(instant, model)
     } else {
-        (oracle.ask(request, Some(&sink)).await?, None)
+        crate::oracle::Settled::model_alone(oracle.ask(request, Some(&sink)).await?)
     };
     let streamed = echo.into_printed();
-    if let Some(why) = kept {
+    if let Some(why) = settled.instant_kept {
         println!("\n(the model's answer is not used: {}; the notes' sentences above stand)", instant_kept_reason(why));
-        return Ok(answer);
+        return Ok(settled.answer);
     }
+    let model_text = settled.turn_text();
     if streamed.trim().is_empty() {
-        println!("{}", answer.text);
-    } else if streamed.trim() != answer.text.trim() {
+        println!("{model_text}");
+    } else if streamed.trim() != model_text.trim() {
         println!();
-        if answer.fallback.is_some() {
+        if settled.answer.fallback.is_some() {
             println!("\n(that answer could not be used; from the notes instead)");
         } else {
-            println!("\n(checked: {} invented citation(s) marked [?])", answer.invented_citations.len());
+            println!("\n(checked: {} invented citation(s) marked [?])", settled.answer.invented_citations.len());
         }
-        println!("{}", answer.text);
+        println!("{model_text}");
     } else {
         println!();
     }
-    Ok(answer)
+    if !settled.notes_added.is_empty() {
+        // Printed above already: the answer keeps them, and says which.
+        let mut labels: Vec<&str> = settled.notes_added.iter().map(|excerpt| excerpt.label.as_str()).collect();
+        labels.dedup();
+        println!("\n(the answer keeps the notes' sentences above that it does not say: {})", labels.join(", "));
+    }
+    Ok(settled.answer)
 }
 
 /// Above the instant answer on a terminal.

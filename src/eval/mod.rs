@@ -209,30 +209,42 @@ async fn eval_question(
     let full = oracle.prepare(index, compendium, &request, Pipeline::default()).await?;
     variants.insert(FULL_PIPELINE.to_string(), found_in(&expected, &full));
     let mut timings = AnswerTimings::before_generation(&full);
-    let answer = if answer {
+    let model_answer = if answer {
         let answer = oracle.generate(&full, None).await?;
         timings.generation_ms = answer.timings.generation_ms;
-        // Citations are distinct per label already (`answer::validate_citations`).
-        let valid = answer.citations.iter().filter(|citation| citation.valid).map(|c| c.label.clone()).collect();
-        let mut score = score::AnswerScore::new(question, &answer.text, valid, answer.invented_citations.clone());
-        (score.mode, score.fallback) = (Some(answer.mode), answer.fallback.clone());
-        score.cut_short = answer.cut_short.is_some();
-        score.seconds = Some(answer.timings.generation_ms / 1000.0);
-        score.budget_seconds = answer.context_plan.answer_seconds;
-        if question.kind == bank::QuestionKind::Chronology {
-            let cited: Vec<_> =
-                answer.citations.iter().filter(|c| c.valid).map(|c| (c.label.clone(), c.session)).collect();
-            score.story_order = score::cited_in_story_order(&answer.text, &cited);
-        }
-        Some(score)
+        Some(answer)
     } else {
         None
     };
     timings.total_ms = full_started.elapsed().as_secs_f64() * 1000.0;
 
-    // The same pool with the rerank off: no second search.
+    // The same pool with the rerank off (no second search): what the instant answer quotes.
     let fusion = oracle.prepare_from_search(index, compendium, &request, full.search.clone(), false).await?;
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
+    let answer = model_answer.map(|answer| {
+        // What a player reads once the model is done: its answer with the notes' sentences
+        // shown first that it did not say, or those sentences when it could not answer.
+        let instant = if oracle.instant_enabled() { oracle.instant_answer(&fusion) } else { None };
+        let settled = crate::oracle::settle(instant, answer.clone());
+        let stays = &settled.answer;
+        // Citations are distinct per label already (`answer::validate_citations`).
+        let valid = stays.citations.iter().filter(|citation| citation.valid).map(|c| c.label.clone()).collect();
+        let mut score = score::AnswerScore::new(question, &stays.text, valid, stays.invented_citations.clone());
+        score.model_key_facts_found = Some(score::key_facts_in(question, &answer.text).0);
+        score.settled = Some(score::SettledAs::of(&settled));
+        (score.mode, score.fallback) = (Some(answer.mode), answer.fallback.clone());
+        score.cut_short = answer.cut_short.is_some();
+        score.seconds = Some(answer.timings.generation_ms / 1000.0);
+        score.budget_seconds = answer.context_plan.answer_seconds;
+        if question.kind == bank::QuestionKind::Chronology {
+            // The model's own order: the sentences kept under it follow the notes'.
+            let cited: Vec<_> =
+                answer.citations.iter().filter(|c| c.valid).map(|c| (c.label.clone(), c.session)).collect();
+            score.story_order = score::cited_in_story_order(&answer.text, &cited);
+        }
+        score
+    });
+
     // The time variant: the full pipeline with the time path off.
     let without_time = Pipeline { paths: PathSet::ALL.without_time(), rerank: true };
     let untimed = oracle.prepare(index, compendium, &request, without_time).await?;

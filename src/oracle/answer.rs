@@ -123,6 +123,10 @@ pub struct Answer {
     pub ungrounded: Vec<String>,
     /// Sentences of the model's answer dropped because they repeat an earlier one.
     pub repeated: Vec<String>,
+    /// The notes' sentences an extractive answer quotes, each with its label (empty for the
+    /// model's own answer): what [`crate::oracle::settle`] keeps under the model's answer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quoted: Vec<crate::answer::passages::Excerpt>,
 }
 
 impl Answer {

@@ -57,6 +57,8 @@ pub(super) struct MadeAnswer {
     pub(super) ungrounded: Vec<String>,
     /// Sentences dropped because they repeat an earlier one of the answer.
     pub(super) repeated: Vec<String>,
+    /// The notes' sentences an extractive answer quotes.
+    pub(super) quoted: Vec<Excerpt>,
 }
 
 impl MadeAnswer {
@@ -74,6 +76,7 @@ impl MadeAnswer {
             refusal: None,
             ungrounded: Vec::new(),
             repeated: Vec::new(),
+            quoted: Vec::new(),
         }
     }
 
@@ -224,6 +227,7 @@ impl Oracle {
             missing_paths: search.missing_paths.clone(),
             ungrounded: made.ungrounded,
             repeated: made.repeated,
+            quoted: made.quoted,
         }
     }
 
@@ -437,6 +441,7 @@ impl Oracle {
         let mut made =
             MadeAnswer::new(render_extractive(&excerpts, language, fallback.is_some()), AnswerMode::Extractive);
         made.fallback = fallback;
+        made.quoted = excerpts;
         made
     }
 

@@ -13,6 +13,8 @@ use serde::Serialize;
 use tracing::Instrument;
 
 use crate::answer::AnswerMode;
+use crate::answer::passages::{Excerpt, not_said_as_such, render_with_notes_also, sentences};
+use crate::answer::structured::Repeats;
 use crate::corpus::LabelLanguage;
 use crate::retrieve::PathSet;
 
@@ -34,9 +36,40 @@ pub enum InstantKept {
 /// What is shown once the model is done.
 #[derive(Debug, Clone)]
 pub struct Settled {
-    /// The model's answer, or the instant one when `instant_kept` says why.
+    /// The model's answer (with the notes' sentences it did not say under it), or the
+    /// instant one when `instant_kept` says why.
     pub answer: Answer,
     pub instant_kept: Option<InstantKept>,
+    /// The instant answer's sentences kept under the model's answer: it did not say them.
+    pub notes_added: Vec<Excerpt>,
+    /// The model's own answer, without the sentences added under it: what a follow-up
+    /// builds on.
+    turn_text: String,
+}
+
+impl Settled {
+    /// The model's answer as it is, with no instant answer beside it.
+    pub fn model_alone(answer: Answer) -> Settled {
+        let turn_text = answer.text.clone();
+        Settled { answer, instant_kept: None, notes_added: Vec::new(), turn_text }
+    }
+
+    /// The instant answer stays where the model's would have gone, for `why`.
+    pub fn instant_kept(instant: Answer, why: InstantKept) -> Settled {
+        Settled { turn_text: instant.text.clone(), answer: instant, instant_kept: Some(why), notes_added: Vec::new() }
+    }
+
+    /// Whether this exchange becomes a turn of the conversation: only the model's own answer
+    /// (a kept instant answer is the notes' words, not an answer to follow up on).
+    pub fn joins_history(&self) -> bool {
+        self.instant_kept.is_none() && self.answer.joins_history()
+    }
+
+    /// What joins the conversation: the model's own answer, without the notes' sentences
+    /// kept under it.
+    pub fn turn_text(&self) -> &str {
+        &self.turn_text
+    }
 }
 
 impl Oracle {
@@ -123,12 +156,15 @@ pub fn question_language(question: &str) -> LabelLanguage {
     crate::lexicon::language_of(question)
 }
 
-/// What stays once the model is done: the model's answer, unless it failed, ran out of time
-/// or cited nothing while the instant answer had the notes' sentences; then the instant
-/// answer, with why.
+/// What stays once the model is done. The instant answer, with why, when the model failed,
+/// ran out of time or cited nothing (then headed by a line saying the notes do not say the
+/// answer as such). Otherwise the model's answer, and under it the instant answer's
+/// sentences it did not say, quoted and cited: a player who read the notes' sentences first
+/// never loses one when the model's answer replaces them (a 1.5B on a CPU writes one or two
+/// sentences and leaves an arc's last session out).
 pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
-    let Some(instant) = instant else {
-        return Settled { answer: model, instant_kept: None };
+    let Some(mut instant) = instant else {
+        return Settled::model_alone(model);
     };
     let kept = if model.out_of_time {
         Some(InstantKept::ModelOutOfTime)
@@ -139,21 +175,55 @@ pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
     } else {
         None
     };
+    let language = question_language(&model.question);
     match kept {
         Some(why) => {
             tracing::info!(?why, "the model's answer is not used; the notes' own sentences stay");
-            Settled { answer: instant, instant_kept: Some(why) }
+            if why == InstantKept::ModelAbstained {
+                instant.text = format!("{}\n\n{}", not_said_as_such(language), instant.text);
+            }
+            Settled::instant_kept(instant, why)
         }
-        None => Settled { answer: model, instant_kept: None },
+        None => {
+            let also = unsaid(&instant.quoted, &model.text);
+            let turn_text = model.text.clone();
+            let mut answer = model;
+            if !also.is_empty() {
+                tracing::debug!(n_added = also.len(), "the notes' sentences the model did not say stay under its answer");
+                answer.text = render_with_notes_also(&answer.text, &also, language);
+                for excerpt in &also {
+                    let cited = answer.citations.iter().any(|c| c.valid && c.label == excerpt.label);
+                    let source = instant.citations.iter().find(|c| c.valid && c.label == excerpt.label);
+                    if let (false, Some(source)) = (cited, source) {
+                        answer.citations.push(source.clone());
+                    }
+                }
+            }
+            Settled { answer, instant_kept: None, notes_added: also, turn_text }
+        }
     }
 }
 
-impl Settled {
-    /// Whether this exchange becomes a turn of the conversation: only the model's own answer
-    /// (a kept instant answer is the notes' words, not an answer to follow up on).
-    pub fn joins_history(&self) -> bool {
-        self.instant_kept.is_none() && self.answer.joins_history()
+/// The lines of `quoted` that `said` (the model's answer) does not already say, by words
+/// ([`Repeats`]): a line any of whose sentences repeats one of the answer or of a line kept
+/// before it is left out, and so is a line with no words.
+fn unsaid(quoted: &[Excerpt], said: &str) -> Vec<Excerpt> {
+    let mut repeats = Repeats::default();
+    for sentence in sentences(said) {
+        repeats.admit(&sentence);
     }
+    let mut kept = Vec::new();
+    for excerpt in quoted {
+        let own = sentences(&excerpt.text);
+        let has_words = own.iter().any(|sentence| sentence.chars().any(char::is_alphanumeric));
+        if has_words && !own.iter().any(|sentence| repeats.says_again(sentence)) {
+            for sentence in &own {
+                repeats.admit(sentence);
+            }
+            kept.push(excerpt.clone());
+        }
+    }
+    kept
 }
 
 impl Oracle {
@@ -195,5 +265,44 @@ impl Oracle {
         let prepared = self.choose_with_model(request, prepared).await?;
         on_stage(super::Stage::Writing { notes: prepared.context.shown_labels.len() });
         self.generate(&prepared, on_token).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn excerpt(label: &str, text: &str) -> Excerpt {
+        Excerpt { label: label.to_string(), text: text.to_string() }
+    }
+
+    #[test]
+    fn only_the_notes_sentences_the_answer_did_not_say_are_kept() {
+        let quoted = [
+            excerpt("Sesión 9", "Durante la Fiesta de las Mareas, Leandro desaparece del salón sin dejar rastro."),
+            excerpt("Sesión 9", "La guardia busca a Leandro por todo el palacio hasta el alba."),
+            excerpt(
+                "Sesión 30",
+                "El Heraldo de la Marea Baja sube a la tarima. Es Leandro, cambiado, con la piel cubierta de sal.",
+            ),
+            excerpt("Sesión 31", "El Heraldo de la Marea Baja sube a la tarima ante la multitud."),
+            excerpt("Sesión 39", "…"),
+        ];
+        // The model said the first, in its own order of words, and half of the third.
+        let said = "Leandro desaparece sin dejar rastro del salón durante la Fiesta de las Mareas [Sesión 9]. \
+                    Es Leandro, cambiado, con la piel cubierta de sal [Sesión 30].";
+        let kept: Vec<String> = unsaid(&quoted, said).into_iter().map(|e| e.text).collect();
+        assert_eq!(
+            kept,
+            [
+                "La guardia busca a Leandro por todo el palacio hasta el alba.",
+                "El Heraldo de la Marea Baja sube a la tarima ante la multitud.",
+            ],
+            "a line that repeats the answer, in whole or in part, goes; a line of no words goes"
+        );
+        // Two lines that say the same: the second is not kept either.
+        let twice = [quoted[3].clone(), excerpt("Sesión 32", "El Heraldo de la Marea Baja sube a la tarima ante la multitud.")];
+        assert_eq!(unsaid(&twice, "").len(), 1);
+        assert_eq!(unsaid(&[], said), Vec::new());
     }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use oraculo::oracle::{AskRequest, InstantKept, settle};
+use oraculo::oracle::{AnswerSettings, AskRequest, InstantKept, settle};
 use oraculo::retrieve::Audience;
 use serde_json::Value;
 
@@ -13,10 +13,12 @@ use crate::bot::{
     Reach, Table, answer_bodies, ask_first_question, ask_in_channel, embed_text, is_final_answer_for, is_webhook_for,
 };
 use crate::fake_ollama::{FakeOllama, Fault};
-use crate::harness::{Scratch, port_oracle_out_of_time};
+use crate::harness::{Ingested, Scratch, port_oracle_out_of_time};
 
 /// The footer line under the notes' sentences while the model writes.
 const WRITING_LINE: &str = "El modelo está escribiendo su respuesta";
+/// Over the notes' sentences kept under the model's answer.
+const NOTES_ALSO: &str = "Las notas dicen además:";
 
 fn footers(body: &Value) -> String {
     body["embeds"]
@@ -50,6 +52,12 @@ async fn the_notes_sentences_come_first_and_the_model_s_answer_replaces_them() {
     let final_text = embed_text(&done.body);
     assert!(final_text.contains("con la corona robada [Sesión 1]"), "the model's answer replaced them: {final_text}");
     assert!(!final_text.contains("Esto es lo que dicen las notas"), "{final_text}");
+    // Under it, the notes' sentences it did not say: each one of those shown first.
+    let (_, also) = final_text.split_once(NOTES_ALSO).expect("the notes' sentences kept under the answer");
+    let kept: Vec<&str> = also.lines().filter(|line| line.starts_with("- «")).collect();
+    assert!(!kept.is_empty(), "{final_text}");
+    let first_text = embed_text(first);
+    assert!(kept.iter().all(|line| first_text.contains(line)), "each was shown first: {kept:?} / {first_text}");
     assert!(!footers(&done.body).contains("📜"), "{}", done.body);
     assert!(done.body["components"].as_array().is_some_and(|rows| !rows.is_empty()), "source buttons: {}", done.body);
     table.bot.stop().await;
@@ -74,6 +82,7 @@ async fn the_notes_sentences_stay_with_why_when_the_model_fails_or_abstains() {
     let done = table.discord.wait_for("the answer after an abstention", is_final_answer_for(&abstained)).await;
     assert!(is_cited_notes(&done.body), "{}", done.body);
     assert!(!embed_text(&done.body).contains("No lo sé"), "{}", done.body);
+    assert!(embed_text(&done.body).contains("Las notas no dicen la respuesta tal cual.\n\nEsto es lo que dicen"), "{}", done.body);
     assert!(footers(&done.body).contains("el modelo no encontró en ellas la respuesta"), "{}", footers(&done.body));
     table.bot.stop().await;
 }
@@ -145,6 +154,48 @@ async fn a_model_out_of_time_leaves_the_notes_sentences() {
     assert!(!settled.joins_history(), "the notes' words are not an answer to follow up on");
 }
 
+/// The oracle alone: the model's answer stays, and under it the instant answer's sentences
+/// it did not say, cited; what it said again is not repeated, and only the model's own words
+/// join the conversation.
+#[tokio::test]
+async fn the_notes_sentences_the_model_did_not_say_stay_under_its_answer() {
+    let port = Ingested::port().await;
+    let said = "Tomás cae en combate defendiendo el puente del puerto [Sesión 7].";
+    port.fake.enqueue_reply(said);
+    let oracle = port.oracle(port.ollama(), AnswerSettings::new(256));
+    let request = AskRequest { question: "¿Qué le pasó a Tomás?", history: &[], audience: Audience::Player };
+    let (instant, model) = oracle.ask_instant_first(&request, &|_| {}, &|_| {}, None).await.unwrap();
+    let instant = instant.expect("the notes hold sentences on Tomás");
+    let quoted: Vec<&str> = instant.quoted.iter().map(|excerpt| excerpt.label.as_str()).collect();
+    assert!(quoted.contains(&"Sesión 7") && quoted.contains(&"Sesión 8"), "{quoted:?}");
+    assert_eq!(model.text, said);
+
+    let settled = settle(Some(instant.clone()), model.clone());
+    assert_eq!(settled.instant_kept, None);
+    let added: Vec<&str> = settled.notes_added.iter().map(|excerpt| excerpt.label.as_str()).collect();
+    assert!(added.contains(&"Sesión 8"), "the funeral, which the model did not say, stays: {added:?}");
+    assert!(!added.contains(&"Sesión 7"), "the fall, which it said, is not said twice: {added:?}");
+    let text = &settled.answer.text;
+    assert!(text.starts_with(said) && text.contains(NOTES_ALSO), "{text}");
+    assert_eq!(oraculo::eval::score::repeated_sentences(text), 0, "{text}");
+    for label in &added {
+        assert!(text.contains(&format!("] [{label}]")) || text.contains(&format!("» [{label}]")), "{text}");
+        let cited = settled.answer.citations.iter().find(|c| c.label == *label).expect("cited like the rest");
+        assert!(cited.valid && cited.fragment_id.is_some(), "{cited:?}");
+    }
+    assert_eq!(settled.turn_text(), said, "a follow-up builds on the model's own words");
+    assert!(settled.joins_history());
+
+    // The model says nothing the notes hold: their sentences stay, headed by why.
+    port.fake.enqueue_reply("No lo sé.");
+    let (instant, model) = oracle.ask_instant_first(&request, &|_| {}, &|_| {}, None).await.unwrap();
+    let instant = instant.unwrap();
+    let settled = settle(Some(instant.clone()), model);
+    assert_eq!(settled.instant_kept, Some(InstantKept::ModelAbstained));
+    assert_eq!(settled.answer.text, format!("Las notas no dicen la respuesta tal cual.\n\n{}", instant.text));
+    assert!(settled.notes_added.is_empty() && !settled.joins_history());
+}
+
 #[tokio::test]
 async fn ask_json_records_the_instant_answer_beside_the_model_s() {
     let scratch = Scratch::new(&[
@@ -168,4 +219,8 @@ async fn ask_json_records_the_instant_answer_beside_the_model_s() {
     assert!(instant["text"].as_str().is_some_and(|text| text.contains("redes encantadas")), "{json}");
     assert!(instant["citations"].as_array().is_some_and(|c| c.iter().any(|c| c["valid"] == true)), "{json}");
     assert_eq!(json["instant_kept"], Value::Null, "{json}");
+    // What stays: the model's answer first, the notes' sentences it did not say under it.
+    let settled = &json["settled"];
+    assert!(settled["text"].as_str().is_some_and(|text| text.starts_with("Vende redes encantadas [Sesión 1].")), "{json}");
+    assert!(settled["notes_added"].as_array().is_some(), "{json}");
 }

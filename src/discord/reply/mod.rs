@@ -309,11 +309,11 @@ impl<'o> Asking<'_, 'o> {
             (Ok(Ok(answer)), instant) => settle(instant, answer),
             (Ok(Err(err)), Some(instant)) => {
                 model_failed(err.to_string());
-                Settled { answer: instant, instant_kept: Some(InstantKept::ModelFailed) }
+                Settled::instant_kept(instant, InstantKept::ModelFailed)
             }
             (Err(gone), Some(instant)) => {
                 model_failed(gone.to_string());
-                Settled { answer: instant, instant_kept: Some(InstantKept::ModelFailed) }
+                Settled::instant_kept(instant, InstantKept::ModelFailed)
             }
             (Ok(Err(err)), None) => return self.tell_failure(shown, Ok(err)).await,
             (Err(gone), None) => return self.tell_failure(shown, Err(gone)).await,
@@ -333,7 +333,7 @@ impl<'o> Asking<'_, 'o> {
         drop(slot);
         let shown = take_posted(&shown);
         match made {
-            Ok(Ok(answer)) => Some((Settled { answer, instant_kept: None }, shown)),
+            Ok(Ok(answer)) => Some((Settled::model_alone(answer), shown)),
             Ok(Err(err)) => self.tell_failure(shown, Ok(err)).await,
             Err(gone) => self.tell_failure(shown, Err(gone)).await,
         }
@@ -404,7 +404,7 @@ impl<'o> Asking<'_, 'o> {
             return None;
         };
         if settled.joins_history() {
-            self.desk.history.record(self.place, self.audience, self.question, &answer.text).await;
+            self.desk.history.record(self.place, self.audience, self.question, settled.turn_text()).await;
         } else {
             tracing::info!(
                 place = self.place.key(),

@@ -44,6 +44,36 @@ pub struct AnswerScore {
     pub seconds: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_seconds: Option<f64>,
+    /// The key facts the model's own sentences hold, when the answer scored is what stays
+    /// once the model is done (`oracle::settle`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_key_facts_found: Option<Vec<String>>,
+    /// How what stays was made from the model's answer and the instant one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settled: Option<SettledAs>,
+}
+
+/// How a player's final answer was made from the model's and the instant one
+/// (`oracle::settle`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettledAs {
+    /// The model's answer alone: no instant answer, or it said all the instant one did.
+    Model,
+    /// The model's answer with the instant answer's sentences it did not say under it.
+    ModelAndNotes,
+    /// The instant answer: the model failed, ran out of time or cited nothing.
+    Notes,
+}
+
+impl SettledAs {
+    pub fn of(settled: &crate::oracle::Settled) -> SettledAs {
+        match (settled.instant_kept, settled.notes_added.is_empty()) {
+            (Some(_), _) => SettledAs::Notes,
+            (None, false) => SettledAs::ModelAndNotes,
+            (None, true) => SettledAs::Model,
+        }
+    }
 }
 
 /// Sentences of `text` (an answer, its citations in it) that repeat an earlier sentence of it.
@@ -100,6 +130,8 @@ impl AnswerScore {
             cut_short: false,
             seconds: None,
             budget_seconds: None,
+            model_key_facts_found: None,
+            settled: None,
         }
     }
 }
@@ -139,7 +171,7 @@ impl MaterialFacts {
 
 /// `question`'s key facts that `text` holds, and those it lacks: one reading for an answer
 /// and for the material it was written from.
-fn key_facts_in(question: &EvalQuestion, text: &str) -> (Vec<String>, Vec<String>) {
+pub fn key_facts_in(question: &EvalQuestion, text: &str) -> (Vec<String>, Vec<String>) {
     question.key_facts.iter().cloned().partition(|fact| contains_fact(text, fact))
 }
 
@@ -179,6 +211,16 @@ pub struct AnswerSummary {
     /// Key facts of the arc questions answered, and those found.
     pub arc_key_facts: usize,
     pub arc_key_facts_found: usize,
+    /// Of the key facts found, those the model's own sentences hold (overall and in arcs),
+    /// when the answers scored are what stays once the model is done.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_key_facts_found: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arc_model_key_facts_found: Option<usize>,
+    /// Answers that kept the instant answer's sentences under the model's, and those that
+    /// were the instant answer alone.
+    pub with_notes_added: usize,
+    pub notes_alone: usize,
     /// Sentences that repeat an earlier one of their answer, over all answers.
     pub repeated_sentences: usize,
     /// Answers the model was stopped in at its deadline.
@@ -237,6 +279,16 @@ impl AnswerSummary {
             chronology_in_story_order: answered.iter().filter(|(_, answer)| answer.story_order == Some(true)).count(),
             arc_key_facts: arcs.iter().map(|(_, a)| a.key_facts_found.len() + a.key_facts_missing.len()).sum(),
             arc_key_facts_found: arcs.iter().map(|(_, a)| a.key_facts_found.len()).sum(),
+            model_key_facts_found: with_facts
+                .iter()
+                .map(|(_, a)| a.model_key_facts_found.as_ref().map(Vec::len))
+                .sum::<Option<usize>>(),
+            arc_model_key_facts_found: arcs
+                .iter()
+                .map(|(_, a)| a.model_key_facts_found.as_ref().map(Vec::len))
+                .sum::<Option<usize>>(),
+            with_notes_added: answered.iter().filter(|(_, a)| a.settled == Some(SettledAs::ModelAndNotes)).count(),
+            notes_alone: answered.iter().filter(|(_, a)| a.settled == Some(SettledAs::Notes)).count(),
             repeated_sentences: answered.iter().map(|(_, answer)| answer.repeated_sentences).sum(),
             cut_short: answered.iter().filter(|(_, answer)| answer.cut_short).count(),
             seconds_p50: percentile(&seconds, 0.5),

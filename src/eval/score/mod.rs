@@ -25,7 +25,8 @@ mod render;
 mod retrieval;
 
 pub use answers::{
-    AnswerScore, AnswerSummary, MaterialFacts, MaterialSummary, cited_in_story_order, repeated_sentences,
+    AnswerScore, AnswerSummary, MaterialFacts, MaterialSummary, SettledAs, cited_in_story_order, key_facts_in,
+    repeated_sentences,
 };
 pub use retrieval::{Coverage, VariantReport, VariantScore};
 

@@ -247,6 +247,15 @@ held {}/{}",
             a.arc_key_facts,
             100.0 * ratio(a.arc_key_facts_found, a.arc_key_facts)
         );
+        if let (Some(model), Some(arc_model)) = (a.model_key_facts_found, a.arc_model_key_facts_found) {
+            let _ = writeln!(
+                out,
+                "  what stays           {} answers kept the notes' sentences shown first that the model did not \
+say under its answer, {} were those sentences alone; the model's own sentences held {}/{} key facts \
+({}/{} in arcs)",
+                a.with_notes_added, a.notes_alone, model, a.key_facts, arc_model, a.arc_key_facts
+            );
+        }
         let _ = writeln!(out, "  repeated sentences   {} in all answers", a.repeated_sentences);
         if let (Some(p50), Some(p95)) = (a.seconds_p50, a.seconds_p95) {
             let _ = writeln!(
