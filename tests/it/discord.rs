@@ -2,6 +2,10 @@
 //! Ollama (embeddings and scripted chat replies): a slash question, its thread, a follow-up
 //! in the thread, and `/reingest` refused to a player and run for the DM.
 
+/// The sources of the scripted answer to the first question: the note it cites, and the note
+/// of the sentence shown first that it did not say, kept under it (`oracle::settle`).
+const ANSWER_SOURCES: [&str; 2] = ["Sesión 1", "Sesión 2"];
+
 use serde_json::{Value, json};
 
 use crate::bot::{
@@ -547,7 +551,7 @@ async fn an_answer_outlives_its_interaction_token() {
     discord.wait_for("the deferral", is_callback_for(&token)).await;
     let answer = discord.wait_for("the answer as a channel message", is_final_message_in(CHANNEL)).await;
     assert!(embed_text(&answer.body).contains("huyó al norte"), "{}", answer.body);
-    assert_eq!(field_names(&answer.body), ["Sesión 1"]);
+    assert_eq!(field_names(&answer.body), ANSWER_SOURCES);
     discord.wait_for("the thread on the channel message", |r| r.method == "POST" && r.path.ends_with("/threads")).await;
     let through_webhook: Vec<Recorded> =
         discord.requests().into_iter().filter(|r| r.path.starts_with(&format!("/webhooks/{APP_ID}/{token}"))).collect();
@@ -579,7 +583,7 @@ async fn serenity_s_own_rate_limiter_runs_against_discord_over_tls() {
     let token = ask_first_question(discord);
     let answer = discord.wait_for("the final answer", is_final_answer_for(&token)).await;
     assert!(embed_text(&answer.body).contains("huyó al norte"), "{}", answer.body);
-    assert_eq!(field_names(&answer.body), ["Sesión 1"]);
+    assert_eq!(field_names(&answer.body), ANSWER_SOURCES);
 
     // serenity waited out the Retry-After and sent the same edit again: one 429, no error.
     let edits: Vec<(Recorded, std::time::Instant)> = discord
@@ -616,7 +620,7 @@ async fn mentions_and_replies_ask_and_continue() {
         .await;
     assert_eq!(first.path, format!("/channels/{CHANNEL}/messages"));
     let answer = discord.wait_for("the mention's answer", final_saying("huyó al norte")).await;
-    assert_eq!(field_names(&answer.body), ["Sesión 1"]);
+    assert_eq!(field_names(&answer.body), ANSWER_SOURCES);
     let prompt = ollama.chat_requests("/api/chat").last().unwrap().body["messages"].to_string();
     assert!(
         prompt.contains(FIRST_QUESTION) && !prompt.contains(&BOT_ID.to_string()),
@@ -636,7 +640,8 @@ async fn mentions_and_replies_ask_and_continue() {
         })
         .await;
     let answer = discord.wait_for("the reply's answer", final_saying("se hundió")).await;
-    assert_eq!(field_names(&answer.body), ["Sesión 2"]);
+    // The note it cites, then the one of a sentence shown first that it did not say.
+    assert_eq!(field_names(&answer.body), ["Sesión 2", "Sesión 1"]);
     let prompt = ollama.chat_requests("/api/chat").last().unwrap().body["messages"].to_string();
     assert!(prompt.contains(FIRST_QUESTION), "the conversation's history goes with it: {prompt}");
 
@@ -737,7 +742,7 @@ async fn a_burst_of_twenty_questions_loses_none() {
             .filter(|other| other != mark && text.contains(&format!("{other}:")))
             .collect();
         assert!(others.is_empty(), "{mark} got another's answer {others:?}: {text}");
-        assert_eq!(field_names(&final_answer.body), ["Sesión 1"], "{mark}");
+        assert_eq!(field_names(&final_answer.body), ANSWER_SOURCES, "{mark}");
         first_text_ms.push(started.elapsed().as_millis());
     }
     let requests = discord.requests();
