@@ -2,10 +2,6 @@
 //! Ollama (embeddings and scripted chat replies): a slash question, its thread, a follow-up
 //! in the thread, and `/reingest` refused to a player and run for the DM.
 
-/// The sources of the scripted answer to the first question: the note it cites, and the note
-/// of the sentence shown first that it did not say, kept under it (`oracle::settle`).
-const ANSWER_SOURCES: [&str; 2] = ["Sesión 1", "Sesión 2"];
-
 use serde_json::{Value, json};
 
 use crate::bot::{
@@ -19,6 +15,10 @@ use crate::fake_discord::{
 };
 use crate::fake_ollama::{FakeOllama, Fault};
 use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_embedder};
+
+/// The sources of the scripted answer to the first question: the note it cites, and the note
+/// of the sentence shown first that it did not say, kept under it (`oracle::settle`).
+const ANSWER_SOURCES: [&str; 2] = ["Sesión 1", "Sesión 2"];
 
 /// A GM note, in the campaign's secret folder.
 const PLAN: (&str, &str) = ("Secretos/Plan.md", "# El plan\nEl archiduque quiere el trono.\n");
