@@ -239,6 +239,7 @@ fn campaign_config() -> CampaignConfig {
             kind_folders: default_kind_folders(),
             secret_paths: Vec::new(),
             secret_words: oraculo::corpus::default_secret_words(),
+            player_paths: Vec::new(),
             session_patterns: oraculo::corpus::SessionPattern::defaults(),
         },
         ignore: DEFAULT_IGNORED.iter().map(|s| s.to_string()).collect(),
@@ -300,7 +301,7 @@ async fn bench_campaign(n_sessions: usize, figures: &mut Figures) {
     );
 
     // 4. Retrieval: three paths + fusion, query embedding excluded.
-    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, Audience::Gm).unwrap();
     let questions = [
         "¿Qué pasó con el archiduque?",
         "¿Quién cayó en combate en el puente?",

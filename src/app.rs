@@ -7,6 +7,7 @@
 //!   oracle with no chat model loaded, for `oraculo search` (it never asks one).
 //! - [`connect_embedder`], [`connect_chat`]: the models the configuration names (the only
 //!   place that picks a backend; stages receive trait objects).
+//! - [`audit_secrets`]: what a campaign hides from players, and why.
 //! - [`ingest_and_annotate`]: the one ingest the CLI and `/reingest` run (with the entity
 //!   merge after the annotations).
 //! - [`open_campaigns`]: every campaign the bot serves, one oracle each over one shared
@@ -41,6 +42,19 @@ pub fn campaign_paths(config: &Config, campaign: &CampaignConfig) -> anyhow::Res
         resolve_campaign_dir(campaign.dir.as_deref(), &config.data_dir).context("writing the sample campaign")?;
     let index_dir = campaign_index_dir(&config.data_dir, &campaign_dir);
     Ok((campaign_dir, index_dir))
+}
+
+/// What `campaign` hides from players and why, and the visible lines that hold a GM word
+/// (`oraculo secrets`, and the counts `oraculo doctor` prints): the notes read as an ingest
+/// reads them, nothing written.
+pub fn audit_secrets(
+    config: &Config,
+    campaign: &CampaignConfig,
+) -> anyhow::Result<(PathBuf, crate::corpus::audit::SecretsAudit)> {
+    let (campaign_dir, _) = campaign_paths(config, campaign)?;
+    let (notes, _) = crate::ingest::read_notes(&campaign_dir, campaign)
+        .with_context(|| format!("reading {}", campaign_dir.display()))?;
+    Ok((campaign_dir, crate::corpus::audit::audit(&notes, &campaign.corpus)))
 }
 
 /// The oracle of the CLI's campaign (`config.campaign`).

@@ -102,7 +102,7 @@ pub async fn timeline(oracle: &Oracle, name: &str, audience: Audience) -> Result
     if sessions.sessions.is_empty() {
         return Err(TimeError::NoSessions);
     }
-    let compendium = oracle.compendium(&index)?;
+    let compendium = oracle.compendium(&index, audience)?;
     let position = compendium.compendium.find_typed(name.trim()).or_else(|| {
         let (id, _) = compendium.detect(name).into_iter().next()?;
         compendium.entity_ids.iter().position(|known| *known == id)
@@ -268,7 +268,7 @@ pub async fn recap(
         },
     };
     let request = AskRequest { question: &question, history: &[], audience };
-    let compendium = oracle.compendium(&index)?;
+    let compendium = oracle.compendium(&index, audience)?;
     let prepared = oracle.prepare_from_search(&index, &compendium, &request, search, false).await?;
     let mut answer = oracle.generate(&prepared, on_token).await?;
     if answer.mode == AnswerMode::Extractive {

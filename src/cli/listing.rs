@@ -1,7 +1,9 @@
-//! `oraculo sources` and `oraculo compendium`: what the index holds, as the last ingest left it.
+//! `oraculo sources` and `oraculo compendium`: what the index holds, as the last ingest left it;
+//! `oraculo secrets`: what the notes hide from players, read from the folder as it is now.
 
 use super::ingest::render_diagnostic;
 use super::{CampaignArgs, CompendiumArgs, open_campaign_index};
+use crate::corpus::audit::describe;
 use crate::retrieve::Audience;
 
 pub(super) async fn sources(args: &CampaignArgs) -> anyhow::Result<()> {
@@ -57,6 +59,58 @@ pub(super) async fn compendium(args: &CompendiumArgs) -> anyhow::Result<()> {
         }
     }
     println!("\n{} entities", listing.len());
+    Ok(())
+}
+
+pub(super) fn secrets(args: &CampaignArgs) -> anyhow::Result<()> {
+    let config = args.load_config()?;
+    let (campaign_dir, audit) = crate::app::audit_secrets(&config, &config.campaign)?;
+    if args.json {
+        let json = serde_json::json!({
+            "campaign": campaign_dir.display().to_string(),
+            "player_share": audit.player_share(),
+            "audit": audit,
+        });
+        println!("{json}");
+        return Ok(());
+    }
+    println!(
+        "Hidden from players in {}: {} note(s) whole, {} passage(s); {:.2} % of the words stay visible.",
+        campaign_dir.display(),
+        audit.hidden_notes.len(),
+        audit.hidden_passages.len(),
+        audit.player_share() * 100.0
+    );
+    for note in &audit.hidden_notes {
+        println!("  {}  whole note — {}", note.path, describe(&note.because));
+    }
+    for passage in &audit.hidden_passages {
+        let lines = if passage.line_start == passage.line_end {
+            passage.line_start.to_string()
+        } else {
+            format!("{}-{}", passage.line_start, passage.line_end)
+        };
+        println!("  {}:{lines}  {}", passage.path, describe(&passage.because));
+    }
+    if audit.check.is_empty() {
+        println!(
+            "
+No line players may read holds a GM word."
+        );
+    } else {
+        println!(
+            "
+Check these: {} line(s) players may read hold a GM word, with no heading, label, block or mark around it:",
+            audit.check.len()
+        );
+        for line in &audit.check {
+            println!("  {}:{}  «{}»  {}", line.path, line.line, line.word, line.text);
+        }
+    }
+    println!(
+        "
+The rule and its words: docs/secrets.md (campaign.secret_words, campaign.player_paths)."
+    );
     Ok(())
 }
 

@@ -37,6 +37,9 @@ pub enum Command {
     Sources(CampaignArgs),
     /// Lists the compendium: entities, their aliases and the sessions where each appears.
     Compendium(CompendiumArgs),
+    /// For the DM: what players never see (file, line, the named thing and the GM word that
+    /// hid it), and every line players may read that holds a GM word ("check these").
+    Secrets(CampaignArgs),
     /// Shows the fused candidate pool for a question (dense, BM25 and entity ranks, RRF).
     Search(SearchArgs),
     /// Answers a question from the notes, citing them (streams on a terminal).
@@ -240,6 +243,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Annotate(args) => ingest::annotate(&args).await,
         Command::Sources(args) => listing::sources(&args).await,
         Command::Compendium(args) => listing::compendium(&args).await,
+        Command::Secrets(args) => listing::secrets(&args),
         Command::Search(args) => search::search(&args).await,
         Command::Ask(args) => ask::ask(&args).await,
         Command::Chat(args) => ask::chat(&args).await,

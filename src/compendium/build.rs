@@ -34,6 +34,20 @@ impl Compendium {
         }
         builder.add_first_names();
         builder.add_links(&player_notes, &secret_notes, corpus);
+        // The GM's own: GM-only sheets and world documents, after every player entity, so a
+        // name both declare stays the players' entity (its GM-only aliases gated below).
+        for note in notes.iter().filter(|note| is_secret_note(note)) {
+            let entity = match note.kind {
+                NoteKind::Sheet => sheet_entity(note),
+                NoteKind::World if looks_like_proper_name(&note.title) => world_entity(note),
+                NoteKind::World | NoteKind::Session => continue,
+            };
+            builder.add(Entity { gm_only: true, ..entity });
+        }
+        let player_text = player_text(&player_notes);
+        for entity in builder.entities.iter_mut().filter(|entity| !entity.gm_only) {
+            gate_aliases(entity, &player_text);
+        }
         let mut entities = builder.entities;
         entities.sort_by_cached_key(|entity| (alias_key(&entity.name), entity.name.clone()));
         tracing::debug!(n_entities = entities.len(), "compendium built");
@@ -108,18 +122,23 @@ impl Builder {
         for alias in &entity.aliases {
             add_alias(existing, alias);
         }
-        for &source in &entity.sources {
-            add_source(existing, source);
+        // A GM-only note's sources, kind, description and path are GM facts: a players' entity
+        // takes none of them (its GM-only aliases are gated after the build).
+        if existing.gm_only || !entity.gm_only {
+            for &source in &entity.sources {
+                add_source(existing, source);
+            }
+            if existing.kind == EntityKind::Other {
+                existing.kind = entity.kind;
+            }
+            if existing.description.is_empty() {
+                existing.description = entity.description;
+            }
+            if existing.note_path.is_none() {
+                existing.note_path = entity.note_path;
+            }
         }
-        if existing.kind == EntityKind::Other {
-            existing.kind = entity.kind;
-        }
-        if existing.description.is_empty() {
-            existing.description = entity.description;
-        }
-        if existing.note_path.is_none() {
-            existing.note_path = entity.note_path;
-        }
+        existing.gm_only &= entity.gm_only;
     }
 
     /// Link aliases and linked names. A link to a note that is an entity adds its shown
@@ -488,11 +507,41 @@ pub(super) fn new_entity(name: &str, kind: EntityKind, source: EntitySource) -> 
         description: String::new(),
         sources: vec![source],
         note_path: None,
+        gm_only: false,
+        gm_aliases: Vec::new(),
     }
+}
+
+/// What players may read, folded, for [`gate_aliases`]: every player-visible block, and each
+/// player note's title and path (a citation shows the path).
+fn player_text(player_notes: &[&Note]) -> String {
+    let mut text = String::new();
+    for note in player_notes {
+        text.push_str(&note.title);
+        text.push('\n');
+        text.push_str(&note.path.replace('/', "\n"));
+        text.push('\n');
+        for block in note.blocks.iter().filter(|block| block.visibility == Visibility::Player) {
+            text.push_str(&block.text);
+            text.push('\n');
+        }
+    }
+    super::matching::fold_for_search(&text)
+}
+
+/// Moves each alias of a players' entity that no player-visible text uses into its
+/// `gm_aliases`: a name players never saw stays the GM's.
+fn gate_aliases(entity: &mut Entity, player_text: &str) {
+    let (seen, unseen): (Vec<String>, Vec<String>) =
+        std::mem::take(&mut entity.aliases).into_iter().partition(|alias| super::matching::used_in(player_text, alias));
+    entity.aliases = seen;
+    entity.gm_aliases.extend(unseen);
 }
 
 /// Adds `alias` unless it is empty or already the entity's name or alias (compared folded).
 /// Returns whether it was added.
+/// An alias only the GM could read until now (`gm_aliases`) becomes an alias: it was found in
+/// player-visible text (what a language model extracted from a player's fragment).
 pub(super) fn add_alias(entity: &mut Entity, alias: &str) -> bool {
     let alias = alias.trim();
     let key = alias_key(alias);
@@ -500,7 +549,14 @@ pub(super) fn add_alias(entity: &mut Entity, alias: &str) -> bool {
     if key.is_empty() || known {
         return false;
     }
-    entity.aliases.push(alias.to_string());
+    match entity.gm_aliases.iter().position(|existing| alias_key(existing) == key) {
+        // As the GM wrote it.
+        Some(at) => {
+            let written = entity.gm_aliases.remove(at);
+            entity.aliases.push(written);
+        }
+        None => entity.aliases.push(alias.to_string()),
+    }
     true
 }
 
@@ -533,7 +589,8 @@ mod tests {
                 ),
                 ("Sesiones/Sesión 1.md", "Vimos a [[baika|la vieja de las redes]] y a [[Baika]]."),
             ],
-            "Baika (npc) [La Tejedora, la vieja de las redes] sheet+frontmatter+link PNJs/baika.md: Teje redes. Vive en el puerto.",
+            // «La Tejedora» is in no player-visible text: the GM's alias only.
+            "Baika (npc) [la vieja de las redes] gm[La Tejedora] sheet+frontmatter+link PNJs/baika.md: Teje redes. Vive en el puerto.",
         );
         // Kinds: tags first, then folders; PCs get their first name.
         check_build(
@@ -571,7 +628,8 @@ Brisa Salobre (npc) [] sheet PNJs/Brisa Salobre.md: Arponera.
 Tomás el Viejo (npc) [] sheet PNJs/Tomás el Viejo.md: Pescador.
 Tomás Quebrahierro (pc) [] sheet PJs/Tomás Quebrahierro.md: Enano.",
         );
-        // Generic and lowercase world titles are not entities; secret notes add nothing.
+        // Generic and lowercase world titles are not entities; a secret note is the GM's
+        // entity alone, and its links add nothing.
         check_build(
             &[
                 ("Reglas.md", "Reglas de la casa."),
@@ -582,7 +640,7 @@ Tomás Quebrahierro (pc) [] sheet PJs/Tomás Quebrahierro.md: Enano.",
                 ("Secretos/La Orden de Umbravela.md", "Culto. Ver [[Vaskrith|el durmiente]] y [[Mendaña]]."),
                 ("Sesiones/Sesion 2.md", "Nada, ni [[Umbravela]]."),
             ],
-            "",
+            "La Orden de Umbravela (other) [] gm-only world Secretos/La Orden de Umbravela.md: Culto. Ver el durmiente y Mendaña.",
         );
         // Links: to sessions never make entities (by note or by name); an unresolved target
         // needs a shown alias or two linking notes; a target that names an entity joins it.
@@ -620,7 +678,9 @@ Vaskrith (other) [el dragón blanco] link",
     }
 
     #[test]
-    fn secret_notes_and_links_into_them_name_no_entity() {
+    fn secret_notes_are_the_gm_s_entities_and_links_into_them_add_nothing() {
+        let (notes, _) = read_notes(&[("Secretos/El Traidor.md", "---\naliases: [el capitán]\n---\nEl capitán.")]);
+        assert!(Compendium::build(&notes, &config()).for_players().entities.is_empty());
         check_build(
             &[
                 // Empty, or front matter only: no blocks, but still secret notes.
@@ -634,7 +694,9 @@ Vaskrith (other) [el dragón blanco] link",
                 ),
                 ("Sesiones/Sesion 4.md", "Otra vez [[El Traidor]] y [[PNJs/Secretos/Villano Oculto]]."),
             ],
-            "",
+            "
+El Traidor (other) [el capitán, Mendaña] gm-only frontmatter+world Secretos/El Traidor.md
+Villano Oculto (npc) [] gm-only sheet PNJs/Secretos/Villano Oculto.md",
         );
         // A player note with the same name as a secret one is still linked normally.
         check_build(
@@ -684,7 +746,7 @@ Vaskrith (other) [el dragón blanco] link",
                 ("  ", EntityKind::Other, &[], ""),
             ],
             "
-Baika (npc) [La Tejedora, ella, Abuela Baika] sheet+frontmatter+llm PNJs/Baika.md: Teje.
+Baika (npc) [La Tejedora, Abuela Baika] gm[ella] sheet+frontmatter+llm PNJs/Baika.md: Teje.
 Vaskrith (npc) [el dragón blanco] link+llm: Dragón blanco del norte.
 Ulrico Mendaña (npc) [el coleccionista] llm: Falso coleccionista.
 Irek (pc) [ella] llm",

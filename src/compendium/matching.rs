@@ -267,7 +267,7 @@ impl NameIndex {
     /// Records `entity`'s name and aliases; earlier entries keep their key.
     pub(super) fn insert(&mut self, entity: &Entity, entity_idx: usize) {
         self.by_name.entry(alias_key(&entity.name)).or_insert(entity_idx);
-        for alias in &entity.aliases {
+        for alias in entity.aliases.iter().chain(&entity.gm_aliases) {
             self.by_alias.entry(alias_key(alias)).or_insert(entity_idx);
         }
     }
@@ -304,6 +304,28 @@ fn without_article(folded: &str) -> &str {
 /// no punctuation at either end (`«la guardiana»` → `la guardiana`).
 pub(super) fn alias_key(name: &str) -> String {
     FoldedText::new(name, false).text.trim_matches(|c: char| !c.is_alphanumeric()).to_string()
+}
+
+/// `text` folded as names are compared ([`alias_key`]'s folding), for [`used_in`].
+pub(super) fn fold_for_search(text: &str) -> String {
+    FoldedText::new(text, false).text
+}
+
+/// Whether `alias` appears as whole words in `folded_text` ([`fold_for_search`]).
+pub(super) fn used_in(folded_text: &str, alias: &str) -> bool {
+    let key = alias_key(alias);
+    if key.is_empty() {
+        return false;
+    }
+    let mut from = 0;
+    while let Some(at) = folded_text[from..].find(&key) {
+        let start = from + at;
+        if is_whole_word(folded_text, start, start + key.len()) {
+            return true;
+        }
+        from = start + key.len();
+    }
+    false
 }
 
 /// Whether `folded[start..end]` is whole words: no letter or digit touches either end.
@@ -389,7 +411,8 @@ mod tests {
     /// Matches `question` against `MATCH_NOTES`; renders `alias@start..end=entity` per match.
     fn check_match(question: &str, expect: &str) {
         let (notes, _) = read_notes(MATCH_NOTES);
-        let compendium = Compendium::build(&notes, &config());
+        // The GM's view: front matter aliases match whether or not a player note uses them.
+        let compendium = Compendium::build(&notes, &config()).for_gm();
         let matcher = EntityMatcher::new(&compendium);
         let rendered: Vec<String> = matcher
             .match_question(question)

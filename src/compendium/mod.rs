@@ -19,9 +19,12 @@
 //!
 //! Architecture Invariant: pure. Notes and fragments in, entities and mentions out; nothing
 //! here stores, ranks or does IO.
-//! Architecture Invariant: entities come only from player-visible text. A note under a
-//! secret path and a link inside a GM secret add no entity and no alias, so the compendium
-//! can be listed to anyone without revealing a secret name.
+//! Architecture Invariant: what players may read of the compendium comes only from
+//! player-visible text. A GM-only note's sheet or world document is an entity marked
+//! `gm_only`; an alias no player-visible text uses is a `gm_alias`; a link inside a GM secret
+//! adds nothing. Every reader of the compendium (listing, matcher, timeline, autocomplete, the
+//! model's context) reads it for one audience ([`Compendium::for_players`]), so a player never
+//! meets a name only the GM's notes use, and the GM finds every secret note by its aliases.
 //!
 //! Building lives in [`build`], matching (and finding typed names) in [`matching`]; this
 //! module holds the types both share.
@@ -85,6 +88,14 @@ pub struct Entity {
     pub sources: Vec<EntitySource>,
     /// The sheet or world document about it, relative to the campaign root.
     pub note_path: Option<String>,
+    /// Only the GM may read of it: every note that declares it is GM-only (a sheet in
+    /// `PNJs/Secretos/`). Listed, matched and shown for the GM alone.
+    #[serde(default)]
+    pub gm_only: bool,
+    /// Names only the GM may read: aliases that no player-visible text uses (a secret true
+    /// name kept as an alias of a public sheet so links resolve). Never in `aliases`.
+    #[serde(default)]
+    pub gm_aliases: Vec<String>,
 }
 
 /// The set of entities of one campaign. Indices into `entities` are the entity ids of
@@ -92,6 +103,36 @@ pub struct Entity {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Compendium {
     pub entities: Vec<Entity>,
+}
+
+impl Compendium {
+    /// The compendium as players may read it: no GM-only entity, no GM-only alias.
+    pub fn for_players(&self) -> Compendium {
+        let entities = self
+            .entities
+            .iter()
+            .filter(|entity| !entity.gm_only)
+            .map(|entity| Entity { gm_aliases: Vec::new(), ..entity.clone() })
+            .collect();
+        Compendium { entities }
+    }
+}
+
+impl Compendium {
+    /// The compendium as the GM reads it: every entity, and every alias an alias (what the
+    /// GM's matcher and the ingest's mentions read).
+    pub fn for_gm(&self) -> Compendium {
+        let entities = self
+            .entities
+            .iter()
+            .map(|entity| {
+                let mut aliases = entity.aliases.clone();
+                aliases.extend(entity.gm_aliases.iter().cloned());
+                Entity { aliases, gm_aliases: Vec::new(), ..entity.clone() }
+            })
+            .collect();
+        Compendium { entities }
+    }
 }
 
 /// An entity as a language model extracted it from a session fragment.
@@ -205,6 +246,7 @@ mod tests {
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
             secret_words: crate::corpus::default_secret_words(),
+            player_paths: Vec::new(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         }
     }
@@ -218,8 +260,17 @@ mod tests {
     }
 
     /// `name (kind) [aliases]`: how an entity opens its line in the expected renderings.
+    /// `name (kind) [aliases]`, then ` gm[aliases only the GM may read]` and ` gm-only` when
+    /// there are.
     fn entity_head(entity: &Entity) -> String {
-        format!("{} ({}) [{}]", entity.name, entity.kind.as_str(), entity.aliases.join(", "))
+        let mut head = format!("{} ({}) [{}]", entity.name, entity.kind.as_str(), entity.aliases.join(", "));
+        if !entity.gm_aliases.is_empty() {
+            head.push_str(&format!(" gm[{}]", entity.gm_aliases.join(", ")));
+        }
+        if entity.gm_only {
+            head.push_str(" gm-only");
+        }
+        head
     }
 
     /// One line per entity: `name (kind) [aliases] sources note_path: description`.
@@ -306,7 +357,8 @@ mod tests {
             "tests/fixtures/boveda",
             "
 Ayla Brasaluna (pc) [Ayla] sessions 1 3 5
-Baika (npc) [La Tejedora, la vieja de las redes] sessions 1 2 3 4 5 6
+Baika (npc) [La Tejedora] gm[la vieja de las redes] sessions 1 2 3 4 5 6
+La Orden de Umbravela (other) [] gm-only sessions 
 Norkiel (god) [] sessions 1 4 5 6
 Puerto Galerna (place) [] sessions 1 3 6
 Vaskrith (other) [el dragón blanco] sessions 1",
@@ -320,7 +372,7 @@ Vaskrith (other) [el dragón blanco] sessions 1",
 Brisa Aldana (npc) [la Capitana, Brisa] sessions 18 19 20 29 36 39 40
 Celia Urquijo (npc) [la Abadesa, Celia] sessions 11 36 40
 Ciénaga de los Ahogados (other) [] sessions 8 13 15 16 17 19
-Dorian Quesada (npc) [Dorian, el capitán de La Zorra Gris] sessions 6 7 8 9 12 33 34
+Dorian Quesada (npc) [Dorian] gm[el capitán de La Zorra Gris] sessions 6 7 8 9 12 33 34
 Gaspar Nieto (npc) [el Tuerto, Gaspar] sessions 6 19 21 22 32
 Inés Carvajal (npc) [la Magistra, Inés] sessions 8 18 27 28 31 34
 Iria Valcárcel (pc) [la Garza, Iria] sessions 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 36 37 38 39 40
@@ -328,7 +380,7 @@ Isla Herrumbre (other) [] sessions 6 8 9 32 33
 La Corona de Sal (other) [] sessions 19 23 27 34 39 40
 Las Salinas de Oruel (other) [Salinas de Oruel] sessions 3 8 23 24 25 26 28 29 39
 Leandro de Valdemora (npc) [el Archiduque, el Heraldo de la Marea Baja, el Heraldo, Leandro] sessions 1 5 8 9 10 30 31 39
-Mirela Saavedra (npc) [Mirela, la posadera] sessions 1 5 14 25 40
+Mirela Saavedra (npc) [Mirela] gm[la posadera] sessions 1 5 14 25 40
 Monasterio de Piedraluz (other) [Piedraluz] sessions 3 11 23 36 39 40
 Nela Nieto (npc) [Nela] sessions 22 23 29 30 32 33 34 36 39 40
 Odo Brezo (pc) [el Cuentacuentos, Odo] sessions 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40
@@ -337,7 +389,7 @@ Rook Ashford (pc) [Rook] sessions 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 1
 Sor Amaranta (pc) [Amaranta] sessions 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40
 Tobías Lerma (npc) [Tobi, el Penitente, Tobías, el chico] sessions 3 4 11 28 34 37 38 39 40
 Verónica de Valdemora (npc) [la Regente, Verónica] sessions 5 6 9 10 20 21 22 29 30 31 40
-Yusuf Benarroch (npc) [Yusuf, el cartógrafo] sessions 13 14 15 16 17 18 19 23 26 27 40",
+Yusuf Benarroch (npc) [Yusuf] gm[el cartógrafo] sessions 13 14 15 16 17 18 19 23 26 27 40",
         );
     }
 }

@@ -42,6 +42,8 @@ pub struct RawCampaign {
     pub ignore: Option<Vec<String>>,
     pub secret_paths: Option<Vec<String>>,
     pub secret_words: Option<Vec<String>>,
+    /// The allow-list: only notes under these folders reach players.
+    pub player_paths: Option<Vec<String>>,
     pub kind_folders: Option<BTreeMap<String, String>>,
     pub max_note_bytes: Option<u64>,
     pub session_patterns: Option<Vec<RawSessionPattern>>,
@@ -193,7 +195,7 @@ pub(super) fn campaign_config(campaign: RawCampaign, key: &str) -> anyhow::Resul
     let secret_words = with_defaults(&format!("{key}.secret_words"), DEFAULT_SECRET_WORDS, campaign.secret_words)?;
     if let Some(phrase) = secret_words.iter().find(|word| crate::corpus::phrase_words(word).count() != 1) {
         bail!(
-            "{key}.secret_words holds {phrase:?}, which is not one word: a callout type or comment opener is read word by word (split at -, _, spaces and :), so list each word alone"
+            "{key}.secret_words holds {phrase:?}, which is not one word: a callout type or comment opener is read word by word (split at every character that is not a letter or digit, and at camelCase), so list each word alone"
         );
     }
     let corpus = CorpusConfig {
@@ -202,6 +204,7 @@ pub(super) fn campaign_config(campaign: RawCampaign, key: &str) -> anyhow::Resul
         secret_paths: with_defaults(&format!("{key}.secret_paths"), DEFAULT_SECRET_PATHS, campaign.secret_paths)?,
         secret_words: secret_words.iter().map(|word| fold(word)).collect(),
         session_patterns,
+        player_paths: campaign.player_paths.unwrap_or_default(),
     };
     let max_note_bytes = campaign.max_note_bytes.unwrap_or(DEFAULT_MAX_NOTE_BYTES);
     if max_note_bytes == 0 {

@@ -8,6 +8,7 @@
 //! The stages, one file each, in the order a note goes through them:
 //! - `text`: accent folding, word counts and content hashes shared by the others.
 //! - `session`: session numbers from header lines and file names.
+//! - `audit`: what is hidden and why, and the visible lines that hold a GM word (`oraculo secrets`).
 //! - `secrets`: the GM words, and the campaign's secret notes a link must not name.
 //! - `markdown`: front matter, GM secrets, wikilinks, embeds, placeholders and tags, line by line.
 //! - `note`: [`parse_note`] decides a note's kind and visibility and cuts it into labelled
@@ -22,6 +23,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub mod audit;
 mod markdown;
 mod note;
 mod secrets;
@@ -137,6 +139,9 @@ pub struct CorpusConfig {
     /// session when its front matter and the `Sesión N` rules do not
     /// ([`SessionPattern::defaults`]: episode codes, plus `campaign.session_patterns`).
     pub session_patterns: Vec<SessionPattern>,
+    /// The allow-list (`campaign.player_paths`): when not empty, only notes under one of these
+    /// folders may reach players; everything else is GM-only.
+    pub player_paths: Vec<String>,
 }
 
 /// One problem with one file. The ingest reports it and goes on.
@@ -180,6 +185,8 @@ pub struct Note {
     /// marks it, or its front matter cannot be read), even with no blocks: an empty or
     /// front-matter-only secret note still names a secret.
     pub visibility: Visibility,
+    /// Why the whole note is GM-only, when it is.
+    pub hidden_because: Option<HiddenBecause>,
 }
 
 /// A labelled run of a note's text, before it is cut to size.
@@ -209,6 +216,30 @@ pub struct SecretPassage {
     pub line_start: u32,
     pub line_end: u32,
     pub text: String,
+    /// What made it secret: what `oraculo secrets` shows the DM.
+    pub because: HiddenBecause,
+}
+
+/// Why text is GM-only: the named thing (or marker) that holds a GM word, and that word.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HiddenBecause {
+    /// 1-based line of the named thing; `None` for the note's path.
+    pub line: Option<u32>,
+    /// What kind of named thing: `folder`, `file name`, `heading`, `label`, `column`, `fence`,
+    /// `html`, `field`, `front matter key`, `front matter value`, `presence mark`, `tag`,
+    /// `callout`, `comment`, `gm block`, `allow-list`, `broken front matter`.
+    pub thing: String,
+    /// The named thing as written (`## Notas del DJ`, `gmOnly`).
+    pub name: String,
+    /// The GM word it holds, as written (`DJ`); empty when no word decided (a presence mark
+    /// such as `publish: false`, a `%%` comment, the allow-list).
+    pub word: String,
+}
+
+impl HiddenBecause {
+    pub fn new(line: Option<u32>, thing: &str, name: &str, word: &str) -> HiddenBecause {
+        HiddenBecause { line, thing: thing.to_string(), name: name.trim().to_string(), word: word.to_string() }
+    }
 }
 
 /// The retrievable unit: one session, or one part of a session that exceeded the cap.
@@ -262,6 +293,18 @@ const TEMPLATE_FOLDERS: &[&str] = &["plantillas", "templates", "_templates"];
 /// Whether a campaign-relative path names a note the corpus should read: a Markdown file
 /// outside hidden folders (`.obsidian/`, `.trash/`, `.git/`) and template folders
 /// (`Plantillas/`, `Templates/`).
+/// `Villano.secret.md` → `Villano.secret`.
+fn strip_note_extension(file_name: &str) -> &str {
+    let lower = file_name.to_ascii_lowercase();
+    if lower.ends_with(".md") {
+        &file_name[..file_name.len() - 3]
+    } else if lower.ends_with(".markdown") {
+        &file_name[..file_name.len() - 9]
+    } else {
+        file_name
+    }
+}
+
 pub fn is_campaign_note(path: &str) -> bool {
     let mut components = path.split('/').filter(|component| !component.is_empty());
     let Some(file_name) = components.next_back() else {
@@ -276,20 +319,44 @@ pub fn is_campaign_note(path: &str) -> bool {
 }
 
 impl CorpusConfig {
-    /// Whether `path` lies under one of `secret_paths` at any depth, as `ignore` and
-    /// `kind_folders` match: `Secretos` covers `Secretos/x.md` and
-    /// `PNJs/Secretos/villano.md`; `PNJs/Secretos` covers `Campaña/PNJs/Secretos/x.md`.
-    /// Case- and accent-insensitive, whole path components only (`Secretos` does not cover
-    /// `Secretos viejos/x.md`).
+    /// Whether the note at `path` is GM-only by its path alone ([`Self::path_hidden_because`]).
     pub fn is_secret_path(&self, path: &str) -> bool {
-        let path = fold(path.trim_start_matches("./"));
-        let components: Vec<&str> = path.split('/').filter(|component| !component.is_empty()).collect();
-        self.secret_paths.iter().any(|secret| {
-            let secret = fold(secret.trim_start_matches("./"));
-            let secret: Vec<&str> =
-                secret.split('/').map(str::trim).filter(|component| !component.is_empty()).collect();
-            !secret.is_empty() && components.windows(secret.len()).any(|window| window == secret.as_slice())
-        })
+        self.path_hidden_because(path).is_some()
+    }
+
+    /// Why the note at `path` is GM-only by its path alone, if it is:
+    /// - a folder or the file name holds a GM word (`_Secretos/`, `99 - DM/`,
+    ///   `Sesión 7 (prep GM).md`, `Villano.secret.md`), the one rule of `docs/secrets.md`;
+    /// - it lies under one of `secret_paths` at any depth, as `ignore` and `kind_folders`
+    ///   match: `Secretos` covers `PNJs/Secretos/villano.md`; `PNJs/Secretos` covers
+    ///   `Campaña/PNJs/Secretos/x.md` (whole components, no case or accents);
+    /// - the allow-list (`player_paths`) is set and no folder of it holds the note.
+    pub fn path_hidden_because(&self, path: &str) -> Option<HiddenBecause> {
+        let trimmed = path.trim_start_matches("./");
+        let raw_components: Vec<&str> = trimmed.split('/').filter(|component| !component.is_empty()).collect();
+        for (at, component) in raw_components.iter().enumerate() {
+            let is_file = at + 1 == raw_components.len();
+            let name = if is_file { strip_note_extension(component) } else { component };
+            if let Some(word) = self.gm_word_in(name) {
+                let thing = if is_file { "file name" } else { "folder" };
+                return Some(HiddenBecause::new(None, thing, component, word));
+            }
+        }
+        let folded = fold(trimmed);
+        let components: Vec<&str> = folded.split('/').filter(|component| !component.is_empty()).collect();
+        let under = |listed: &String| {
+            let listed = fold(listed.trim_start_matches("./"));
+            let listed: Vec<&str> =
+                listed.split('/').map(str::trim).filter(|component| !component.is_empty()).collect();
+            !listed.is_empty() && components.windows(listed.len()).any(|window| window == listed.as_slice())
+        };
+        if let Some(listed) = self.secret_paths.iter().find(|listed| under(listed)) {
+            return Some(HiddenBecause::new(None, "secret path", listed, ""));
+        }
+        if !self.player_paths.is_empty() && !self.player_paths.iter().any(|listed| under(listed)) {
+            return Some(HiddenBecause::new(None, "allow-list", "campaign.player_paths", ""));
+        }
+        None
     }
 
     /// The kind the deepest recognised folder of `path` gives, if any.
@@ -354,6 +421,7 @@ pub(crate) mod tests {
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
             secret_words: default_secret_words(),
+            player_paths: Vec::new(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let sources = read_campaign(&crate_root().join(campaign));
@@ -414,6 +482,7 @@ pub(crate) mod tests {
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string(), "Mundo/Planes".to_string()],
             secret_words: default_secret_words(),
+            player_paths: Vec::new(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let table = [
@@ -423,14 +492,35 @@ pub(crate) mod tests {
             ("Campaña/PNJs/SECRÉTOS/Hondo/villano.md", true),
             ("Secretos", true),
             ("Campaña/Mundo/Planes/golpe.md", true),
-            ("Secretos viejos/x.md", false),
-            ("PNJs/NoSecretos/x.md", false),
+            // The one rule: a folder or file name holding a GM word, however it is written.
+            ("Secretos viejos/x.md", true),
+            ("PNJs/NoSecretos/x.md", true),
+            ("_Secretos/x.md", true),
+            ("99 - DM/x.md", true),
+            ("DM/x.md", true),
+            ("Spoilers/x.md", true),
+            ("Sesiones/Sesión 7 (prep GM).md", true),
+            ("PNJs/Villano.secret.md", true),
             ("Mundo/x.md", false),
             ("Planes/x.md", false),
+            ("Secretaria/x.md", false),
+            ("Admin/dmg.md", false),
+            ("PNJs/El gmnotes.md", false),
         ];
         for (path, secret) in table {
             assert_eq!(config.is_secret_path(path), secret, "{path}");
         }
+        // The allow-list: only its folders reach players.
+        let cautious = CorpusConfig { player_paths: vec!["Sesiones".to_string(), "Mundo".to_string()], ..config };
+        for (path, secret) in
+            [("Sesiones/1.md", false), ("Mundo/Lugares/x.md", false), ("PNJs/x.md", true), ("x.md", true)]
+        {
+            assert_eq!(cautious.is_secret_path(path), secret, "allow-list: {path}");
+        }
+        let because = cautious.path_hidden_because("PNJs/x.md").unwrap();
+        assert_eq!(because.thing, "allow-list");
+        let because = cautious.path_hidden_because("Mundo/99 - DM/x.md").unwrap();
+        assert_eq!((because.thing.as_str(), because.name.as_str(), because.word.as_str()), ("folder", "99 - DM", "DM"));
     }
 
     #[test]

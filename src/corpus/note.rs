@@ -9,11 +9,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::RangeInclusive;
 
-use super::markdown::{self, Body, LinkReader, TextMarkers, diagnostic};
+use super::markdown::{self, Body, TextMarkers, diagnostic};
 use super::secrets::SecretNotes;
 use super::session::{session_from_file_name, session_from_patterns};
 use super::text::{file_stem, fold, normalize_line_endings};
-use super::{Block, CorpusConfig, Diagnostic, LabelLanguage, Note, NoteKind, SecretPassage, SessionNumber, Visibility};
+use super::{
+    Block, CorpusConfig, Diagnostic, HiddenBecause, LabelLanguage, Note, NoteKind, SecretPassage, SessionNumber,
+    Visibility,
+};
 
 /// Inline tags decide a note's kind only among its first lines: a sheet starts with its
 /// `#NPC`, while a session that tags an NPC halfway through is still a session.
@@ -32,7 +35,7 @@ pub fn parse_note(
     config: &CorpusConfig,
     secret_notes: &SecretNotes,
 ) -> (Note, Vec<Diagnostic>) {
-    let read = read_note(path, text, config, secret_notes, config.is_secret_path(path));
+    let read = read_note(path, text, config, secret_notes, config.path_hidden_because(path));
     (read.note, read.diagnostics)
 }
 
@@ -43,31 +46,30 @@ pub fn parse_note(
 pub fn parse_campaign(sources: &[(&str, &str)], config: &CorpusConfig) -> (Vec<Note>, Vec<Diagnostic>) {
     // First what the paths alone say: a link by name to a note of a secret folder is right
     // from the first reading; only notes linking to notes secret by their content are read twice.
-    let path_secret: Vec<bool> = sources.iter().map(|(path, _)| config.is_secret_path(path)).collect();
-    let by_path = SecretNotes::new(
-        sources
-            .iter()
-            .zip(&path_secret)
-            .map(|((path, _), &secret)| (*path, if secret { Visibility::DmOnly } else { Visibility::Player })),
-    );
+    let path_secret: Vec<Option<HiddenBecause>> =
+        sources.iter().map(|(path, _)| config.path_hidden_because(path)).collect();
+    let by_path =
+        SecretNotes::new(sources.iter().zip(&path_secret).map(|((path, _), secret)| {
+            (*path, if secret.is_some() { Visibility::DmOnly } else { Visibility::Player })
+        }));
     let mut read: Vec<ReadNote> = sources
         .iter()
         .zip(&path_secret)
-        .map(|((path, text), &secret)| read_note(path, text, config, &by_path, secret))
+        .map(|((path, text), secret)| read_note(path, text, config, &by_path, secret.clone()))
         .collect();
     let mut secret_notes = by_path.clone();
-    for (read, &secret) in read.iter().zip(&path_secret) {
-        if read.note.visibility == Visibility::DmOnly && !secret {
+    for (read, secret) in read.iter().zip(&path_secret) {
+        if read.note.visibility == Visibility::DmOnly && secret.is_none() {
             secret_notes.mark_secret(&read.note.path);
         }
     }
-    for ((&(path, text), read), &secret) in sources.iter().zip(&mut read).zip(&path_secret) {
+    for ((&(path, text), read), secret) in sources.iter().zip(&mut read).zip(&path_secret) {
         let names_a_secret = read.note.visibility == Visibility::Player
             && read.link_targets.iter().any(|target| {
                 secret_notes.is_secret_target(target, path, config) && !by_path.is_secret_target(target, path, config)
             });
         if names_a_secret {
-            *read = read_note(path, text, config, &secret_notes, secret);
+            *read = read_note(path, text, config, &secret_notes, secret.clone());
         }
     }
     let mut diagnostics = Vec::new();
@@ -89,8 +91,14 @@ struct ReadNote {
     link_targets: Vec<String>,
 }
 
-/// Reads the note at `path`; `path_secret`: whether it lies under a secret path.
-fn read_note(path: &str, text: &str, config: &CorpusConfig, secret_notes: &SecretNotes, path_secret: bool) -> ReadNote {
+/// Reads the note at `path`; `path_secret`: why its path alone makes it GM-only, if it does.
+fn read_note(
+    path: &str,
+    text: &str,
+    config: &CorpusConfig,
+    secret_notes: &SecretNotes,
+    path_secret: Option<HiddenBecause>,
+) -> ReadNote {
     let mut diagnostics = Vec::new();
     let stem = file_stem(path);
     let text = normalize_line_endings(text);
@@ -105,22 +113,37 @@ fn read_note(path: &str, text: &str, config: &CorpusConfig, secret_notes: &Secre
         session: None,
         links: Vec::new(),
         blocks: Vec::new(),
-        visibility: if path_secret { Visibility::DmOnly } else { Visibility::Player },
+        visibility: if path_secret.is_some() { Visibility::DmOnly } else { Visibility::Player },
+        hidden_because: path_secret,
     };
     if text.contains('\0') {
         diagnostics.push(diagnostic(path, None, "binary file (contains NUL bytes); skipped"));
         return ReadNote { note, diagnostics, link_targets: Vec::new() };
     }
 
-    let lines: Vec<&str> = text.lines().collect();
-    let mut front = markdown::read_front_matter(path, &lines, config, &mut diagnostics);
-    let reader = LinkReader::new(config, secret_notes, path, &lines, TextMarkers::in_text(text));
-    let body = markdown::read_body(path, &lines, &front, &reader, &mut diagnostics);
+    let raw_lines: Vec<&str> = text.lines().collect();
+    let mut front = markdown::read_front_matter(path, &raw_lines, config, &mut diagnostics);
+    let body = markdown::read_covered_body(
+        path,
+        &raw_lines,
+        &front,
+        (config, secret_notes),
+        TextMarkers::in_text(text),
+        &mut diagnostics,
+    );
     // A note-level mark: front matter, or a tag holding a GM word (`#secreto`, `tags: [gm]`).
-    let marked =
-        front.gm_only || front.tags.iter().chain(body.tags.iter().map(|(_, tag)| tag)).any(|tag| config.names_gm(tag));
-    if marked {
+    let tagged = front.tags.iter().map(|tag| (None, tag)).chain(body.tags.iter().map(|(at, tag)| (Some(*at), tag)));
+    let gm_tag = tagged.into_iter().find_map(|(at, tag)| {
+        let word = config.gm_word_in(tag)?;
+        let line = at.map(|at: usize| u32::try_from(at + 1).unwrap_or(u32::MAX));
+        Some(HiddenBecause::new(line, "tag", &format!("#{tag}"), word))
+    });
+    let mark = front.hidden_because.take().or(gm_tag);
+    if front.gm_only || mark.is_some() {
         note.visibility = Visibility::DmOnly;
+        if note.hidden_because.is_none() {
+            note.hidden_because = mark;
+        }
     }
     let visibility = note.visibility;
     let link_targets: Vec<String> = body
@@ -164,7 +187,7 @@ fn read_note(path: &str, text: &str, config: &CorpusConfig, secret_notes: &Secre
     }
 
     let reader = BlockReader { body: &body, config, visibility, title: &note.title, stem, sessions: &sessions };
-    let whole_note = front.body_start..=lines.len() - 1;
+    let whole_note = front.body_start..=raw_lines.len() - 1;
     let (kind, blocks) = cut_blocks(&reader, kind_hint, note.session, whole_note, path, &mut diagnostics);
     note.kind = kind;
     note.blocks = blocks;
@@ -388,6 +411,7 @@ mod tests {
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
             secret_words: crate::corpus::default_secret_words(),
+            player_paths: Vec::new(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         }
     }
@@ -400,6 +424,7 @@ mod tests {
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
             secret_words: crate::corpus::default_secret_words(),
+            player_paths: Vec::new(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let (note, diagnostics) = parse_note(path, text, &config, &Default::default());
@@ -579,7 +604,7 @@ tags: NPC
             "Público.",
             r#"
 world "Plan" session -
-[Mundo: Plan] (Plan) 1-1 world
+[Mundo: Plan] (Plan) 1-1 world dm_only
   Público."#,
         );
         check(
@@ -652,6 +677,7 @@ world "Plan" session -
                 kind_folders: default_kind_folders(),
                 secret_paths: Vec::new(),
                 secret_words: crate::corpus::default_secret_words(),
+                player_paths: Vec::new(),
                 session_patterns: session_patterns.clone(),
             };
             let (note, _) = parse_note(path, text, &config, &Default::default());
@@ -813,7 +839,7 @@ diagnostic -: binary file (contains NUL bytes); skipped"#,
             "%% solo para el máster %%",
             r#"
 world "solo_secreto" session -
-[Mundo: solo_secreto] (solo_secreto) 1-1 world
+[Mundo: solo_secreto] (solo_secreto) 1-1 world dm_only
   secret 1-1: solo para el máster"#,
         );
     }

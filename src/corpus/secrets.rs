@@ -40,13 +40,49 @@ pub fn default_secret_words() -> Vec<String> {
     DEFAULT_SECRET_WORDS.iter().map(|word| fold(word)).collect()
 }
 
-/// The words of a callout type, comment head, tag or front matter key: `gm-only`, `notas_dj`,
-/// `DM notes`, `notas:dj`, `dm/notas` all hold their GM word as a word of its own. A GM word
-/// glued to another (`gmnotes`) is not split: `dmg` is damage, `admin` is no DM.
+/// The words of a named thing (a folder, file name, heading, label, column, fence, class,
+/// field key, front matter key or value, tag, callout type): split at every character that is
+/// not a letter or digit (`gm-only`, `notas_dj`, `DM's notes`, `Sesión 7 (prep GM)`,
+/// `Villano.secret`), between a lower-case letter and an upper-case one (`gmOnly`,
+/// `notasDJ`), before the last capital of a capital run that a lower-case letter follows
+/// (`GMNotes` is `GM` `Notes`), and between letters and digits (`99DM`). A capital run glued to
+/// lower-case letters is also read whole (`DMnotes` holds `DM`). A GM word glued to another in
+/// one case (`gmnotes`) is not split: `dmg` is damage, `admin` is no DM.
 pub(crate) fn phrase_words(phrase: &str) -> impl Iterator<Item = &str> {
-    phrase
-        .split(|c: char| matches!(c, '-' | '_' | ':' | '/' | '.') || c.is_whitespace())
-        .filter(|word| !word.is_empty())
+    let mut words = Vec::new();
+    for chunk in phrase.split(|c: char| !c.is_alphanumeric()).filter(|chunk| !chunk.is_empty()) {
+        let chars: Vec<(usize, char)> = chunk.char_indices().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (at, c) = chars[i];
+            let previous = chars[i - 1].1;
+            let next_is_lower = chars.get(i + 1).is_some_and(|&(_, next)| next.is_lowercase());
+            let boundary = (previous.is_lowercase() && c.is_uppercase())
+                || (previous.is_uppercase() && c.is_uppercase() && next_is_lower)
+                || (previous.is_alphabetic() && c.is_numeric())
+                || (previous.is_numeric() && c.is_alphabetic());
+            if boundary {
+                words.push(&chunk[start..at]);
+                start = at;
+            }
+        }
+        words.push(&chunk[start..]);
+        // Every run of two capitals or more, whole: `DMnotes` holds `DM`.
+        let mut run_start: Option<usize> = None;
+        for (i, &(at, c)) in chars.iter().enumerate() {
+            match (c.is_uppercase(), run_start) {
+                (true, None) => run_start = Some(i),
+                (false, Some(first)) => {
+                    if i - first >= 2 && i < chars.len() && chars[i].1.is_lowercase() {
+                        words.push(&chunk[chars[first].0..at]);
+                    }
+                    run_start = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    words.into_iter()
 }
 
 impl CorpusConfig {
@@ -198,6 +234,7 @@ mod tests {
             kind_folders: default_kind_folders(),
             secret_paths: secret_paths.iter().map(|path| path.to_string()).collect(),
             secret_words: default_secret_words(),
+            player_paths: Vec::new(),
             session_patterns: SessionPattern::defaults(),
         }
     }
@@ -221,10 +258,33 @@ mod tests {
             "info:gm",
             "dm/notas",
             "Spoilers",
+            "gmOnly",
+            "GMNotes",
+            "DMnotes",
+            "notasDelDJ",
+            "_Secretos",
+            "99 - DM",
+            "99DM",
+            "Sesión 7 (prep GM)",
+            "Villano.secret",
+            "DM's notes",
+            "SECRETOS",
         ] {
             assert!(config.names_gm(gm), "{gm}");
         }
-        for not_gm in ["note", "gmnotes", "dmg", "admin", "info", "notas del grupo", "", "secretaria", "djinn"] {
+        for not_gm in [
+            "note",
+            "gmnotes",
+            "dmg",
+            "admin",
+            "info",
+            "notas del grupo",
+            "",
+            "secretaria",
+            "djinn",
+            "Admin",
+            "DMGRoll",
+        ] {
             assert!(!config.names_gm(not_gm), "{not_gm}");
         }
         let own = CorpusConfig { secret_words: vec!["arbitro".to_string()], ..config };

@@ -335,6 +335,7 @@ mod tests {
             kind_folders: default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
             secret_words: crate::corpus::default_secret_words(),
+            player_paths: Vec::new(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let notes: Vec<Note> =
@@ -509,6 +510,7 @@ diagnostic b/Sesion 3.md 1: session 3 also claimed by a/Crónica.md (l. 1); kept
             kind_folders: default_kind_folders(),
             secret_paths: Vec::new(),
             secret_words: crate::corpus::default_secret_words(),
+            player_paths: Vec::new(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         };
         let sources = [("Sesiones/Sesion 1.md", "Uno."), ("Crónica.md", "## Sesión 1\nA.\n## Sesión 2\nB.")];

@@ -403,10 +403,11 @@ pub async fn cronologia(
     Ok(())
 }
 
-/// Compendium names and aliases containing what was typed (accents and case ignored). The
-/// compendium holds no entity from secret notes, so every name may be offered.
+/// Compendium names and aliases containing what was typed (accents and case ignored), as
+/// the asker's audience may read them: a player is offered no GM-only entity or alias.
 async fn autocomplete_entity(ctx: Context<'_>, partial: &str) -> Vec<String> {
-    let desk = match ctx.data().desk(ctx.author().id.get(), command_place(ctx).location) {
+    let location = command_place(ctx).location;
+    let desk = match ctx.data().desk(ctx.author().id.get(), location) {
         Ok(desk) => desk,
         Err(barred) => {
             refuse_barred(barred, ctx.author().id.get());
@@ -415,10 +416,11 @@ async fn autocomplete_entity(ctx: Context<'_>, partial: &str) -> Vec<String> {
     };
     let oracle = Arc::clone(&desk.oracle);
     let typed = partial.to_string();
+    let audience = desk.access.audience(ctx.author().id.get(), location);
     let listed = ctx
         .data()
         .worker
-        .run("answers", move || async move { oracle.entity_names_matching(&typed, 25).await.ok() })
+        .run("answers", move || async move { oracle.entity_names_matching(&typed, 25, audience).await.ok() })
         .await;
     match listed {
         Ok(Some(names)) => names.into_iter().filter(|name| embeds::discord_len(name) <= 100).collect(),

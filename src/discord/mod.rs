@@ -181,6 +181,23 @@ pub async fn run_with_client(
     // 2. The oracles: one per campaign over one embedder and one chat model, opened as the
     // CLI opens them.
     let opened = crate::app::open_campaigns(&config).await.context("opening the campaigns' oracles")?;
+    // The DM reads in the start log how much the notes hide (`oraculo secrets` lists it).
+    for campaign in &opened {
+        match crate::app::audit_secrets(&config, &campaign.named.campaign) {
+            Ok((_, audit)) => tracing::info!(
+                campaign = %campaign.named.name,
+                hidden_notes = audit.hidden_notes.len(),
+                hidden_spans = audit.hidden_passages.len(),
+                check_lines = audit.check.len(),
+                "GM-only: {} note(s) and {} span(s) hidden from players (`oraculo secrets` lists them)",
+                audit.hidden_notes.len(),
+                audit.hidden_passages.len()
+            ),
+            Err(err) => {
+                tracing::warn!(campaign = %campaign.named.name, "the secrets audit could not read the notes: {err:#}");
+            }
+        }
+    }
     let batch_size = config.embedder.batch_size();
 
     // 3. The shared state.

@@ -194,6 +194,7 @@ pub async fn diagnose(config: &Config, options: &Options) -> Vec<Check> {
         let is_sample = named.campaign.dir.is_none();
         checks.push(campaign_check(&who, &campaign_dir, is_sample));
         checks.push(index_check(&who, &campaign_dir, &index_dir, &named.campaign));
+        checks.push(secrets_check(&who, config, &named.campaign));
     }
     checks.extend(models::checks(config, options).await);
     checks.extend(discord::checks(config, options).await);
@@ -228,6 +229,28 @@ pub async fn preflight(config: &Config, discord_client: Option<reqwest::Client>)
 
 /// A scratch file's name: written and removed to prove the data dir takes writes.
 const WRITE_PROBE: &str = ".oraculo-doctor-probe";
+
+/// What the notes hide from players, counted, pointing at `oraculo secrets` for the list.
+fn secrets_check(who: &str, config: &Config, campaign: &crate::config::CampaignConfig) -> Check {
+    match crate::app::audit_secrets(config, campaign) {
+        Ok((_, audit)) => {
+            let detail = format!(
+                "{who}hidden from players: {} note(s) whole and {} passage(s) ({:.1} % of the words stay visible); {} visible line(s) hold a GM word — `oraculo secrets` lists them",
+                audit.hidden_notes.len(),
+                audit.hidden_passages.len(),
+                audit.player_share() * 100.0,
+                audit.check.len()
+            );
+            Check::ok("secrets", detail).with_facts(serde_json::json!({
+                "hidden_notes": audit.hidden_notes.len(),
+                "hidden_passages": audit.hidden_passages.len(),
+                "check_lines": audit.check.len(),
+                "player_share": audit.player_share(),
+            }))
+        }
+        Err(err) => Check::skip("secrets", format!("{who}the notes cannot be read: {err:#}")),
+    }
+}
 
 fn data_dir_check(data_dir: &Path) -> Check {
     let shown = data_dir.display();

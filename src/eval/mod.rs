@@ -143,7 +143,7 @@ pub async fn run_eval(
     run.embedder = oracle.embedder().id().to_string();
     run.chat_model = oracle.chat().id().to_string();
     let index = oracle.open_index().await?;
-    let compendium = oracle.compendium(&index)?;
+    let compendium = oracle.compendium(&index, Audience::Player)?;
     let known: BTreeSet<String> = index.store.sources()?.into_iter().map(|source| source.label).collect();
     let baseline = if options.ablations {
         let built =

@@ -109,7 +109,7 @@ pub(super) async fn commit(
     for diagnostic in diagnostics.iter() {
         warn!(path = %diagnostic.path, line = diagnostic.line, "{}", diagnostic.message);
     }
-    let matcher = EntityMatcher::new(&campaign.compendium.compendium);
+    let matcher = EntityMatcher::new(&campaign.compendium.compendium.for_gm());
     let changes = IngestChanges {
         upserts: plan.upserts,
         removals: plan.removals,
@@ -155,8 +155,10 @@ fn compendium_records(
 ) -> CompendiumRecords {
     let mut compendium = Compendium::build(notes, corpus);
     compendium.merge_extracted(extracted);
-    let matcher = EntityMatcher::new(&compendium);
-    let mentions = crate::compendium::mentions(&compendium, &matcher, fragments)
+    // Mentions as the GM reads the notes: an alias only GM text uses is only in GM fragments.
+    let gm_view = compendium.for_gm();
+    let matcher = EntityMatcher::new(&gm_view);
+    let mentions = crate::compendium::mentions(&gm_view, &matcher, fragments)
         .into_iter()
         .filter_map(|mention| {
             let fragment = fragments.get(mention.fragment)?;

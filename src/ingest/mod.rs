@@ -22,7 +22,7 @@ use serde::Serialize;
 use tracing::{Instrument, info, info_span};
 
 use crate::config::CampaignConfig;
-use crate::corpus::Diagnostic;
+use crate::corpus::{self, Diagnostic};
 use crate::index::{Index, IndexError, vector_table_name};
 use crate::llm::{Embedder, LlmError};
 
@@ -30,7 +30,7 @@ pub use annotate::{AnnotationReport, annotate_fragments, annotate_new_fragments}
 pub use read::{is_markdown, reads_path};
 
 /// Bump when the compendium's rules change, so the next ingest rebuilds it even if no note did.
-pub const COMPENDIUM_VERSION: &str = "1";
+pub const COMPENDIUM_VERSION: &str = "2";
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -101,6 +101,20 @@ pub fn note_hashes(campaign_dir: &Path, config: &CampaignConfig) -> Result<Vec<(
     let mut diagnostics = Vec::new();
     let files = read::read_campaign(campaign_dir, config, &mut diagnostics)?;
     Ok(files.files.into_iter().map(|file| (file.path, file.bytes_hash)).collect())
+}
+
+/// Every note of `campaign_dir` as an ingest reads it (the same walk and the same corpus
+/// rules, nothing written), with the diagnostics: what `oraculo secrets` audits.
+pub fn read_notes(
+    campaign_dir: &Path,
+    config: &CampaignConfig,
+) -> Result<(Vec<corpus::Note>, Vec<corpus::Diagnostic>), IngestError> {
+    let mut diagnostics = Vec::new();
+    let files = read::read_campaign(campaign_dir, config, &mut diagnostics)?;
+    let sources: Vec<(&str, &str)> = files.files.iter().map(|file| (file.path.as_str(), file.text.as_str())).collect();
+    let (notes, note_diagnostics) = corpus::parse_campaign(&sources, &config.corpus);
+    diagnostics.extend(note_diagnostics);
+    Ok((notes, diagnostics))
 }
 
 /// Reads, fragments, embeds and indexes `campaign_dir` into `index`.

@@ -85,7 +85,7 @@ impl Oracle {
     pub async fn prepare_without_model(&self, request: &AskRequest<'_>) -> Result<Prepared, AskError> {
         let question = check_question(request.question)?;
         let index = self.open_index().await?;
-        let compendium = self.compendium(&index)?;
+        let compendium = self.compendium(&index, request.audience)?;
         let pipeline = Pipeline { paths: PathSet::ALL, rerank: false };
         self.prepare_checked(&index, &compendium, question, request, pipeline).await
     }
@@ -98,7 +98,7 @@ impl Oracle {
         }
         let question = check_question(request.question)?;
         let index = self.open_index().await?;
-        let compendium = self.compendium(&index)?;
+        let compendium = self.compendium(&index, request.audience)?;
         async move {
             let choice = self.choose(&index, &prepared.search, true).await?;
             // The rerank kept the fragments already prepared (always so when the notes have no

@@ -194,7 +194,8 @@ pub struct Oracle {
     settings: AnswerSettings,
     /// The compendium matcher of the index generation it was built from (built once
     /// per ingest, not once per question); rebuilt when an ingest commits a new generation.
-    compendium: std::sync::Mutex<Option<(String, Arc<CompendiumIndex>)>>,
+    /// Per audience (players first, the GM second): the generation it was built from.
+    compendium: std::sync::Mutex<[Option<(String, Arc<CompendiumIndex>)>; 2]>,
     /// Indexes opened for earlier questions, lent to the next ones ([`IndexLease`]). An ingest
     /// writes in place, in transactions, so an open index reads each committed generation.
     open_indexes: std::sync::Mutex<Vec<Index>>,
@@ -247,7 +248,7 @@ impl Oracle {
             embedder,
             chat,
             settings,
-            compendium: std::sync::Mutex::new(None),
+            compendium: std::sync::Mutex::new([None, None]),
             open_indexes: std::sync::Mutex::new(Vec::new()),
         }
     }
@@ -339,27 +340,37 @@ impl Oracle {
     }
 
     /// Up to `limit` compendium names that match what was typed (the bot's entity
-    /// autocomplete).
-    pub async fn entity_names_matching(&self, typed: &str, limit: usize) -> Result<Vec<String>, AskError> {
+    /// autocomplete), as `audience` may read them.
+    pub async fn entity_names_matching(
+        &self,
+        typed: &str,
+        limit: usize,
+        audience: Audience,
+    ) -> Result<Vec<String>, AskError> {
         let index = self.open_index().await?;
-        let compendium = self.compendium(&index)?;
+        let compendium = self.compendium(&index, audience)?;
         Ok(compendium.names_matching(typed, limit))
     }
 
-    /// The compendium matcher of `index`'s current generation: loaded and compiled once per
-    /// committed ingest, then shared by every question until the next one.
-    pub fn compendium(&self, index: &Index) -> Result<Arc<CompendiumIndex>, AskError> {
+    /// The compendium matcher of `index`'s current generation as `audience` may read it
+    /// (players: no GM-only entity or alias): loaded and compiled once per committed ingest and
+    /// audience, then shared by every question until the next one.
+    pub fn compendium(&self, index: &Index, audience: Audience) -> Result<Arc<CompendiumIndex>, AskError> {
         let generation = index.store.meta(crate::index::store::META_GENERATION)?.unwrap_or_default();
+        let slot = match audience {
+            Audience::Player => 0,
+            Audience::Gm => 1,
+        };
         let mut cached = self.compendium.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((built_from, compendium)) = cached.as_ref()
+        if let Some((built_from, compendium)) = cached[slot].as_ref()
             && *built_from == generation
         {
             return Ok(Arc::clone(compendium));
         }
         let started = Instant::now();
-        let compendium = Arc::new(CompendiumIndex::load(&index.store)?);
-        tracing::debug!(%generation, ms = started.elapsed().as_secs_f64() * 1000.0, "compendium matcher built");
-        *cached = Some((generation, Arc::clone(&compendium)));
+        let compendium = Arc::new(CompendiumIndex::load(&index.store, audience)?);
+        tracing::debug!(%generation, ?audience, ms = started.elapsed().as_secs_f64() * 1000.0, "compendium matcher built");
+        cached[slot] = Some((generation, Arc::clone(&compendium)));
         Ok(compendium)
     }
 
@@ -368,7 +379,7 @@ impl Oracle {
     pub async fn search(&self, request: &AskRequest<'_>) -> Result<SearchResult, AskError> {
         let question = check_question(request.question)?;
         let index = self.open_index().await?;
-        let compendium = self.compendium(&index)?;
+        let compendium = self.compendium(&index, request.audience)?;
         let search_request = self.search_request(question, request, PathSet::ALL);
         Ok(crate::retrieve::search(&index, &compendium, self.embedder.as_ref(), &search_request).await?)
     }
@@ -397,7 +408,7 @@ impl Oracle {
             let question = check_question(request.question)?;
             on_stage(Stage::Searching);
             let index = self.open_index().await?;
-            let compendium = self.compendium(&index)?;
+            let compendium = self.compendium(&index, request.audience)?;
             let prepared = self.prepare_checked(&index, &compendium, question, request, Pipeline::default()).await?;
             on_stage(Stage::Writing { notes: prepared.context.shown_labels.len() });
             self.generate(&prepared, on_token).await

@@ -118,8 +118,10 @@ pub fn nearest_name(
 }
 
 impl CompendiumIndex {
-    pub fn load(store: &Store) -> Result<CompendiumIndex, IndexError> {
-        let (compendium, entity_ids) = store.load_compendium()?;
+    /// The stored compendium as `audience` may read it: for players, no GM-only entity and no
+    /// alias only GM text uses, so no path matches, lists or shows one.
+    pub fn load(store: &Store, audience: super::Audience) -> Result<CompendiumIndex, IndexError> {
+        let (compendium, entity_ids) = store.load_compendium(audience.visibility_filter())?;
         Ok(CompendiumIndex::new(compendium, entity_ids))
     }
 
@@ -601,6 +603,8 @@ mod tests {
             description: String::new(),
             sources: vec![crate::compendium::EntitySource::Sheet],
             note_path: None,
+            gm_only: false,
+            gm_aliases: Vec::new(),
         };
         let celia = crate::compendium::Entity {
             name: "Celia Urquijo".into(),

@@ -21,7 +21,7 @@ use crate::harness::{
 
 async fn pool_of(scratch: &Scratch, embedder: &dyn oraculo::llm::Embedder, question: &str) -> Vec<Candidate> {
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, Audience::Player).unwrap();
     let request = SearchRequest { question, history: &[], audience: Audience::Player, k: 8, paths: PathSet::ALL };
     search(&index, &compendium, embedder, &request).await.unwrap().candidates
 }
@@ -363,7 +363,7 @@ async fn entities_a_chat_model_extracts_join_the_compendium_once() {
     let merged = ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, embedder.as_ref()).await.unwrap();
     assert_eq!(merged.windows_embedded, 0);
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, Audience::Gm).unwrap();
     let named = compendium.detect("¿Qué quería el coleccionista?");
     assert_eq!(named.iter().map(|(_, e)| e.name.as_str()).collect::<Vec<_>>(), vec!["Ulrico Mendaña"]);
     let listing = index.store.compendium_listing(None).unwrap();

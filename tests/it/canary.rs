@@ -75,6 +75,33 @@ pub const CANARIES: &[(&str, &str, bool)] = &[
     ("Obrindel", "a note outside the campaign, reached through a link", false),
     // A line of two hundred thousand markers.
     ("Quarnebel", "a gm comment at the end of one line of 200 KB of markers", true),
+    // The one rule over named things (issue 36's classes), each form written as DMs write it.
+    ("Grindolmo", "a `## Notas del DJ` section at the end of an NPC sheet", true),
+    ("Halvestre", "a paragraph that opens with **GM:**", true),
+    ("Ixbalto", "a list item that opens with Secreto:", true),
+    ("Jurmenal", "a table column headed GM", true),
+    ("Kelvastro", "an Admonition fence ```spoiler", true),
+    ("Lorquembe", "a <details> whose summary says it is for the DM", true),
+    ("Morvandio", "a Dataview inline field dm::", true),
+    ("Nustrabel", "a camelCase front matter key gmOnly: true", true),
+    ("Oclavero", "a camelCase tag #GMNotes", true),
+    ("Pelgrastio", "draft: true", true),
+    ("Quenduril", "dg-publish: false", true),
+    ("Rostibel", "a type property written as a list, as Obsidian's Properties editor does", true),
+    ("Sarnavel", "a CSS class that paints the note as secret", true),
+    ("Tolvemar", "a folder named _Secretos", true),
+    ("Uldravio", "a folder named Spoilers", true),
+    ("Vesmarco", "a folder named DM", true),
+    ("Wilbresto", "a numbered folder 99 - DM", true),
+    ("Xelbrando", "next session's prep saved among the sessions as Sesión 12 (prep GM).md", true),
+    ("Yulbertio", "a file named Villano.secret.md", true),
+    (
+        "Zembrolio",
+        "a secret true name kept as an alias of a public sheet, named in its body only in a secret span",
+        true,
+    ),
+    ("Abrelunda", "an inline <span class=\"gm\"> in a session", true),
+    ("Bastrugio", "a callout [!quote|dm] whose metadata says DM", true),
 ];
 
 /// What the DM's `config.toml` says: one more secret folder, `Planes`; the defaults
@@ -246,6 +273,57 @@ Duermen. <!--- gm --->Galmurio roba la bolsa.<!--- /gm ---> Amanece en la posada
         ("Secrets/Lumbrano.md".into(), "# Lumbrano\nLumbrano acuña moneda falsa.\n".into()),
         ("Planes/Mardovel.md".into(), "# Mardovel\nMardovel asaltará el puerto en invierno.\n".into()),
         ("PNJs/Baika.md".into(), "# Baika\nTejedora de redes del puerto.\n".into()),
+        // The one rule over named things.
+        (
+            "PNJs/Merla.md".into(),
+            "---\ntype: npc\ngmOnly: false\n---\n# Merla\nMerla vende pescado en el muelle.\n\n## Notas del DJ\nGrindolmo es su verdadero nombre.\n".into(),
+        ),
+        (
+            "Sesiones/Sesion 11.md".into(),
+            "# Sesión 11
+El grupo vuelve al puerto y cena en la posada.
+**GM:** Halvestre los espía desde la barra.
+
+- Compran sal.
+- Secreto: Ixbalto envenenó la sal.
+- Pagan al posadero.
+
+| PNJ | Rol | GM |
+|---|---|---|
+| Baika | tejedora | Jurmenal la paga |
+
+```spoiler
+Kelvastro hundió el barco.
+```
+
+<details><summary>Solo para el DM</summary>
+Lorquembe es el hijo del farero.
+</details>
+
+dm:: Morvandio guarda el mapa
+La posadera sonríe. <span class=\"gm\">Abrelunda escucha.</span> Se van a dormir.
+
+> [!quote|dm] Al oído
+> Bastrugio lo dijo primero.
+"
+            .into(),
+        ),
+        ("Mundo/Nustrabel.md".into(), "---\ngmOnly: true\n---\nNustrabel paga a los guardias.\n".into()),
+        ("Mundo/Oclavero.md".into(), "#GMNotes\nOclavero es el banquero del archiduque.\n".into()),
+        ("Mundo/Pelgrastio.md".into(), "---\ndraft: true\n---\nPelgrastio compra el faro.\n".into()),
+        ("Mundo/Quenduril.md".into(), "---\ndg-publish: false\n---\nQuenduril cruza el estrecho.\n".into()),
+        ("Mundo/Rostibel.md".into(), "---\ntype:\n  - npc\n  - secreto\n---\nRostibel trabaja en la aduana.\n".into()),
+        ("Mundo/Sarnavel.md".into(), "---\ncssclasses: [gm-only]\n---\nSarnavel vende pólvora.\n".into()),
+        ("_Secretos/Tolvemar.md".into(), "Tolvemar conoce el pasadizo.\n".into()),
+        ("Spoilers/Uldravio.md".into(), "Uldravio traicionará al grupo.\n".into()),
+        ("DM/Vesmarco.md".into(), "Vesmarco es el asesino.\n".into()),
+        ("99 - DM/Wilbresto.md".into(), "Wilbresto lleva la corona.\n".into()),
+        ("Sesiones/Sesión 12 (prep GM).md".into(), "# Sesión 12\nXelbrando tenderá una emboscada en el muelle.\n".into()),
+        ("PNJs/Villano.secret.md".into(), "# Villano\nYulbertio es el villano.\n".into()),
+        (
+            "PNJs/La Dama Gris.md".into(),
+            "---\ntype: npc\naliases: [Zembrolio]\n---\n# La Dama Gris\nLa Dama Gris vende velas en el puerto.\n%%Es Zembrolio, la reina exiliada.%%\n".into(),
+        ),
     ];
     let scratch = Scratch::of(&files);
     link_vault(&scratch);
@@ -340,7 +418,7 @@ async fn no_canary_reaches_a_player_and_the_gm_finds_each() {
     // over the annotations), and the answers, as a player, asking for each canary by name and
     // for the sessions around them.
     let mut oracle = Oracle::new(&scratch.index_dir(), embedder.clone(), chat.clone(), AnswerSettings::new(256));
-    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, Audience::Player).unwrap();
     let mut questions: Vec<String> = CANARIES.iter().map(|(canary, _, _)| format!("¿Quién es {canary}?")).collect();
     questions.extend(
         [
@@ -393,18 +471,18 @@ async fn no_canary_reaches_a_player_and_the_gm_finds_each() {
     }
     let player_sources = serde_json::to_string(&oracle.sources(Audience::Player).await.unwrap()).unwrap();
     assert_no_canary("the labels offered", &player_sources);
-    for typed in ["", "a", "e", "o", "r"] {
-        let names = oracle.entity_names_matching(typed, 100).await.unwrap();
+    for typed in ["", "a", "e", "o", "r", "zem"] {
+        let names = oracle.entity_names_matching(typed, 100, Audience::Player).await.unwrap();
         assert_no_canary(&format!("the names offered for {typed:?}"), &names.join("\n"));
     }
-    let names = oracle.entity_names_matching("", 100).await.unwrap();
+    let names = oracle.entity_names_matching("", 100, Audience::Player).await.unwrap();
     for name in names.iter().map(String::as_str).chain(CANARIES.iter().map(|(canary, _, _)| *canary)) {
         let timeline = oraculo::timeline::timeline(&oracle, name, Audience::Player).await;
         let shown = without(&format!("{timeline:?}"), name);
         assert_no_canary(&format!("the timeline of {name}"), &shown);
     }
     oracle.set_mode(AnswerMode::Free);
-    for session in (1..=10).map(Some).chain([None]) {
+    for session in (1..=11).map(Some).chain([None]) {
         let recap = oraculo::timeline::recap(&oracle, session, Audience::Player, LabelLanguage::Es, None).await;
         let shown = match &recap {
             Ok(recap) => format!("{}{:?}", recap.answer.text, recap.answer.citations),
@@ -426,6 +504,32 @@ async fn no_canary_reaches_a_player_and_the_gm_finds_each() {
         });
         assert!(found, "the GM cannot find {canary} ({hiding}): {:?}", searched.candidates);
     }
+    // The GM's compendium holds the secret notes and their aliases; a GM question naming a
+    // secret note's alias finds that note (the alias is in no fragment's text).
+    let gm_compendium = CompendiumIndex::load(&index.store, Audience::Gm).unwrap();
+    let gm_listing = serde_json::to_string(&index.store.compendium_listing(None).unwrap()).unwrap();
+    for name in ["Jastrobel", "Yorvandel", "Zembrolio"] {
+        assert!(gm_listing.contains(name), "the GM's compendium lacks {name}: {gm_listing}");
+    }
+    for (alias, note) in [("Yorvandel", "Secretos/Jastrobel.md"), ("Zembrolio", "PNJs/La Dama Gris.md")] {
+        let question = format!("¿Quién es {alias}?");
+        let request =
+            SearchRequest { question: &question, history: &[], audience: Audience::Gm, k: 8, paths: PathSet::ALL };
+        let searched = search(&index, &gm_compendium, embedder.as_ref(), &request).await.unwrap();
+        assert!(
+            searched.candidates.iter().any(|candidate| candidate.source_path == note),
+            "the GM asking for {alias} does not find {note}: {:?}",
+            searched.candidates
+        );
+        assert!(
+            gm_compendium.detect(&question).iter().any(|(_, entity)| entity.alias == alias),
+            "the GM's entity path does not know {alias}"
+        );
+        assert!(compendium.detect(&question).is_empty(), "the players' entity path knows {alias}");
+    }
+    // The prep note is never the players' «last session».
+    let last = oraculo::timeline::recap(&oracle, None, Audience::Player, LabelLanguage::Es, None).await.unwrap();
+    assert_eq!(last.session.0, 11, "the players' last session is the public one, not the GM's prep");
 }
 
 /// What a `tracing` subscriber writes, kept for the test to read.

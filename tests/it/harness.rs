@@ -36,6 +36,7 @@ pub fn campaign_config(secret_paths: &[&str]) -> CampaignConfig {
             kind_folders: default_kind_folders(),
             secret_paths: secret_paths.iter().map(|s| s.to_string()).collect(),
             secret_words: oraculo::corpus::default_secret_words(),
+            player_paths: Vec::new(),
             session_patterns: oraculo::corpus::SessionPattern::defaults(),
         },
         ignore: DEFAULT_IGNORED.iter().map(|s| s.to_string()).collect(),

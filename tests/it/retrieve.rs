@@ -38,7 +38,7 @@ async fn vault() -> &'static Shared {
 async fn ask(question: &str, history: &[Turn], audience: Audience) -> SearchResult {
     let shared = vault().await;
     let index = Index::open_existing(&shared.index_dir).await.unwrap();
-    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, audience).unwrap();
     let request = SearchRequest { question, history, audience, k: DEFAULT_K, paths: PathSet::ALL };
     search(&index, &compendium, &shared.embedder, &request).await.unwrap()
 }
@@ -144,7 +144,7 @@ async fn every_path_respects_the_depth_rule_and_the_pool_its_cap() {
     let summary =
         ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, Audience::Gm).unwrap();
     let k = DEFAULT_K;
     let request = SearchRequest {
         question: "Baika puente estatua en las sesiones 1 a 12",
@@ -190,7 +190,7 @@ async fn an_empty_fts_index_degrades_to_the_other_paths() {
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     index.store.connection().execute("INSERT INTO fragments_fts (fragments_fts) VALUES ('delete-all')", []).unwrap();
-    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, Audience::Player).unwrap();
     let request = SearchRequest {
         question: "¿Qué vende Baika?",
         history: &[],
@@ -337,7 +337,7 @@ async fn titled_campaign() -> (crate::harness::Scratch, E5Embedder) {
 async fn a_title_asked_in_english_names_the_npc_the_spanish_notes_call_by_it() {
     let (scratch, embedder) = titled_campaign().await;
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, Audience::Gm).unwrap();
     let ask = |question: &'static str, audience: Audience| {
         let (index, compendium, embedder) = (&index, &compendium, &embedder);
         async move {

@@ -30,7 +30,7 @@ async fn a_reingest_between_search_and_answer_shows_no_secret() {
     // A player searches…
     let question = "¿Quién es el capitán del faro?";
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, Audience::Player).unwrap();
     let request = SearchRequest { question, history: &[], audience: Audience::Player, k: 8, paths: PathSet::ALL };
     let searched = search(&index, &compendium, embedder.as_ref(), &request).await.unwrap();
     assert!(searched.candidates.iter().any(|c| c.label == "Sesión 2"), "{:?}", searched.candidates);
@@ -412,4 +412,252 @@ fn no_player_fragment_holds_text_from_inside_a_secret_span() {
     }
     // Not vacuous: most public text is still shown.
     assert!(n_public_shown * 2 > n_public, "{n_public_shown} of {n_public} public words shown");
+}
+
+/// The one rule, attacked: notes built from every kind of named thing × GM words in Spanish
+/// and English × casing (camelCase, UPPER, accents, plurals) × nesting (none, list item,
+/// quote, callout) × line endings. Each note hides one unique word inside what its named thing
+/// covers and shows one outside it: no player fragment or players' compendium name holds the
+/// hidden word, the GM's fragments hold each, and the public word stays public.
+mod named_things {
+    use oraculo::compendium::Compendium;
+    use oraculo::corpus::{Fragment, Visibility, fragment_campaign, parse_campaign};
+
+    use crate::harness::campaign_config;
+
+    /// GM words as DMs write them: phrases for headings and labels, one-token forms for keys,
+    /// tags, classes and folders.
+    const PHRASES: &[&str] = &[
+        "Notas del DJ",
+        "DM Notes",
+        "GM",
+        "Secreto",
+        "SECRETOS",
+        "Solo para el Máster",
+        "spoilers",
+        "Narradora",
+        "Hidden",
+        "privado",
+        "notas ocultas",
+    ];
+    const TOKENS: &[&str] =
+        &["gmOnly", "GMNotes", "DMnotes", "notasDJ", "dm_only", "gm-only", "Secret", "SPOILER", "máster"];
+    /// Words that are not GM words, in the same places: nothing may be hidden for them.
+    const PLAIN_PHRASES: &[&str] = &["Notas del grupo", "Tesoro", "Admin", "Recompensas", "dmg"];
+    const PLAIN_TOKENS: &[&str] = &["partyNotes", "tesoro", "gmnotes", "Admin", "djinn"];
+
+    /// A note's body with `{W}` where the named thing goes, `{H}` the hidden word and `{P}`
+    /// the public one; `nestable`: whether it may sit in a list item, quote or callout.
+    struct Kind {
+        name: &'static str,
+        template: &'static str,
+        token: bool,
+        nestable: bool,
+    }
+
+    const BODY_KINDS: &[Kind] = &[
+        Kind {
+            name: "heading",
+            template: "## {W}\n{H} vive aquí.\n## Otra cosa\n{P} vive allí.",
+            token: false,
+            nestable: true,
+        },
+        Kind { name: "label", template: "**{W}:** {H} miente.\n\n{P} dice la verdad.", token: false, nestable: true },
+        Kind { name: "plain label", template: "{W}: {H} miente.\n\n{P} dice la verdad.", token: false, nestable: true },
+        Kind {
+            name: "list label",
+            template: "- Compran sal.\n- {W}: {H} envenena la sal.\n- {P} paga.",
+            token: false,
+            nestable: true,
+        },
+        Kind {
+            name: "label alone",
+            template: "{W}:\n\n{H} es el traidor.\n\n## Después\n{P} llega.",
+            token: false,
+            nestable: false,
+        },
+        Kind { name: "column", template: "| PNJ | {W} |\n|---|---|\n| {P} | {H} |", token: false, nestable: true },
+        Kind {
+            name: "cell label",
+            template: "| PNJ | Rol |\n|---|---|\n| {P} | **{W}:** {H} |",
+            token: false,
+            nestable: true,
+        },
+        Kind { name: "fence", template: "```{W}\n{H} hundió el barco.\n```\n{P} nada.", token: true, nestable: true },
+        Kind {
+            name: "details",
+            template: "<details><summary>{W}</summary>\n{H} es hijo del farero.\n</details>\n\n{P} es hija.",
+            token: false,
+            nestable: true,
+        },
+        Kind {
+            name: "class",
+            template: "<div class=\"{W}\">\n{H} escucha.\n</div>\n\n{P} habla.",
+            token: true,
+            nestable: true,
+        },
+        Kind {
+            name: "title",
+            template: "{P} sonríe. <span title=\"{W}\">{H} escucha.</span> Fin.",
+            token: false,
+            nestable: true,
+        },
+        Kind { name: "field", template: "{W}:: {H} guarda el mapa\n\n{P} busca el mapa.", token: true, nestable: true },
+        Kind {
+            name: "bracket field",
+            template: "{P} tiene [{W}:: {H} como hijo] y un perro.",
+            token: true,
+            nestable: true,
+        },
+        Kind { name: "callout type", template: "> [!{W}]\n> {H} lo sabe.\n\n{P} no.", token: true, nestable: false },
+        Kind {
+            name: "callout metadata",
+            template: "> [!quote|{W}] Al oído\n> {H} lo dijo.\n\n{P} lo oyó.",
+            token: true,
+            nestable: false,
+        },
+    ];
+
+    /// Whole-note kinds: the path or the front matter.
+    const NOTE_KINDS: &[Kind] = &[
+        Kind { name: "folder", template: "path:{W}/nota.md", token: true, nestable: false },
+        Kind { name: "numbered folder", template: "path:99 - {W}/nota.md", token: true, nestable: false },
+        Kind { name: "file name", template: "path:PNJs/Villano ({W}).md", token: false, nestable: false },
+        Kind { name: "dotted file name", template: "path:PNJs/Villano.{W}.md", token: true, nestable: false },
+        Kind { name: "front matter key", template: "---\n{W}: true\n---\n", token: true, nestable: false },
+        Kind { name: "front matter value", template: "---\ntype: {W}\n---\n", token: true, nestable: false },
+        Kind {
+            name: "front matter list",
+            template: "---\ntype:\n  - npc\n  - {W}\n---\n",
+            token: true,
+            nestable: false,
+        },
+        Kind { name: "front matter tag", template: "---\ntags: [lugar, {W}]\n---\n", token: true, nestable: false },
+        Kind { name: "inline tag", template: "#{W}\n", token: true, nestable: false },
+    ];
+
+    fn nest(body: &str, nesting: &str) -> String {
+        match nesting {
+            // The first line opens a list item; the rest follows it as CommonMark's lazy lines.
+            "list" => format!("- {body}"),
+            "quote" => body.lines().map(|line| format!("> {line}")).collect::<Vec<_>>().join("\n"),
+            "callout" => format!(
+                "> [!note] Nota\n{}",
+                body.lines().map(|line| format!("> {line}")).collect::<Vec<_>>().join("\n")
+            ),
+            _ => body.to_string(),
+        }
+    }
+
+    /// Every (path, text, hidden word, public word) the sweep builds for `kinds` and `words`.
+    fn notes(kinds: &[Kind], phrases: &[&str], tokens: &[&str]) -> Vec<(String, String, String, String, String)> {
+        let mut notes = Vec::new();
+        let mut n = 0;
+        for kind in kinds {
+            let words = if kind.token { tokens } else { phrases };
+            let nestings: &[&str] = if kind.nestable { &["none", "list", "quote", "callout"] } else { &["none"] };
+            for word in words {
+                for nesting in nestings {
+                    for ending in ["\n", "\r\n", "\r"] {
+                        n += 1;
+                        let hidden = format!("Zekret{n}x");
+                        let public = format!("Abierto{n}x");
+                        let (path, text) = match kind.template.strip_prefix("path:") {
+                            Some(path) => {
+                                (path.replace("{W}", word), format!("# Sesión {n}\n{hidden} conoce a {public}.\n"))
+                            }
+                            // Front matter and tags open the note.
+                            None if !kind.template.contains("{H}") => (
+                                format!("Mundo/nota {n}.md"),
+                                format!("{}{hidden} conoce a {public}.\n", kind.template.replace("{W}", word)),
+                            ),
+                            None => {
+                                let body =
+                                    kind.template.replace("{W}", word).replace("{H}", &hidden).replace("{P}", &public);
+                                (format!("Sesiones/Sesión {n}.md"), format!("# Sesión {n}\n{}\n", nest(&body, nesting)))
+                            }
+                        };
+                        let text = text.replace('\n', ending);
+                        let described = format!("{} «{word}» nested {nesting}, ending {ending:?}", kind.name);
+                        notes.push((path, text, hidden, public, described));
+                    }
+                }
+            }
+        }
+        notes
+    }
+
+    fn read(path: &str, text: &str) -> (Vec<Fragment>, Compendium) {
+        let config = campaign_config(&[]).corpus;
+        let (parsed, _) = parse_campaign(&[(path, text)], &config);
+        let (fragments, _) = fragment_campaign(&parsed, &config);
+        (fragments, Compendium::build(&parsed, &config))
+    }
+
+    fn shown(fragments: &[Fragment], audience: Option<Visibility>) -> String {
+        fragments
+            .iter()
+            .filter(|fragment| audience.is_none_or(|visibility| fragment.visibility == visibility))
+            .map(|fragment| format!("{} {} {}\n", fragment.label, fragment.source_path, fragment.text))
+            .collect()
+    }
+
+    /// Sweeps `kinds`: every hidden word is GM-only and found by the GM; with `whole_note`,
+    /// the public word goes with it, else it stays public.
+    fn check_hidden(kinds: &[Kind], whole_note: bool) -> usize {
+        let built = notes(kinds, PHRASES, TOKENS);
+        for (path, text, hidden, public, described) in &built {
+            let (fragments, compendium) = read(path, text);
+            let players = shown(&fragments, Some(Visibility::Player));
+            assert!(
+                !players.contains(hidden.as_str()),
+                "{described}: {hidden} reaches players:\n{text}\n--- shown:\n{players}"
+            );
+            let names = serde_json::to_string(&compendium.for_players()).unwrap();
+            assert!(!names.contains(hidden.as_str()), "{described}: the players' compendium holds {hidden}: {names}");
+            assert!(
+                shown(&fragments, None).contains(hidden.as_str()),
+                "{described}: the GM cannot find {hidden}:\n{text}"
+            );
+            if !whole_note {
+                assert!(
+                    players.contains(public.as_str()),
+                    "{described}: {public} was hidden too:\n{text}\n--- shown:\n{players}"
+                );
+            }
+        }
+        built.len()
+    }
+
+    #[test]
+    fn every_body_named_thing_hides_what_it_covers() {
+        let n = check_hidden(BODY_KINDS, false);
+        assert!(n > 1000, "{n} notes");
+    }
+
+    #[test]
+    fn every_path_and_front_matter_named_thing_hides_the_note() {
+        let n = check_hidden(NOTE_KINDS, true);
+        assert!(n > 200, "{n} notes");
+    }
+
+    #[test]
+    fn a_note_with_no_gm_word_anywhere_is_not_hidden() {
+        let kinds: Vec<&Kind> = BODY_KINDS.iter().chain(NOTE_KINDS).collect();
+        let mut n = 0;
+        for kind in kinds {
+            for (path, text, hidden, public, described) in
+                notes(std::slice::from_ref(kind), PLAIN_PHRASES, PLAIN_TOKENS)
+            {
+                let (fragments, _) = read(&path, &text);
+                let players = shown(&fragments, Some(Visibility::Player));
+                assert!(
+                    players.contains(&hidden) && players.contains(&public),
+                    "{described}: a note with no GM word lost text:\n{text}\n--- shown:\n{players}"
+                );
+                n += 1;
+            }
+        }
+        assert!(n > 500, "{n} notes");
+    }
 }

@@ -51,7 +51,7 @@ async fn bench(scratch: Scratch) -> Bench {
 
 async fn search_as(bench: &Bench, question: &str, audience: Audience) -> SearchResult {
     let index = Index::open_existing(&bench.scratch.index_dir()).await.unwrap();
-    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, audience).unwrap();
     let request = SearchRequest { question, history: &[], audience, k: 8, paths: PathSet::ALL };
     search(&index, &compendium, bench.oracle.embedder().as_ref(), &request).await.unwrap()
 }
@@ -100,7 +100,7 @@ async fn sessions_numbered_only_in_file_names_are_found_by_the_time_path() {
 async fn a_named_session_is_shown_and_a_missing_one_is_answered_naming_the_last() {
     let bench = bench(time_campaign()).await;
     let index = bench.oracle.open_index().await.unwrap();
-    let compendium = CompendiumIndex::load(&index.store).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, Audience::Player).unwrap();
     let request = AskRequest { question: "¿Qué pasó en la sesión 3?", history: &[], audience: Audience::Player };
     let prepared = bench.oracle.prepare(&index, &compendium, &request, Default::default()).await.unwrap();
     assert!(prepared.chosen.iter().any(|c| c.label == "Sesión 3"));

@@ -61,6 +61,8 @@ pub(crate) fn read_body(
                 if let Some(secret) = secret_callout(line, config) {
                     let mut callout = OpenSecret::new(SecretForm::Callout, line_index, secret.title);
                     callout.quote_depth = secret.quote_depth;
+                    callout.name = secret.name.to_string();
+                    callout.word = secret.word.to_string();
                     // `> [!secret]` is itself a paragraph line: the next line may continue it lazily.
                     callout.last_line_blank = false;
                     open = Some(callout);

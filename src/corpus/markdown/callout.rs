@@ -10,10 +10,11 @@ use crate::corpus::CorpusConfig;
 
 /// Any callout opener, `> [!type|metadata]- title`, at any quote depth (`> > [!type]` inside
 /// another callout) and in list items (`- > [!type]`, `1. > [!type]`, `> - > [!type]`). It is
-/// secret when a word of its type is a GM word ([`CorpusConfig::names_gm`]).
+/// secret when a word of its type or of its metadata (`[!quote|dm]`) is a GM word
+/// ([`CorpusConfig::gm_word_in`]).
 static CALLOUT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?P<prefix>[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*(?:>[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*)+)\[!(?P<type>[^\]|\n]*)(?:\|[^\]\n]*)?\][-+]?[ \t]*(?P<title>.*)$",
+        r"^(?P<prefix>[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*(?:>[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*)+)\[!(?P<type>[^\]|\n]*)(?:\|(?P<meta>[^\]\n]*))?\][-+]?[ \t]*(?P<title>.*)$",
     )
     .expect("the callout pattern is valid")
 });
@@ -29,6 +30,9 @@ static INTERRUPTS_PARAGRAPH: LazyLock<Regex> = LazyLock::new(|| {
 pub(super) struct SecretCallout<'l> {
     pub(super) quote_depth: usize,
     pub(super) title: &'l str,
+    /// `[!type|meta]` as written, and the GM word in it.
+    pub(super) name: &'l str,
+    pub(super) word: &'l str,
 }
 
 /// `line` when it opens a callout whose type holds a GM word (`[!secret]`, `[!gm-only]`,
@@ -38,12 +42,16 @@ pub(super) fn secret_callout<'l>(line: &'l str, config: &CorpusConfig) -> Option
         return None;
     }
     let captures = CALLOUT.captures(line)?;
-    if !config.names_gm(captures.name("type")?.as_str()) {
-        return None;
-    }
+    let in_type = config.gm_word_in(captures.name("type")?.as_str());
+    let word = in_type.or_else(|| captures.name("meta").and_then(|meta| config.gm_word_in(meta.as_str())))?;
+    let prefix = captures.name("prefix")?;
+    let title = captures.name("title");
+    let name_end = title.map_or(line.len(), |title| title.start());
     Some(SecretCallout {
-        quote_depth: captures["prefix"].matches('>').count(),
-        title: captures.name("title").map_or("", |title| title.as_str().trim()),
+        quote_depth: prefix.as_str().matches('>').count(),
+        title: title.map_or("", |title| title.as_str().trim()),
+        name: line[prefix.end()..name_end].trim(),
+        word,
     })
 }
 

@@ -6,17 +6,53 @@ use serde_yaml_ng::Value;
 use super::diagnostic;
 use crate::corpus::secrets::phrase_words;
 use crate::corpus::text::fold;
-use crate::corpus::{CorpusConfig, Diagnostic, NoteKind, SessionNumber};
+use crate::corpus::{CorpusConfig, Diagnostic, HiddenBecause, NoteKind, SessionNumber};
 
 /// `visibility:` values that leave a note to the players; a GM word marks it GM-only, and
 /// anything else is read as GM-only too, with a diagnostic (a value not understood fails closed).
 const PUBLIC_VISIBILITIES: &[&str] =
-    &["public", "publico", "publica", "player", "players", "jugador", "jugadores", "todos", "all", "everyone"];
+    &["public", "publico", "publica", "player", "players", "jugador", "jugadores", "todos", "all", "everyone", "true"];
 
-/// Values of a GM-word key (`secret:`, `gm:`, `dm_only:`) that mark the note: YAML's yes-words
-/// and Spanish's. A key holding other text (`notas_dj: …`) is GM data in the front matter,
-/// which is never shown: it marks nothing.
+/// Values that say yes (YAML's and Spanish's) and no.
 const YES_VALUES: &[&str] = &["true", "yes", "y", "si", "on", "1", "only", "solo"];
+const NO_VALUES: &[&str] = &["false", "no", "n", "off", "0"];
+
+/// How a presence mark's value decides whether a note is for the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Presence {
+    /// `publish: false` hides; `true` shows.
+    HiddenWhenNo,
+    /// `draft: true` hides; `false` shows.
+    HiddenWhenYes,
+    /// `visibility: gm` hides (a GM word, or `false`); public words show.
+    Audience,
+}
+
+/// The presence marks, one table (keys compared folded, without `-`, `_` or spaces, so
+/// `dg-publish` is `dgpublish`): keys that say whether a note is published, visible or a
+/// draft, from Obsidian Publish, Digital Garden, Quartz, Hugo and the DM's own habit. A value
+/// neither yes nor no hides the note, with a diagnostic (fails closed).
+const PRESENCE_MARKS: &[(&str, Presence)] = &[
+    ("visible", Presence::HiddenWhenNo),
+    ("publish", Presence::HiddenWhenNo),
+    ("published", Presence::HiddenWhenNo),
+    ("publicar", Presence::HiddenWhenNo),
+    ("publicado", Presence::HiddenWhenNo),
+    ("publicada", Presence::HiddenWhenNo),
+    ("dgpublish", Presence::HiddenWhenNo),
+    ("public", Presence::HiddenWhenNo),
+    ("publico", Presence::HiddenWhenNo),
+    ("publica", Presence::HiddenWhenNo),
+    ("share", Presence::HiddenWhenNo),
+    ("shared", Presence::HiddenWhenNo),
+    ("compartir", Presence::HiddenWhenNo),
+    ("draft", Presence::HiddenWhenYes),
+    ("borrador", Presence::HiddenWhenYes),
+    ("visibility", Presence::Audience),
+    ("visibilidad", Presence::Audience),
+    ("audience", Presence::Audience),
+    ("audiencia", Presence::Audience),
+];
 
 /// What the front matter says, and which lines of the file it takes.
 #[derive(Debug, Default)]
@@ -38,6 +74,15 @@ pub(crate) struct FrontMatter {
     /// The whole note is GM-only: a mark (`secret: true`, `visibility: gm`, `publish: false`,
     /// a GM tag or type), or front matter that cannot be read, which might have held one.
     pub gm_only: bool,
+    /// Why, when it is.
+    pub hidden_because: Option<HiddenBecause>,
+}
+
+impl FrontMatter {
+    fn hide(&mut self, because: HiddenBecause) {
+        self.gm_only = true;
+        self.hidden_because.get_or_insert(because);
+    }
 }
 
 /// Reads the YAML front matter at the very top of the file (`---` … `---` or `...`).
@@ -62,7 +107,7 @@ pub(crate) fn read_front_matter(
             "front matter opened with `---` is never closed: the note is kept GM-only until it is",
         ));
         front.body_start = 1;
-        front.gm_only = true;
+        front.hide(HiddenBecause::new(Some(1), "broken front matter", "---", ""));
         return front;
     };
     let yaml = lines[1..closing].join("\n");
@@ -72,7 +117,13 @@ pub(crate) fn read_front_matter(
             front.body_start = closing + 1;
             for (key, value) in &mapping {
                 let Some(key) = key.as_str() else { continue };
-                read_front_matter_field(path, key.trim(), value, &mut front, config, diagnostics);
+                let key = key.trim();
+                let line = lines[1..closing]
+                    .iter()
+                    .position(|line| line.trim_start().starts_with(key))
+                    .and_then(|at| u32::try_from(at + 2).ok());
+                read_front_matter_field(path, key, value, &mut front, diagnostics);
+                read_front_matter_mark(path, (line, key), value, &mut front, config, diagnostics);
             }
         }
         Ok(_) => {
@@ -83,7 +134,7 @@ pub(crate) fn read_front_matter(
             ));
             front.body_start = 1;
             front.hidden.push(closing);
-            front.gm_only = true;
+            front.hide(HiddenBecause::new(Some(2), "broken front matter", "not key: value pairs", ""));
         }
         Err(error) => {
             let yaml_line = error.location().map_or(1, |location| location.line());
@@ -97,7 +148,7 @@ pub(crate) fn read_front_matter(
             ));
             front.body_start = 1;
             front.hidden.push(closing);
-            front.gm_only = true;
+            front.hide(HiddenBecause::new(line, "broken front matter", reason, ""));
         }
     }
     front
@@ -108,7 +159,6 @@ fn read_front_matter_field(
     key: &str,
     value: &Value,
     front: &mut FrontMatter,
-    config: &CorpusConfig,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     match fold(key).as_str() {
@@ -143,53 +193,112 @@ fn read_front_matter_field(
             front.sessions = sessions;
         }
         "type" | "tipo" => {
-            front.declared_type = scalar_text(value);
+            // Obsidian's Properties editor writes a list: `type:\n  - npc`.
+            front.declared_type = text_list(value).into_iter().next();
             front.kind = front.declared_type.as_deref().map(kind_from_type);
-            // `type: secreto`, `tipo: notas-dj`.
-            front.gm_only |= front.declared_type.as_deref().is_some_and(|declared| config.names_gm(declared));
         }
-        "visibility" | "visibilidad" => {
-            let value = scalar_text(value).unwrap_or_default();
-            if config.names_gm(&value) {
-                front.gm_only = true;
-            } else if !PUBLIC_VISIBILITIES.contains(&fold(value.trim()).as_str()) {
-                // The value is not quoted: it might be the secret itself.
-                diagnostics.push(diagnostic(
-                    path,
-                    None,
-                    "front matter `visibility` is neither a GM word (gm, dm, secret, private…) nor public or player: the note is kept GM-only",
-                ));
-                front.gm_only = true;
-            }
-        }
-        // Obsidian Publish: a note its DM keeps off the published site is not for the table.
-        "publish" | "publicar" => front.gm_only |= is_no(value),
-        key if config.names_gm(key) => front.gm_only |= marks_gm_only(key, value),
         _ => {}
     }
 }
 
-/// Whether `key: value`, a front matter key holding a GM word (`secret`, `gm`, `dm_only`,
-/// `secreto`), marks the note: a yes (`true`, `yes`, `sí`, `1`, `only`); or, for a key that is
-/// the GM word alone, nothing at all (`secret:`). Other text under such a key is GM data kept in
-/// the front matter, which is never shown (`notas_dj: …`, `gm: {motivo: …}`), and marks nothing.
-fn marks_gm_only(key: &str, value: &Value) -> bool {
-    match value {
-        Value::Bool(flag) => *flag,
-        Value::Number(number) => number.as_u64() == Some(1),
-        Value::String(text) => YES_VALUES.contains(&fold(text.trim()).as_str()),
-        Value::Null => phrase_words(key).count() == 1,
-        _ => false,
+/// The one rule over a front matter field: a presence mark is read by its value
+/// ([`PRESENCE_MARKS`]); a key holding a GM word (`secret`, `gmOnly`, `dm_notes`) hides the
+/// note unless its value says no (`gmOnly: false`, as templates write it) or it is an empty
+/// template field with more words than the GM word (`dm_notes:`); any value, scalar or in a
+/// list or mapping, holding a GM word (`type: [npc, secreto]`, `cssclasses: gm-only`) hides it.
+fn read_front_matter_mark(
+    path: &str,
+    (line, key): (Option<u32>, &str),
+    value: &Value,
+    front: &mut FrontMatter,
+    config: &CorpusConfig,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let compact: String = fold(key).chars().filter(|c| c.is_alphanumeric()).collect();
+    if let Some(&(_, presence)) = PRESENCE_MARKS.iter().find(|(mark, _)| *mark == compact) {
+        let answer = yes_or_no(value);
+        let text = scalar_text(value).unwrap_or_default();
+        let hides = match (presence, answer) {
+            (Presence::HiddenWhenNo, Some(yes)) => !yes,
+            (Presence::HiddenWhenYes, Some(yes)) => yes,
+            (Presence::Audience, _) if config.names_gm(&text) => true,
+            (Presence::Audience, Some(false)) => true,
+            (Presence::Audience, _) if PUBLIC_VISIBILITIES.contains(&fold(text.trim()).as_str()) => false,
+            _ => {
+                // The value is not understood: it might be the secret itself.
+                diagnostics.push(diagnostic(
+                    path,
+                    line,
+                    &format!(
+                        "front matter `{key}` is a presence mark whose value is neither yes, no, public nor a GM word: the note is kept GM-only"
+                    ),
+                ));
+                true
+            }
+        };
+        if hides {
+            front.hide(HiddenBecause::new(line, "presence mark", &format!("{key}: {text}"), ""));
+        }
+        return;
+    }
+    if let Some(word) = config.gm_word_in(key) {
+        let hides = match value {
+            Value::Null => phrase_words(key).count() == 1,
+            Value::String(text) if text.trim().is_empty() => phrase_words(key).count() == 1,
+            Value::Sequence(items) if items.is_empty() => phrase_words(key).count() == 1,
+            other => yes_or_no(other).unwrap_or(true),
+        };
+        if hides {
+            front.hide(HiddenBecause::new(line, "front matter key", key, word));
+        }
+        return;
+    }
+    let mut texts = Vec::new();
+    strings_in(value, &mut texts);
+    for text in texts {
+        if let Some(word) = config.gm_word_in(&text) {
+            front.hide(HiddenBecause::new(line, "front matter value", &format!("{key}: {text}"), word));
+            return;
+        }
     }
 }
 
-/// `false`, `no`, `0`: a value that says no.
-fn is_no(value: &Value) -> bool {
+/// Every string in a value, through lists and mappings (keys of nested mappings too).
+fn strings_in(value: &Value, texts: &mut Vec<String>) {
     match value {
-        Value::Bool(flag) => !*flag,
-        Value::Number(number) => number.as_u64() == Some(0),
-        Value::String(text) => matches!(fold(text.trim()).as_str(), "false" | "no" | "n" | "off" | "0"),
-        _ => false,
+        Value::String(text) => texts.push(text.clone()),
+        Value::Sequence(items) => items.iter().for_each(|item| strings_in(item, texts)),
+        Value::Mapping(mapping) => {
+            for (key, value) in mapping {
+                strings_in(key, texts);
+                strings_in(value, texts);
+            }
+        }
+        Value::Tagged(tagged) => strings_in(&tagged.value, texts),
+        _ => {}
+    }
+}
+
+/// `true`/`yes`/`sí`/`1` → yes, `false`/`no`/`0` → no, anything else → `None`.
+fn yes_or_no(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(flag) => Some(*flag),
+        Value::Number(number) => match number.as_u64() {
+            Some(1) => Some(true),
+            Some(0) => Some(false),
+            _ => None,
+        },
+        Value::String(text) => {
+            let text = fold(text.trim());
+            if YES_VALUES.contains(&text.as_str()) {
+                Some(true)
+            } else if NO_VALUES.contains(&text.as_str()) {
+                Some(false)
+            } else {
+                None
+            }
+        }
+        _ => None,
     }
 }
 
@@ -292,8 +401,7 @@ Cuerpo.",
             "
 gm only
 2| title: \"sin cerrar
-3| notas_dj: [el capitán
-5| Cuerpo.
+secret 3-5: notas_dj: [el capitán⏎---⏎Cuerpo.
 diagnostic 3: front matter is not valid YAML (found unexpected end of stream): the note is kept GM-only until it is fixed",
         );
         check(
@@ -337,16 +445,30 @@ diagnostic 2: front matter is not a list of `key: value` pairs: the note is kept
             "publish: false",
             "type: secreto",
             "tipo: notas-dj",
+            // The one rule: a GM-word key with content, camelCase, a presence mark, a list value.
+            "notas_dj: el capitán es el traidor",
+            "gmOnly: true",
+            "draft: true",
+            "dg-publish: false",
+            "visible: no",
+            "publicado: false",
+            "cssclasses: [gm-only]",
+            "estado: [borrador, spoiler]",
         ];
         for mark in marked {
             let kind = if mark.starts_with("t") { "kind: world\n" } else { "" };
+            let lines: Vec<&str> = ["---", mark, "---"].to_vec();
+            let parsed = read_front_matter("n.md", &lines, &config(), &mut Vec::new());
+            assert!(parsed.hidden_because.is_some(), "{mark}: no reason given");
             check(&format!("---\n{mark}\n---\nCuerpo."), &format!("gm only\n{kind}4| Cuerpo."));
         }
         let unmarked = [
             "secret: false",
             "gm: no",
-            "notas_dj: el capitán es el traidor",
-            "gm:\n  motivo: venganza",
+            "gmOnly: false",
+            "dm_notes:",
+            "draft: false",
+            "dg-publish: true",
             "visibility: public",
             "visibility: jugadores",
             "publish: true",
@@ -369,7 +491,7 @@ diagnostic 2: front matter is not a list of `key: value` pairs: the note is kept
             "
 gm only
 4| Cuerpo.
-diagnostic -: front matter `visibility` is neither a GM word (gm, dm, secret, private…) nor public or player: the note is kept GM-only",
+diagnostic 2: front matter `visibility` is a presence mark whose value is neither yes, no, public nor a GM word: the note is kept GM-only",
         );
     }
 }

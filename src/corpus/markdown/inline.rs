@@ -236,6 +236,8 @@ impl LineScan<'_, '_> {
         match head.kind {
             CommentKind::GmOpener => {
                 let mut block = OpenSecret::new(SecretForm::GmBlock, self.line_index, "");
+                block.name = format!("<!-- {} -->", line[at + "<!--".len()..head.end].trim());
+                block.word = head.word.to_string();
                 let next = open_gm_block(line, &head, &mut block, &mut self.comment_closes, problems);
                 *open = Some(block);
                 Step::Next(next)
@@ -284,7 +286,9 @@ impl LineScan<'_, '_> {
                 secret.text.push_str(&line[position..nested]);
                 Step::Closed(after_comment(line, &head, &mut self.comment_closes))
             }
-            SecretForm::Callout => unreachable!("callouts are whole lines, handled by read_body"),
+            SecretForm::Callout | SecretForm::Named => {
+                unreachable!("callouts and named things are whole lines, handled by read_body")
+            }
         }
     }
 

@@ -14,13 +14,15 @@ mod callout;
 mod front_matter;
 mod inline;
 mod links;
+mod named;
 
 pub(crate) use body::read_body;
 pub(crate) use front_matter::{FrontMatter, read_front_matter};
 pub(crate) use links::LinkReader;
 use links::render_obsidian;
+pub(crate) use named::{Covers, cover_named_things};
 
-use super::{Diagnostic, Link, SecretPassage, SessionNumber};
+use super::{Diagnostic, HiddenBecause, Link, SecretPassage, SessionNumber};
 
 /// The body of a note with secrets taken out and Obsidian syntax rendered.
 #[derive(Debug, Default)]
@@ -108,15 +110,29 @@ enum SecretForm {
     HtmlComment,
     /// A secret callout (`> [!secret]`) and its quoted lines.
     Callout,
+    /// What a named thing holding a GM word covers (`named`).
+    Named,
 }
 
 impl SecretForm {
+    /// The kind of marker, as `oraculo secrets` names it.
+    fn thing(self) -> &'static str {
+        match self {
+            SecretForm::Comment => "comment",
+            SecretForm::GmBlock => "gm block",
+            SecretForm::HtmlComment => "html comment",
+            SecretForm::Callout => "callout",
+            SecretForm::Named => "named thing",
+        }
+    }
+
     fn describe(self) -> &'static str {
         match self {
             SecretForm::Comment => "`%%` comment",
             SecretForm::GmBlock => "`<!-- gm -->` block",
             SecretForm::HtmlComment => "`<!--` comment",
             SecretForm::Callout => "secret callout",
+            SecretForm::Named => "GM section",
         }
     }
 }
@@ -130,11 +146,25 @@ struct OpenSecret {
     quote_depth: usize,
     /// Callouts: whether the last line read into it was blank (no lazy continuation follows).
     last_line_blank: bool,
+    /// The marker as written (`[!gm-only]`, `<!-- DJ -->`) and its GM word, for the audit.
+    name: String,
+    word: String,
+    /// The named thing's kind, for `SecretForm::Named`.
+    thing: Option<String>,
 }
 
 impl OpenSecret {
     fn new(form: SecretForm, line_start: usize, text: &str) -> OpenSecret {
-        OpenSecret { form, line_start, text: text.to_string(), quote_depth: 0, last_line_blank: true }
+        OpenSecret {
+            form,
+            line_start,
+            text: text.to_string(),
+            quote_depth: 0,
+            last_line_blank: true,
+            name: String::new(),
+            word: String::new(),
+            thing: None,
+        }
     }
 }
 
@@ -147,11 +177,59 @@ fn close_secret(secret: OpenSecret, line_end_index: usize, secrets: &mut Vec<Sec
     }
     // Spaces only: the text keeps one line per line of its span.
     let text = text.trim_matches([' ', '\t']).to_string();
+    let line_start = line_number(secret.line_start);
     secrets.push(SecretPassage {
-        line_start: line_number(secret.line_start),
+        line_start,
         line_end: line_number(line_end_index.max(secret.line_start)),
         text,
+        because: HiddenBecause::new(
+            Some(line_start),
+            secret.thing.as_deref().unwrap_or(secret.form.thing()),
+            &secret.name,
+            &secret.word,
+        ),
     });
+}
+
+/// Reads a note's body under the one rule: what its named things (headings, labels, columns,
+/// fences, elements, fields) cover is blanked before anything else reads the lines, then the
+/// other secret forms are taken out and links rendered ([`read_body`]); what was covered joins
+/// the body's secrets.
+pub(crate) fn read_covered_body(
+    path: &str,
+    raw_lines: &[&str],
+    front: &FrontMatter,
+    (config, secret_notes): (&super::CorpusConfig, &super::SecretNotes),
+    markers: TextMarkers,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Body {
+    let covers = cover_named_things(raw_lines, front.body_start, config);
+    let (shown_lines, covered) = covers.apply(raw_lines);
+    for (line_index, problem) in &covers.problems {
+        let message = format!("{problem}: everything after it is treated as DM-only");
+        diagnostics.push(diagnostic(path, u32::try_from(line_index + 1).ok(), &message));
+    }
+    let lines: Vec<&str> = shown_lines.iter().map(String::as_str).collect();
+    let reader = LinkReader::new(config, secret_notes, path, &lines, markers);
+    let mut body = read_body(path, &lines, front, &reader, diagnostics);
+    if !covers.is_empty() {
+        add_covered(&mut body, covered, &covers);
+    }
+    body
+}
+
+/// Adds what the body's named things covered (`Covers::apply`'s passages) to its secrets, in
+/// file order, rendered as GM text.
+pub(crate) fn add_covered(body: &mut Body, covered: Vec<(usize, usize, usize, String)>, covers: &Covers) {
+    for (reason, first, last, text) in covered {
+        let mut secret = OpenSecret::new(SecretForm::Named, first, &text);
+        let because = &covers.reasons[reason];
+        secret.name = because.name.clone();
+        secret.word = because.word.clone();
+        secret.thing = Some(because.thing.clone());
+        close_secret(secret, last, &mut body.secrets);
+    }
+    body.secrets.sort_by_key(|secret| secret.line_start);
 }
 
 fn line_number(line_index: usize) -> u32 {
@@ -182,6 +260,7 @@ mod tests {
             kind_folders: crate::corpus::default_kind_folders(),
             secret_paths: vec!["Secretos".to_string()],
             secret_words: crate::corpus::default_secret_words(),
+            player_paths: Vec::new(),
             session_patterns: crate::corpus::SessionPattern::defaults(),
         }
     }
@@ -192,8 +271,9 @@ mod tests {
         let mut diagnostics = Vec::new();
         let config = config();
         let front = read_front_matter("n.md", &lines, &config, &mut diagnostics);
-        let reader = LinkReader::new(&config, secret_notes, "Sesiones/n.md", &lines, TextMarkers::in_text(text));
-        let body = read_body("n.md", &lines, &front, &reader, &mut diagnostics);
+        let markers = TextMarkers::in_text(text);
+        let body =
+            read_covered_body("Sesiones/n.md", &lines, &front, (&config, secret_notes), markers, &mut diagnostics);
         let mut actual = String::new();
         if front.gm_only {
             writeln!(actual, "gm only").unwrap();

@@ -32,6 +32,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../../migrations/0004_conversation_turns_know_their_audience.sql"),
     ),
     ("0005_bm25_over_passages", include_str!("../../../migrations/0005_bm25_over_passages.sql")),
+    ("0006_compendium_knows_its_audience", include_str!("../../../migrations/0006_compendium_knows_its_audience.sql")),
 ];
 
 /// Words of one BM25 passage (`fragment_windows`): about what the naive baseline's windows

@@ -7,7 +7,7 @@ use tracing::info_span;
 use super::{
     BM25_WINDOW_STEP, BM25_WINDOW_WORDS, CompendiumRecords, FileRecord, IngestChanges, META_GENERATION, Store,
 };
-use crate::corpus::fold;
+use crate::corpus::{Visibility, fold};
 use crate::index::IndexError;
 
 impl Store {
@@ -107,14 +107,19 @@ fn insert_file(transaction: &Transaction<'_>, file: &FileRecord) -> rusqlite::Re
     Ok(())
 }
 
+fn entity_visibility(gm_only: bool) -> Visibility {
+    if gm_only { Visibility::DmOnly } else { Visibility::Player }
+}
+
 fn write_compendium(transaction: &Transaction<'_>, records: &CompendiumRecords) -> rusqlite::Result<()> {
     // Cascades to aliases and mentions.
     transaction.execute("DELETE FROM entities", [])?;
     let mut insert_entity = transaction.prepare_cached(
-        "INSERT INTO entities (name, kind, description, sources, note_path) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO entities (name, kind, description, sources, note_path, visibility)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
-    let mut insert_alias =
-        transaction.prepare_cached("INSERT INTO entity_aliases (entity_id, alias, folded) VALUES (?1, ?2, ?3)")?;
+    let mut insert_alias = transaction
+        .prepare_cached("INSERT INTO entity_aliases (entity_id, alias, folded, visibility) VALUES (?1, ?2, ?3, ?4)")?;
     let mut ids = Vec::with_capacity(records.compendium.entities.len());
     for entity in &records.compendium.entities {
         let sources: Vec<&str> = entity.sources.iter().map(|s| s.as_str()).collect();
@@ -124,11 +129,15 @@ fn write_compendium(transaction: &Transaction<'_>, records: &CompendiumRecords) 
             entity.description,
             serde_json::to_string(&sources).unwrap_or_else(|_| "[]".into()),
             entity.note_path,
+            entity_visibility(entity.gm_only).as_str(),
         ])?;
         let id = transaction.last_insert_rowid();
         ids.push(id);
         for alias in std::iter::once(&entity.name).chain(entity.aliases.iter()) {
-            insert_alias.execute(params![id, alias, fold(alias)])?;
+            insert_alias.execute(params![id, alias, fold(alias), entity_visibility(entity.gm_only).as_str()])?;
+        }
+        for alias in &entity.gm_aliases {
+            insert_alias.execute(params![id, alias, fold(alias), Visibility::DmOnly.as_str()])?;
         }
     }
     let mut fragment_id = transaction.prepare_cached("SELECT id FROM fragments WHERE label = ?1 AND part = ?2")?;
