@@ -301,7 +301,7 @@ async fn bench_campaign(n_sessions: usize, figures: &mut Figures) {
     );
 
     // 4. Retrieval: three paths + fusion, query embedding excluded.
-    let compendium = CompendiumIndex::load(&index.store, Audience::Gm).unwrap();
+    let compendium = CompendiumIndex::load(&index.store, Audience::Player).unwrap();
     let questions = [
         "¿Qué pasó con el archiduque?",
         "¿Quién cayó en combate en el puente?",

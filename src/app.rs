@@ -21,7 +21,8 @@ use anyhow::Context as _;
 use crate::config::{CampaignConfig, Config, NamedCampaign};
 use crate::index::{Index, campaign_index_dir};
 use crate::ingest::{
-    AnnotationReport, IngestError, IngestProgress, IngestSummary, Quiet, annotate_fragments, ingest_campaign,
+    AnnotationReport, IngestError, IngestProgress, IngestSummary, Quiet, SecretsAudit, annotate_fragments,
+    ingest_campaign,
 };
 use crate::llm::chat::ChatModel;
 use crate::llm::{Embedder, LlmError};
@@ -47,14 +48,11 @@ pub fn campaign_paths(config: &Config, campaign: &CampaignConfig) -> anyhow::Res
 /// What `campaign` hides from players and why, and the visible lines that hold a GM word
 /// (`oraculo secrets`, and the counts `oraculo doctor` prints): the notes read as an ingest
 /// reads them, nothing written.
-pub fn audit_secrets(
-    config: &Config,
-    campaign: &CampaignConfig,
-) -> anyhow::Result<(PathBuf, crate::corpus::audit::SecretsAudit)> {
+pub fn audit_secrets(config: &Config, campaign: &CampaignConfig) -> anyhow::Result<(PathBuf, SecretsAudit)> {
     let (campaign_dir, _) = campaign_paths(config, campaign)?;
-    let (notes, _) = crate::ingest::read_notes(&campaign_dir, campaign)
+    let audit = crate::ingest::audit_secrets(&campaign_dir, campaign)
         .with_context(|| format!("reading {}", campaign_dir.display()))?;
-    Ok((campaign_dir, crate::corpus::audit::audit(&notes, &campaign.corpus)))
+    Ok((campaign_dir, audit))
 }
 
 /// The oracle of the CLI's campaign (`config.campaign`).

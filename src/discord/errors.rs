@@ -23,7 +23,9 @@ pub fn ask_error_text(error: &AskError, lang: Lang) -> String {
         AskError::NotBuilt => lang.not_built(),
         AskError::Llm(_) | AskError::Retrieve(RetrieveError::Embed(_)) => lang.model_unavailable(),
         AskError::Retrieve(RetrieveError::EmbedderMismatch { .. }) => lang.index_stale(),
-        AskError::Index(_) | AskError::Retrieve(RetrieveError::Index(_)) => lang.search_failed(),
+        AskError::Index(_)
+        | AskError::Retrieve(RetrieveError::Index(_))
+        | AskError::Retrieve(RetrieveError::CompendiumForTheGm) => lang.search_failed(),
     }
 }
 

@@ -103,8 +103,17 @@ pub fn note_hashes(campaign_dir: &Path, config: &CampaignConfig) -> Result<Vec<(
     Ok(files.files.into_iter().map(|file| (file.path, file.bytes_hash)).collect())
 }
 
+pub use crate::corpus::audit::SecretsAudit;
+
+/// What `campaign_dir`'s notes hide from players and why ([`corpus::audit`]), read as an
+/// ingest reads them, nothing written.
+pub fn audit_secrets(campaign_dir: &Path, config: &CampaignConfig) -> Result<SecretsAudit, IngestError> {
+    let (notes, _) = read_notes(campaign_dir, config)?;
+    Ok(corpus::audit::audit(&notes, &config.corpus))
+}
+
 /// Every note of `campaign_dir` as an ingest reads it (the same walk and the same corpus
-/// rules, nothing written), with the diagnostics: what `oraculo secrets` audits.
+/// rules, nothing written), with the diagnostics.
 pub fn read_notes(
     campaign_dir: &Path,
     config: &CampaignConfig,

@@ -49,6 +49,8 @@ pub struct CompendiumIndex {
     /// Their vectors, embedded as queries the first time a question could name one, with the
     /// id of the embedder that made them.
     translatable_vectors: OnceCell<(String, Vec<Vec<f32>>)>,
+    /// Who may read what it names: a players' search refuses a compendium loaded for the GM.
+    pub audience: super::Audience,
 }
 
 /// The words after an article that a phrase may hold: «the Salt Flats of Oruel» is four with
@@ -122,14 +124,18 @@ impl CompendiumIndex {
     /// alias only GM text uses, so no path matches, lists or shows one.
     pub fn load(store: &Store, audience: super::Audience) -> Result<CompendiumIndex, IndexError> {
         let (compendium, entity_ids) = store.load_compendium(audience.visibility_filter())?;
-        Ok(CompendiumIndex::new(compendium, entity_ids))
+        Ok(CompendiumIndex { audience, ..CompendiumIndex::new(compendium, entity_ids) })
     }
 
-    /// `compendium` with the store id of each of its entities, in order.
+    /// `compendium` with the store id of each of its entities, in order; read as the GM's
+    /// when it holds anything GM-only.
     pub fn new(compendium: Compendium, entity_ids: Vec<i64>) -> CompendiumIndex {
         let matcher = EntityMatcher::new(&compendium);
         let translatable = compendium.translatable_names();
-        CompendiumIndex { compendium, entity_ids, matcher, translatable, translatable_vectors: OnceCell::new() }
+        let holds_gm_only =
+            compendium.entities.iter().any(|entity| entity.gm_only || !entity.gm_aliases.is_empty());
+        let audience = if holds_gm_only { super::Audience::Gm } else { super::Audience::Player };
+        CompendiumIndex { compendium, entity_ids, matcher, translatable, translatable_vectors: OnceCell::new(), audience }
     }
 
     /// The titles `question` names in another language than the notes write them («How much

@@ -314,6 +314,9 @@ pub enum RetrieveError {
         "the index was built with the embedder `{index}` but `{configured}` is configured: run `oraculo ingest` again to re-embed"
     )]
     EmbedderMismatch { index: String, configured: String },
+    /// A players' search given the GM's compendium: it would name what only the GM may read.
+    #[error("a players' search was given the GM's compendium: refused, it names GM-only entities")]
+    CompendiumForTheGm,
 }
 
 /// Runs the three paths and fuses them. `compendium` is loaded once per index generation.
@@ -351,6 +354,9 @@ async fn search_paths(
     embedder: &dyn Embedder,
     request: &SearchRequest<'_>,
 ) -> Result<SearchResult, RetrieveError> {
+    if request.audience == Audience::Player && compendium.audience != Audience::Player {
+        return Err(RetrieveError::CompendiumForTheGm);
+    }
     let depth = path_depth(request.k);
     let visibility = request.audience.visibility_filter();
 

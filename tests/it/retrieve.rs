@@ -337,9 +337,11 @@ async fn titled_campaign() -> (crate::harness::Scratch, E5Embedder) {
 async fn a_title_asked_in_english_names_the_npc_the_spanish_notes_call_by_it() {
     let (scratch, embedder) = titled_campaign().await;
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    let compendium = CompendiumIndex::load(&index.store, Audience::Gm).unwrap();
+    let players = CompendiumIndex::load(&index.store, Audience::Player).unwrap();
+    let gm = CompendiumIndex::load(&index.store, Audience::Gm).unwrap();
     let ask = |question: &'static str, audience: Audience| {
-        let (index, compendium, embedder) = (&index, &compendium, &embedder);
+        let (index, embedder) = (&index, &embedder);
+        let compendium = if audience == Audience::Player { &players } else { &gm };
         async move {
             let request = SearchRequest { question, history: &[], audience, k: DEFAULT_K, paths: PathSet::ALL };
             search(index, compendium, embedder, &request).await.unwrap()
@@ -367,10 +369,14 @@ async fn a_title_asked_in_english_names_the_npc_the_spanish_notes_call_by_it() {
     // A misspelt title in the notes' own language is not a translation: not matched.
     let misspelt = ask("¿Cuánto pagó el archiduqe por adelantado?", Audience::Player).await;
     assert!(misspelt.entities.is_empty(), "{:?}", misspelt.entities);
-    // A GM secret's title never enters the compendium, so no translation of it names anyone,
-    // for players or for the GM.
-    for audience in [Audience::Player, Audience::Gm] {
-        let regent = ask("Who is the Regent?", audience).await;
-        assert!(regent.entities.is_empty(), "{audience:?}: {:?}", regent.entities);
-    }
+    // A GM secret's title is the GM's alone: its translation names her for the GM, and nobody
+    // for players, whose search refuses the GM's compendium outright.
+    let regent = ask("Who is the Regent?", Audience::Player).await;
+    assert!(regent.entities.is_empty(), "Player: {:?}", regent.entities);
+    let regent = ask("Who is the Regent?", Audience::Gm).await;
+    assert_eq!(named(&regent), [("Mirela".into(), "la Regente".into(), Some("the Regent".into()))]);
+    let request =
+        SearchRequest { question: "Who is the Regent?", history: &[], audience: Audience::Player, k: 8, paths: PathSet::ALL };
+    let refused = search(&index, &gm, &embedder, &request).await;
+    assert!(matches!(refused, Err(oraculo::retrieve::RetrieveError::CompendiumForTheGm)), "{:?}", refused.err());
 }
