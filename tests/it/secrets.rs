@@ -511,6 +511,12 @@ mod named_things {
         },
         Kind { name: "callout type", template: "> [!{W}]\n> {H} lo sabe.\n\n{P} no.", token: true, nestable: false },
         Kind {
+            name: "callout title",
+            template: "> [!note] {W}\n> {H} lo sabe.\n\n{P} no.",
+            token: false,
+            nestable: false,
+        },
+        Kind {
             name: "callout metadata",
             template: "> [!quote|{W}] Al oído\n> {H} lo dijo.\n\n{P} lo oyó.",
             token: true,

@@ -10,8 +10,8 @@ use crate::corpus::CorpusConfig;
 
 /// Any callout opener, `> [!type|metadata]- title`, at any quote depth (`> > [!type]` inside
 /// another callout) and in list items (`- > [!type]`, `1. > [!type]`, `> - > [!type]`). It is
-/// secret when a word of its type or of its metadata (`[!quote|dm]`) is a GM word
-/// ([`CorpusConfig::gm_word_in`]).
+/// secret when a word of its type, its metadata (`[!quote|dm]`) or its title (`> [!INFO]- DM's
+/// Note`) is a GM word ([`CorpusConfig::gm_word_in`]).
 static CALLOUT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"^(?P<prefix>[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*(?:>[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*)+)\[!(?P<type>[^\]|\n]*)(?:\|(?P<meta>[^\]\n]*))?\][-+]?[ \t]*(?P<title>.*)$",
@@ -42,15 +42,16 @@ pub(super) fn secret_callout<'l>(line: &'l str, config: &CorpusConfig) -> Option
         return None;
     }
     let captures = CALLOUT.captures(line)?;
-    let in_type = config.gm_word_in(captures.name("type")?.as_str());
-    let word = in_type.or_else(|| captures.name("meta").and_then(|meta| config.gm_word_in(meta.as_str())))?;
+    // The type, its metadata and its title: a title is the callout's heading (`> [!INFO]- DM's Note`).
+    let word = ["type", "meta", "title"]
+        .iter()
+        .find_map(|part| captures.name(part).and_then(|found| config.gm_word_in(found.as_str())))?;
     let prefix = captures.name("prefix")?;
     let title = captures.name("title");
-    let name_end = title.map_or(line.len(), |title| title.start());
     Some(SecretCallout {
         quote_depth: prefix.as_str().matches('>').count(),
         title: title.map_or("", |title| title.as_str().trim()),
-        name: line[prefix.end()..name_end].trim(),
+        name: line[prefix.end()..].trim(),
         word,
     })
 }

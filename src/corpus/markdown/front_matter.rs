@@ -30,8 +30,10 @@ enum Presence {
 
 /// The presence marks, one table (keys compared folded, without `-`, `_` or spaces, so
 /// `dg-publish` is `dgpublish`): keys that say whether a note is published, visible or a
-/// draft, from Obsidian Publish, Digital Garden, Quartz, Hugo and the DM's own habit. A value
-/// neither yes nor no hides the note, with a diagnostic (fails closed).
+/// draft, from Obsidian Publish, Digital Garden, Quartz, Hugo and the DM's own habit. A
+/// publish-like key hides only on a no (`published: 2022-02-19` is a date it was published);
+/// a draft-like key hides on anything but a no or an empty field; an audience the reader does
+/// not understand hides the note, with a diagnostic (fails closed).
 const PRESENCE_MARKS: &[(&str, Presence)] = &[
     ("visible", Presence::HiddenWhenNo),
     ("publish", Presence::HiddenWhenNo),
@@ -218,9 +220,12 @@ fn read_front_matter_mark(
     if let Some(&(_, presence)) = PRESENCE_MARKS.iter().find(|(mark, _)| *mark == compact) {
         let answer = yes_or_no(value);
         let text = scalar_text(value).unwrap_or_default();
+        let empty = text.trim().is_empty();
         let hides = match (presence, answer) {
-            (Presence::HiddenWhenNo, Some(yes)) => !yes,
-            (Presence::HiddenWhenYes, Some(yes)) => yes,
+            // `published: 2022-02-19` says when, so that it was: only a no hides.
+            (Presence::HiddenWhenNo, answer) => answer == Some(false),
+            // `draft: true`, `draft: wip`; an empty template field or a no does not.
+            (Presence::HiddenWhenYes, answer) => answer != Some(false) && !empty,
             (Presence::Audience, _) if config.names_gm(&text) => true,
             (Presence::Audience, Some(false)) => true,
             (Presence::Audience, _) if PUBLIC_VISIBILITIES.contains(&fold(text.trim()).as_str()) => false,
@@ -454,6 +459,7 @@ diagnostic 2: front matter is not a list of `key: value` pairs: the note is kept
             "publicado: false",
             "cssclasses: [gm-only]",
             "estado: [borrador, spoiler]",
+            "draft: wip",
         ];
         for mark in marked {
             let kind = if mark.starts_with("t") { "kind: world\n" } else { "" };
@@ -468,7 +474,10 @@ diagnostic 2: front matter is not a list of `key: value` pairs: the note is kept
             "gmOnly: false",
             "dm_notes:",
             "draft: false",
+            "draft:",
             "dg-publish: true",
+            "published: 2022-02-19",
+            "publish:",
             "visibility: public",
             "visibility: jugadores",
             "publish: true",

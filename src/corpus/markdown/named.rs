@@ -14,6 +14,8 @@
 //! | HTML `summary`/`title`/`class` | the element, up to its closing tag |
 //! | inline field key (`dm:: …`) | its value (the line, or the bracketed field) |
 //!
+//! Callouts (type, metadata, title) are read by `callout`, with the same test.
+//!
 //! Runs before the body's other secret forms are read, on the raw lines: a covered line is
 //! blanked (a covered cell or field is blanked in its line), so nothing in it is rendered,
 //! linked, tagged or read as a session header for players. Nested containers (lists,
