@@ -21,8 +21,8 @@ use anyhow::Context as _;
 use crate::config::{CampaignConfig, Config, NamedCampaign};
 use crate::index::{Index, campaign_index_dir};
 use crate::ingest::{
-    AnnotationReport, IngestError, IngestProgress, IngestSummary, Quiet, SecretsAudit, annotate_fragments,
-    ingest_campaign,
+    AnnotationReport, IngestError, IngestOptions, IngestProgress, IngestSummary, Quiet, SecretsAudit,
+    annotate_fragments, ingest_campaign, ingest_campaign_with,
 };
 use crate::llm::chat::ChatModel;
 use crate::llm::{Embedder, LlmError};
@@ -155,18 +155,20 @@ pub enum Annotator<'a> {
 /// The one ingest `oraculo ingest`, `oraculo eval` and the bot's `/reingest` run: the campaign
 /// read incrementally and committed at once (questions keep reading the previous index until
 /// then), then the annotation pass, then the entities the model extracted folded into the
-/// compendium (a second pass that embeds nothing: no file changed).
+/// compendium (a second pass that embeds nothing: no file changed). The ingest lock is taken
+/// before the index is opened (and migrated), and held throughout.
 pub async fn ingest_and_annotate(
     index_dir: &Path,
     campaign_dir: &Path,
     campaign: &CampaignConfig,
     embedder: &dyn Embedder,
     annotator: Annotator<'_>,
-    batch_size: usize,
+    options: IngestOptions,
     progress: &dyn IngestProgress,
 ) -> Result<IngestSummary, IngestError> {
-    let mut index = Index::open(index_dir).await?;
-    let mut summary = ingest_campaign(&mut index, campaign_dir, campaign, embedder, batch_size, progress).await?;
+    let mut index = Index::open_for_ingest(index_dir).await?;
+    let mut summary = ingest_campaign_with(&mut index, campaign_dir, campaign, embedder, options, progress).await?;
+    let batch_size = options.batch_size;
     match annotator {
         Annotator::Skip => {}
         Annotator::Model(chat) => {

@@ -30,7 +30,9 @@ use tracing::{Instrument, debug, info, info_span, warn};
 use crate::config::{CampaignConfig, WatchConfig, WatchMode};
 use crate::corpus::Diagnostic;
 use crate::index::{Index, IndexError};
-use crate::ingest::{self, AnnotationReport, IngestSummary, Quiet, annotate_new_fragments, ingest_campaign};
+use crate::ingest::{
+    self, AnnotationReport, IngestError, IngestSummary, MassRemoval, Quiet, annotate_new_fragments, ingest_campaign,
+};
 use crate::llm::Embedder;
 use crate::llm::LlmError;
 use crate::llm::chat::{ChatModel, ChatRequest, ChatResponse, TokenSink};
@@ -132,10 +134,17 @@ pub enum ChangeSource {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum WatchReport {
-    Watching { source: ChangeSource, reason: String },
+    Watching {
+        source: ChangeSource,
+        reason: String,
+    },
     Ingested(WatchedIngest),
     Annotated(AnnotationReport),
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
+    /// The mass-removal guard refused the ingest; the next change is read again.
+    Refused(MassRemoval),
 }
 
 impl WatchReport {
@@ -170,6 +179,7 @@ impl WatchReport {
                 Some(error) => format!("annotated {} new fragments; stopped: {error}", report.made),
             },
             WatchReport::Failed { error } => format!("ingest failed, the previous index stays: {error}"),
+            WatchReport::Refused(refused) => format!("ingest refused: {refused}"),
         }
     }
 }
@@ -257,7 +267,8 @@ pub async fn watch_campaign(
         };
         report(WatchReport::Watching { source, reason });
         let mut index = Index::open(&target.index_dir).await?;
-        let mut state = WatchState { burst_started: Some(Instant::now()), ..WatchState::default() };
+        let folders = indexed_folders(&index);
+        let mut state = WatchState { burst_started: Some(Instant::now()), folders, ..WatchState::default() };
         tokio::pin!(stop);
         loop {
             // Quiet: wait for a change, or annotate once the folder has been quiet long enough.
@@ -266,7 +277,9 @@ pub async fn watch_campaign(
                 tokio::select! {
                     () = &mut stop => return Ok(()),
                     change = received.recv() => match change {
-                        Some(change) if is_note_change(&change, &target) => state.burst_started = Some(Instant::now()),
+                        Some(change) if is_note_change(&change, &target, &state.folders) => {
+                            state.burst_started = Some(Instant::now())
+                        }
                         Some(_) => {}
                         None => return Ok(()),
                     },
@@ -283,7 +296,7 @@ pub async fn watch_campaign(
                                 }
                             }
                             // A save: the annotations wait for the folder to be quiet again.
-                            change = wait_for_note_change(&mut received, &target) => {
+                            change = wait_for_note_change(&mut received, &target, &state.folders) => {
                                 if change.is_none() { return Ok(()); }
                                 state.burst_started = Some(Instant::now());
                             }
@@ -294,7 +307,8 @@ pub async fn watch_campaign(
             }
             // A burst: wait until it pauses for `debounce`, then ingest once.
             let started = state.burst_started.unwrap_or_else(Instant::now);
-            if !debounce(&mut received, &target, settings.watch.debounce, started, &mut stop).await {
+            let quiet = settings.watch.debounce;
+            if !debounce(&mut received, (&target, &state.folders), quiet, started, &mut stop).await {
                 return Ok(());
             }
             let catch_up = state.warnings.is_none();
@@ -305,6 +319,13 @@ pub async fn watch_campaign(
                         state.annotate_at = Some(Instant::now() + settings.annotate_after);
                     }
                     report(WatchReport::Ingested(ingested));
+                }
+                Err(IngestError::MassRemoval(refused)) => {
+                    // Only the DM can confirm it: asking again before the folder changes
+                    // would refuse again, so the next change is what is read.
+                    warn!(error = %refused, "watched ingest refused; the previous index stays");
+                    state.burst_started = None;
+                    report(WatchReport::Refused(refused));
                 }
                 Err(err) => {
                     let retry = if err.is_busy() { BUSY_RETRY } else { FAILURE_RETRY };
@@ -336,6 +357,28 @@ struct WatchState {
     /// Content hashes the watcher's ingests made that are not annotated yet.
     unannotated: HashSet<String>,
     annotate_at: Option<Instant>,
+    /// The folders that hold indexed notes, relative: a removed path is known for a folder by
+    /// this, not by its name (`Arco.Viejo/` has what reads as an extension).
+    folders: HashSet<PathBuf>,
+}
+
+/// Every folder (relative, with its ancestors) holding a note `index` has.
+fn indexed_folders(index: &Index) -> HashSet<PathBuf> {
+    let paths = index.store.file_hashes().map(|hashes| hashes.into_keys().collect()).unwrap_or_else(|err| {
+        debug!(error = %err, "the indexed folders cannot be read; removed folders are told by their name");
+        Vec::new()
+    });
+    let mut folders = HashSet::new();
+    for path in paths {
+        let mut folder = Path::new(&path).parent();
+        while let Some(parent) = folder.filter(|parent| !parent.as_os_str().is_empty()) {
+            if !folders.insert(parent.to_path_buf()) {
+                break;
+            }
+            folder = parent.parent();
+        }
+    }
+    folders
 }
 
 /// One ingest for a burst of changes, with what it added.
@@ -363,6 +406,7 @@ async fn ingest_burst(
         None => Vec::new(),
     };
     state.warnings = Some(warnings);
+    state.folders = indexed_folders(index);
     info!(
         catch_up,
         n_changed = summary.files_changed,
@@ -409,10 +453,14 @@ async fn sleep_or_never(duration: Option<Duration>) {
 }
 
 /// The next change to a note; `None` once the source is gone.
-async fn wait_for_note_change(received: &mut mpsc::UnboundedReceiver<Change>, target: &WatchTarget) -> Option<()> {
+async fn wait_for_note_change(
+    received: &mut mpsc::UnboundedReceiver<Change>,
+    target: &WatchTarget,
+    folders: &HashSet<PathBuf>,
+) -> Option<()> {
     loop {
         let change = received.recv().await?;
-        if is_note_change(&change, target) {
+        if is_note_change(&change, target, folders) {
             return Some(());
         }
     }
@@ -422,7 +470,7 @@ async fn wait_for_note_change(received: &mut mpsc::UnboundedReceiver<Change>, ta
 /// `false` when `stop` came first or the source is gone.
 async fn debounce(
     received: &mut mpsc::UnboundedReceiver<Change>,
-    target: &WatchTarget,
+    (target, folders): (&WatchTarget, &HashSet<PathBuf>),
     quiet: Duration,
     started: Instant,
     stop: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
@@ -434,7 +482,7 @@ async fn debounce(
             () = stop.as_mut() => return false,
             () = tokio::time::sleep_until(due.into()) => return true,
             change = received.recv() => match change {
-                Some(change) if is_note_change(&change, target) => due = (Instant::now() + quiet).min(latest),
+                Some(change) if is_note_change(&change, target, folders) => due = (Instant::now() + quiet).min(latest),
                 Some(_) => {}
                 None => return false,
             },
@@ -492,7 +540,9 @@ fn start_source(
 
 /// Whether `change` touches a note the ingest reads: a Markdown file, or a folder that may
 /// hold some (created, moved, deleted), outside hidden and ignored folders and Oráculo's own.
-fn is_note_change(change: &Change, target: &WatchTarget) -> bool {
+/// A path gone can no longer be asked whether it was a folder: it was one when it has no
+/// extension, or when `folders` (those holding indexed notes) has it.
+fn is_note_change(change: &Change, target: &WatchTarget, folders: &HashSet<PathBuf>) -> bool {
     let event = match change {
         Ok(event) => event,
         // Lost events (an overflowed queue): whatever changed is read by the next ingest.
@@ -519,8 +569,9 @@ fn is_note_change(change: &Change, target: &WatchTarget) -> bool {
         if !ingest::reads_path(relative, &target.campaign) {
             return false;
         }
-        // A folder moved away or deleted can no longer be asked whether it was one.
-        ingest::is_markdown(path) || path.is_dir() || (gone && path.extension().is_none())
+        ingest::is_markdown(path)
+            || path.is_dir()
+            || (gone && (path.extension().is_none() || folders.contains(relative)))
     })
 }
 
@@ -626,7 +677,8 @@ mod tests {
     fn check_change(kind: notify::EventKind, path: &str, expected: bool) {
         let dir = Path::new("/campaign");
         let event = notify::Event::new(kind).add_path(dir.join(path));
-        assert_eq!(is_note_change(&Ok(event), &target(dir)), expected, "{kind:?} {path}");
+        let folders: HashSet<PathBuf> = ["Sesiones", "Arco.Viejo", "Arco.Viejo/Mapas"].map(PathBuf::from).into();
+        assert_eq!(is_note_change(&Ok(event), &target(dir), &folders), expected, "{kind:?} {path}");
     }
 
     #[test]
@@ -639,6 +691,10 @@ mod tests {
         check_change(Modify(ModifyKind::Name(RenameMode::To)), "Sesion 4.md", true);
         // A folder moved away: gone, so asked by its name.
         check_change(Remove(RemoveKind::Folder), "Sesiones", true);
+        // Issue 38: a folder with a dot in its name, moved to `.trash/` or out of the vault.
+        check_change(Remove(RemoveKind::Any), "Arco.Viejo", true);
+        check_change(Modify(ModifyKind::Name(RenameMode::From)), "Arco.Viejo/Mapas", true);
+        check_change(Remove(RemoveKind::File), "imagen.png", false);
         // The editor's own files, hidden folders, ignored folders, the index, reads.
         check_change(Modify(ModifyKind::Data(DataChange::Content)), ".obsidian/workspace.json", false);
         check_change(Create(CreateKind::File), ".Sesion 3.md.swp", false);

@@ -17,7 +17,8 @@ pub(super) async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
         None => anyhow::bail!("--questions FILE is required for a campaign other than the built-in sample"),
     };
     if !args.no_ingest {
-        let summary = run_ingest(&config, !args.retrieval_only, !args.campaign.json).await?;
+        let summary =
+            run_ingest(&config, !args.retrieval_only, !args.campaign.json, crate::ingest::Removal::Guarded).await?;
         eprintln!(
             "eval: ingested {} ({} fragments, {} embedded){}",
             summary.campaign,

@@ -9,7 +9,9 @@ use super::{CampaignArgs, IngestArgs, campaign_paths, open_campaign_index};
 use crate::app::Annotator;
 use crate::config::Config;
 use crate::index::Index;
-use crate::ingest::{AnnotationReport, IngestProgress, IngestSummary, Quiet, annotate_fragments};
+use crate::ingest::{
+    AnnotationReport, IngestOptions, IngestProgress, IngestSummary, Quiet, Removal, annotate_fragments,
+};
 
 pub(super) async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
     let args = &ingest_args.campaign;
@@ -17,7 +19,8 @@ pub(super) async fn ingest(ingest_args: &IngestArgs) -> anyhow::Result<()> {
     if ingest_args.watch {
         return watch_campaign(&config, !ingest_args.no_annotate, args.json).await;
     }
-    let summary = run_ingest(&config, !ingest_args.no_annotate, !args.json).await?;
+    let removal = if ingest_args.allow_removal { Removal::Allowed } else { Removal::Guarded };
+    let summary = run_ingest(&config, !ingest_args.no_annotate, !args.json, removal).await?;
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
@@ -66,7 +69,12 @@ async fn watch_campaign(config: &Config, annotate: bool, json: bool) -> anyhow::
 /// Ingests the configured campaign (incremental), then annotates new fragments and folds the
 /// entities the model extracted into the compendium. What `oraculo ingest` and `oraculo eval`
 /// run first.
-pub(super) async fn run_ingest(config: &Config, annotate: bool, show_progress: bool) -> anyhow::Result<IngestSummary> {
+pub(super) async fn run_ingest(
+    config: &Config,
+    annotate: bool,
+    show_progress: bool,
+    removal: Removal,
+) -> anyhow::Result<IngestSummary> {
     let (campaign_dir, index_dir) = campaign_paths(config)?;
     let embedder = crate::app::connect_embedder(&config.embedder, &config.data_dir).await?;
     let chat = if annotate { Some(crate::app::connect_chat(&config.chat, &config.data_dir).await) } else { None };
@@ -86,7 +94,7 @@ pub(super) async fn run_ingest(config: &Config, annotate: bool, show_progress: b
         &config.campaign,
         embedder.as_ref(),
         annotator,
-        config.embedder.batch_size(),
+        IngestOptions { batch_size: config.embedder.batch_size(), removal },
         progress,
     )
     .await

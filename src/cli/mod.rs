@@ -156,6 +156,11 @@ pub struct IngestArgs {
     /// background, until Ctrl-C.
     #[arg(long)]
     pub watch: bool,
+    /// Confirm a real deletion: commit an ingest that removes more than half the indexed
+    /// notes (at least 5), or all of them. Without it such an ingest is refused and the last
+    /// index stays (a folder caught empty or unmounted reads like a deleted campaign).
+    #[arg(long)]
+    pub allow_removal: bool,
 }
 
 #[derive(Debug, Args)]

@@ -22,12 +22,12 @@ use tracing::Instrument;
 use super::access::{command_place, refuse_barred};
 use super::embeds::{self, Message};
 use super::errors::{ask_error_text, lang_of, log_discord_error, tell};
-use super::place::Place;
 use super::locale::Lang;
+use super::place::Place;
 use super::reply::{Outlet, answer_question, interaction_token_usable, refuse_question, source_messages_for};
 use super::{Context, Data, Desk, Error, Job, ReingestSetup};
 use crate::corpus::fold;
-use crate::ingest::{IngestError, IngestSummary, Quiet};
+use crate::ingest::{IngestError, IngestOptions, IngestSummary, Quiet, Removal};
 use crate::oracle::Oracle;
 use crate::retrieve::{Audience, Turn, TurnRole};
 
@@ -47,7 +47,6 @@ async fn defer(ctx: Context<'_>, ephemeral: bool) -> Result<(), serenity::Error>
     }
     Ok(())
 }
-
 
 // --- /oraculo ----------------------------------------------------------------------------
 
@@ -130,7 +129,6 @@ async fn open_thread(
         Err(err) => log_discord_error(&err, "opening a thread on an answer"),
     }
 }
-
 
 // --- /fuente -------------------------------------------------------------------------------
 
@@ -231,7 +229,16 @@ async fn is_campaign_dm(ctx: Context<'_>) -> Result<bool, Error> {
     description_localized("es-ES", "Vuelve a leer las notas de la campaña (solo el DM)."),
     description_localized("es-419", "Vuelve a leer las notas de la campaña (solo el DM).")
 )]
-pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
+pub async fn reingest(
+    ctx: Context<'_>,
+    #[description = "Confirma un borrado real: más de la mitad de las notas (al menos 5), o todas"]
+    #[name_localized("es-ES", "permitir_borrado")]
+    #[name_localized("es-419", "permitir_borrado")]
+    #[description_localized("en-US", "Confirm a real deletion: more than half the notes (at least 5), or all")]
+    #[description_localized("en-GB", "Confirm a real deletion: more than half the notes (at least 5), or all")]
+    allow_removal: Option<bool>,
+) -> Result<(), Error> {
+    let removal = if allow_removal.unwrap_or(false) { Removal::Allowed } else { Removal::Guarded };
     let data = ctx.data();
     let lang = lang_of(ctx);
     let desk = data.desk(ctx.author().id.get(), command_place(ctx).location)?;
@@ -256,7 +263,7 @@ pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
         return Ok(());
     };
     edit(lang.reingest_running()).await;
-    tracing::info!(user = ctx.author().id.get(), campaign = %desk.name, "reingest started from Discord");
+    tracing::info!(user = ctx.author().id.get(), campaign = %desk.name, ?removal, "reingest started from Discord");
 
     // The ingest outlives this command: it reports by editing the deferred reply while its
     // token lives (15 minutes), by direct message after.
@@ -270,7 +277,7 @@ pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
         async move {
             let _job: Job = job;
             let _running = running;
-            let ingest = worker.run("ingest", move || async move { run_reingest(&oracle, &setup).await });
+            let ingest = worker.run("ingest", move || async move { run_reingest(&oracle, &setup, removal).await });
             let outcome = tokio::select! {
                 outcome = ingest => Some(outcome),
                 () = lifecycle.interrupted() => None,
@@ -278,6 +285,10 @@ pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
             let text = match outcome {
                 Some(Ok(Ok(summary))) => lang.reingest_summary(&summary),
                 Some(Ok(Err(err))) if err.is_busy() => lang.reingest_already_running(),
+                Some(Ok(Err(IngestError::MassRemoval(refused)))) => {
+                    tracing::warn!(error = %refused, "reingest refused: a mass removal the DM did not confirm");
+                    lang.removal_refused(&refused)
+                }
                 Some(Ok(Err(err))) => {
                     tracing::error!(error = %err, "reingest failed; the previous index stays in use");
                     lang.reingest_failed()
@@ -311,14 +322,18 @@ pub async fn reingest(ctx: Context<'_>) -> Result<(), Error> {
 
 /// The ingest `oraculo ingest` runs: incremental, committed at once at the end (questions keep
 /// reading the previous index until then), then the annotation pass.
-pub async fn run_reingest(oracle: &Oracle, setup: &ReingestSetup) -> Result<IngestSummary, IngestError> {
+pub async fn run_reingest(
+    oracle: &Oracle,
+    setup: &ReingestSetup,
+    removal: Removal,
+) -> Result<IngestSummary, IngestError> {
     crate::app::ingest_and_annotate(
         oracle.index_dir(),
         &setup.campaign_dir,
         &setup.campaign,
         oracle.embedder().as_ref(),
         crate::app::Annotator::Model(oracle.chat().as_ref()),
-        setup.batch_size,
+        IngestOptions { batch_size: setup.batch_size, removal },
         &Quiet,
     )
     .await

@@ -7,7 +7,11 @@
 use std::sync::OnceLock;
 
 use crate::corpus::LabelLanguage;
-use crate::ingest::IngestSummary;
+use crate::ingest::{IngestSummary, MassRemoval};
+
+/// Most characters of an ingest error a notice quotes: the path and the cause fit; the rest
+/// is in the bot's log.
+const WATCH_ERROR_CHARS: usize = 600;
 
 /// The registered `/reingest` command's id, set once the commands are registered, so that
 /// notices can mention it (a command mention shows and runs the command in any client
@@ -337,6 +341,54 @@ impl Lang {
             "La reindexación falló y el índice anterior sigue en uso. Los detalles están en el registro del bot.",
             "The reindex failed and the previous index is still in use. The details are in the bot's log.",
         )
+    }
+
+    /// The mass-removal guard refused an ingest: what was read, where, and how to confirm.
+    pub fn removal_refused(self, refused: &MassRemoval) -> String {
+        let MassRemoval { path, indexed, removed, read } = refused;
+        let what = match (self, *read) {
+            (Lang::Es, 0) => format!(
+                "La carpeta de la campaña `{path}` no tiene ninguna nota ahora (¿vacía, sin montar, o no es la carpeta?) y el índice tiene {indexed}."
+            ),
+            (Lang::Es, _) => format!(
+                "Esta lectura borraría {removed} de las {indexed} notas indexadas (la carpeta `{path}` tiene {read} ahora)."
+            ),
+            (Lang::En, 0) => format!(
+                "The campaign folder `{path}` holds no note now (empty, not mounted, or not the folder meant) where the index holds {indexed}."
+            ),
+            (Lang::En, _) => format!(
+                "This read would remove {removed} of the {indexed} indexed notes (the folder `{path}` holds {read} now)."
+            ),
+        };
+        let command = self.reingest_command();
+        let option = self.pick("permitir_borrado", "allow_removal");
+        let how = match self {
+            Lang::Es => format!(
+                "\n🛡️ No se ha borrado nada: el índice anterior sigue en uso. Si las borraste a propósito, confírmalo con {command} `{option}: True` (o `oraculo ingest --allow-removal`)."
+            ),
+            Lang::En => format!(
+                "\n🛡️ Nothing was removed: the previous index is still in use. If you deleted them on purpose, confirm with {command} `{option}: True` (or `oraculo ingest --allow-removal`)."
+            ),
+        };
+        format!("{what}{how}")
+    }
+
+    /// A watched ingest failed (`error`, from the log); `more` others failed since the last notice.
+    pub fn watched_ingest_failed(self, error: &str, more: usize) -> String {
+        let since = match (self, more) {
+            (_, 0) => String::new(),
+            (Lang::Es, n) => format!(" ({n} fallo(s) más desde el último aviso)"),
+            (Lang::En, n) => format!(" ({n} more failure(s) since the last notice)"),
+        };
+        let error: String = error.chars().take(WATCH_ERROR_CHARS).collect::<String>().replace('`', "'");
+        match self {
+            Lang::Es => {
+                format!("⚠️ No pude leer las notas guardadas{since}; el índice anterior sigue en uso.\n`{error}`")
+            }
+            Lang::En => {
+                format!("⚠️ I could not read the saved notes{since}; the previous index is still in use.\n`{error}`")
+            }
+        }
     }
 
     pub fn reingest_summary(self, summary: &IngestSummary) -> String {

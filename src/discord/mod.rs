@@ -26,8 +26,9 @@ pub mod commands;
 pub mod embeds;
 pub mod errors;
 pub mod events;
-pub mod place;
 pub mod locale;
+mod notices;
+pub mod place;
 pub mod queue;
 pub mod reply;
 
@@ -44,8 +45,8 @@ use crate::config::{CampaignConfig, Config, DiscordConfig};
 
 use crate::oracle::Oracle;
 use access::Access;
-use place::History;
 use locale::Lang;
+use place::History;
 use queue::Queue;
 
 /// What a command or event handler returns when it fails (logged by `errors::on_error`).
@@ -343,14 +344,12 @@ struct Watched {
     turns: queue::BackgroundTurns,
 }
 
-/// Most warnings one direct message lists: the rest are in `oraculo sources`.
-const WARNINGS_PER_MESSAGE: usize = 10;
-
 impl Watched {
     /// Watches each campaign whose `campaign.watch` is on (the default): a saved note is read
     /// by an incremental ingest on the ingest thread, its new fragments annotated in turns no
-    /// question wants, and the campaign's DM told of new warnings by direct message when
-    /// `campaign.watch_dm_warnings` asks. Watching stops when `stop` turns true.
+    /// question wants, and the campaign's DM told by direct message of an ingest refused or
+    /// failed (rate-limited), and of new warnings when `campaign.watch_dm_warnings` asks.
+    /// Watching stops when `stop` turns true.
     fn start(self, config: &Config, http: Arc<serenity::Http>, stop: watch::Receiver<bool>) {
         use crate::watch::{WatchModels, WatchSettings, WatchTarget, YieldingChat, watch_campaign};
         for desk in self.desks {
@@ -393,42 +392,10 @@ impl Watched {
                 .find(|named| named.name == desk.name)
                 .map(|named| named.places.dm_user_ids.clone())
                 .unwrap_or_default();
-            if setup.campaign.watch.dm_warnings && !dm_users.is_empty() {
-                tokio::spawn(tell_dm_of_warnings(Arc::clone(&http), dm_users, desk.lang, received));
-            }
-        }
-    }
-}
-
-/// Sends each watched ingest's new warnings to the campaign's DM users by direct message.
-async fn tell_dm_of_warnings(
-    http: Arc<serenity::Http>,
-    dm_users: Vec<u64>,
-    lang: Lang,
-    mut reports: tokio::sync::mpsc::UnboundedReceiver<crate::watch::WatchReport>,
-) {
-    while let Some(report) = reports.recv().await {
-        let crate::watch::WatchReport::Ingested(ingested) = report else { continue };
-        if ingested.new_warnings.is_empty() {
-            continue;
-        }
-        let mut text = match lang {
-            Lang::Es => "Las notas guardadas dejaron avisos (`oraculo sources` los lista todos):".to_string(),
-            Lang::En => "The saved notes left warnings (`oraculo sources` lists them all):".to_string(),
-        };
-        for warning in ingested.new_warnings.iter().take(WARNINGS_PER_MESSAGE) {
-            let line = warning.line.map(|line| format!(":{line}")).unwrap_or_default();
-            text.push_str(&format!("\n• `{}{line}`: {}", warning.path.replace('`', "'"), warning.message));
-        }
-        for user in &dm_users {
-            let sent = match serenity::UserId::new(*user).create_dm_channel(&http).await {
-                Ok(direct) => {
-                    direct.id.send_message(&http, embeds::Message::notice(&text).to_create_message(None)).await
-                }
-                Err(err) => Err(err),
-            };
-            if let Err(err) = sent {
-                errors::log_discord_error(&err, "telling the DM of a saved note's warnings");
+            if !dm_users.is_empty() {
+                let dm =
+                    notices::DmNotices::new(Arc::clone(&http), dm_users, desk.lang, setup.campaign.watch.dm_warnings);
+                tokio::spawn(dm.follow(received));
             }
         }
     }

@@ -58,12 +58,16 @@ pub struct Index {
     pub store: Store,
     pub vectors: VectorStore,
     dir: PathBuf,
+    /// The ingest lock this index was opened under ([`Index::open_for_ingest`]), held for
+    /// its life.
+    held: Option<IngestLock>,
 }
 
 /// Held while an ingest writes; a second ingest of the same campaign is refused, not queued.
+/// `None` inside: the lock is the one the index itself holds.
 #[derive(Debug)]
 pub struct IngestLock {
-    _file: File,
+    _file: Option<File>,
 }
 
 impl Index {
@@ -72,7 +76,18 @@ impl Index {
         create_private_dir(dir).map_err(|source| IndexError::Io { path: dir.display().to_string(), source })?;
         let store = Store::open(&dir.join("index.sqlite"))?;
         let vectors = VectorStore::open(&dir.join("vectors")).await?;
-        Ok(Index { store, vectors, dir: dir.to_path_buf() })
+        Ok(Index { store, vectors, dir: dir.to_path_buf(), held: None })
+    }
+
+    /// Opens the index in `dir` for an ingest: the ingest lock first, then the store and its
+    /// migrations, so that of two first ingests of a fresh data dir the second is told
+    /// another ingest is running (`Busy`) instead of racing the first's migrations.
+    pub async fn open_for_ingest(dir: &Path) -> Result<Index, IndexError> {
+        create_private_dir(dir).map_err(|source| IndexError::Io { path: dir.display().to_string(), source })?;
+        let lock = take_ingest_lock(dir)?;
+        let mut index = Index::open(dir).await?;
+        index.held = Some(lock);
+        Ok(index)
     }
 
     /// Opens an index that an ingest has built; `NotBuilt` otherwise (never creates one).
@@ -88,25 +103,34 @@ impl Index {
     }
 
     /// Takes the campaign's ingest lock, or `Busy` if another process holds it.
+    /// An index opened with [`Index::open_for_ingest`] holds it already.
     pub fn lock_for_ingest(&self) -> Result<IngestLock, IndexError> {
-        let path = self.dir.join("ingest.lock");
-        let io = |source| IndexError::Io { path: path.display().to_string(), source };
-        let mut options = File::options();
-        options.create(true).truncate(false).write(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
-        let file = options.open(&path).map_err(io)?;
-        make_private(&path, PRIVATE_FILE_MODE).map_err(io)?;
-        match file.try_lock() {
-            Ok(()) => Ok(IngestLock { _file: file }),
-            Err(std::fs::TryLockError::WouldBlock) => Err(IndexError::Busy { path: path.display().to_string() }),
-            Err(std::fs::TryLockError::Error(source)) => Err(io(source)),
+        match self.held {
+            Some(_) => Ok(IngestLock { _file: None }),
+            None => take_ingest_lock(&self.dir),
         }
     }
 
     /// The live vector table's name, as the last complete ingest recorded it.
     pub fn vector_table(&self) -> Result<Option<String>, IndexError> {
         self.store.meta(store::META_VECTOR_TABLE)
+    }
+}
+
+/// Takes the ingest lock of the index in `dir`, or `Busy` if another holds it.
+fn take_ingest_lock(dir: &Path) -> Result<IngestLock, IndexError> {
+    let path = dir.join("ingest.lock");
+    let io = |source| IndexError::Io { path: path.display().to_string(), source };
+    let mut options = File::options();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
+    let file = options.open(&path).map_err(io)?;
+    make_private(&path, PRIVATE_FILE_MODE).map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(IngestLock { _file: Some(file) }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(IndexError::Busy { path: path.display().to_string() }),
+        Err(std::fs::TryLockError::Error(source)) => Err(io(source)),
     }
 }
 

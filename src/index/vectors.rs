@@ -23,6 +23,27 @@ use crate::corpus::Visibility;
 const VECTOR_TABLE_PREFIX: &str = "vectors_";
 /// Most hashes per `IN (...)` delete predicate.
 const DELETE_BATCH: usize = 500;
+/// An ingest compacts the table once it lies in more than this many LanceDB fragments (data
+/// files): every ingest adds one per embedding batch and deletes only by marking rows, so a
+/// vault saved all session long would be read from hundreds of small files. Compacting
+/// rewrites the table, so it is not done on every save: at most one save in this many pays it.
+pub const COMPACT_AFTER_FRAGMENTS: usize = 16;
+/// Table versions younger than this survive the cleanup after an ingest: a question's vector
+/// search reads the version it opened for milliseconds, and a version pruned under it would
+/// fail that search. Every older version (each ingest makes a few) is removed with its files.
+pub const VERSION_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What a cleanup after an ingest did to a vector table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Compaction {
+    /// LanceDB fragments (data files) the table lay in before.
+    pub fragments_before: usize,
+    /// Whether they were rewritten into fewer.
+    pub compacted: bool,
+    /// Old versions removed, and the bytes their files held.
+    pub versions_removed: u64,
+    pub bytes_removed: u64,
+}
 
 /// One embedded window of one fragment's text.
 #[derive(Debug, Clone)]
@@ -47,6 +68,8 @@ pub struct VectorHit {
 pub struct VectorStore {
     connection: Connection,
     path: String,
+    /// [`VERSION_GRACE`]; a test that counts versions sets it to zero.
+    version_grace: std::time::Duration,
 }
 
 impl std::fmt::Debug for VectorStore {
@@ -82,7 +105,55 @@ impl VectorStore {
             .execute()
             .await
             .map_err(|source| IndexError::Lance { path: path_text.clone(), source })?;
-        Ok(VectorStore { connection, path: path_text })
+        Ok(VectorStore { connection, path: path_text, version_grace: VERSION_GRACE })
+    }
+
+    /// How young a version must be to survive [`VectorStore::compact`] ([`VERSION_GRACE`]).
+    pub fn set_version_grace(&mut self, grace: std::time::Duration) {
+        self.version_grace = grace;
+    }
+
+    /// Cleans `table` up after an ingest, with LanceDB's own optimize: its small files
+    /// compacted once there are more than [`COMPACT_AFTER_FRAGMENTS`], then every version
+    /// older than the grace removed with the files only it used. Run under the ingest lock
+    /// (the only writer); a reader keeps the version it opened for the grace.
+    pub async fn compact(&self, table: &str) -> Result<Compaction, IndexError> {
+        use lancedb::table::{CompactionOptions, OptimizeAction};
+        let Some(lance_table) = self.open_table(table).await? else {
+            return Ok(Compaction::default());
+        };
+        let span = info_span!("index.compact_vectors", table);
+        async {
+            let stats = lance_table.stats().await.map_err(self.lance())?;
+            let fragments_before = stats.fragment_stats.num_fragments;
+            let compacted = fragments_before > COMPACT_AFTER_FRAGMENTS;
+            if compacted {
+                let compact = OptimizeAction::Compact { options: CompactionOptions::default(), remap_options: None };
+                lance_table.optimize(compact).await.map_err(self.lance())?;
+            }
+            let older_than = lancedb::table::optimize::Duration::from_std(self.version_grace)
+                .unwrap_or_else(|_| lancedb::table::optimize::Duration::zero());
+            let prune = OptimizeAction::Prune {
+                older_than: Some(older_than),
+                delete_unverified: Some(false),
+                error_if_tagged_old_versions: Some(false),
+            };
+            let pruned = lance_table.optimize(prune).await.map_err(self.lance())?.prune;
+            let (versions_removed, bytes_removed) =
+                pruned.map(|stats| (stats.old_versions, stats.bytes_removed)).unwrap_or_default();
+            debug!(fragments_before, compacted, versions_removed, bytes_removed, "vector table cleaned up");
+            Ok(Compaction { fragments_before, compacted, versions_removed, bytes_removed })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The versions `table` keeps on disk (0 when it does not exist yet).
+    pub async fn n_versions(&self, table: &str) -> Result<usize, IndexError> {
+        match self.open_table(table).await? {
+            Some(table) => Ok(table.list_versions().await.map_err(self.lance())?.len()),
+            None => Ok(0),
+        }
     }
 
     fn lance(&self) -> impl Fn(lancedb::Error) -> IndexError + '_ {

@@ -27,6 +27,14 @@ pub(super) struct Campaign {
     n_extractions: usize,
 }
 
+impl Campaign {
+    /// Notes that are there but kept at their last indexed version (being written, or in a
+    /// folder that cannot be listed now).
+    pub(super) fn n_kept(&self) -> usize {
+        self.kept.len()
+    }
+}
+
 /// Reads, parses and fragments the whole campaign, and builds its compendium (cheap: labels
 /// and entities depend on every file).
 pub(super) fn prepare(
@@ -41,14 +49,16 @@ pub(super) fn prepare(
         let read = read_campaign(campaign_dir, config, diagnostics)?;
         keep_notes_being_written(read, stored, diagnostics)
     };
+    let kept_labels = index.store.labels_of_paths(&kept)?;
     let (notes, fragments) = {
         let _span = info_span!("ingest.split", n_files = note_files.len()).entered();
         let sources: Vec<(&str, &str)> =
             note_files.iter().map(|file| (file.path.as_str(), file.text.as_str())).collect();
         let (notes, note_diagnostics) = corpus::parse_campaign(&sources, &config.corpus);
         diagnostics.extend(note_diagnostics);
-        let (fragments, fragment_diagnostics) = corpus::fragment_campaign(&notes, &config.corpus);
+        let (mut fragments, fragment_diagnostics) = corpus::fragment_campaign(&notes, &config.corpus);
         diagnostics.extend(fragment_diagnostics);
+        keep_labels_of_kept_notes(&mut fragments, &kept_labels, diagnostics);
         (notes, fragments)
     };
     let extracted = cached_extractions(index, &fragments)?;
@@ -59,6 +69,47 @@ pub(super) fn prepare(
     };
     let records = file_records(&note_files, &notes, fragments);
     Ok(Campaign { records, kept, compendium, n_extractions })
+}
+
+/// The labels of the notes kept at their last indexed version stay in the label check: a
+/// note read now that claims one of them (a second note with the same session number) takes
+/// a distinct label, as two notes read together do, so the commit never meets
+/// `UNIQUE(label, part)` and wedges every ingest until the kept note is written again.
+fn keep_labels_of_kept_notes(
+    fragments: &mut [Fragment],
+    kept_labels: &[(String, String)],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    if kept_labels.is_empty() {
+        return;
+    }
+    let held: HashMap<&str, &str> = kept_labels.iter().map(|(path, label)| (label.as_str(), path.as_str())).collect();
+    let mut taken: HashSet<String> =
+        fragments.iter().map(|f| f.label.clone()).chain(kept_labels.iter().map(|(_, label)| label.clone())).collect();
+    // (path, label read) → the label given: every part of a block keeps one label.
+    let mut given: HashMap<(String, String), String> = HashMap::new();
+    for fragment in fragments.iter_mut() {
+        let Some(holder) = held.get(fragment.label.as_str()) else { continue };
+        let key = (fragment.source_path.clone(), fragment.label.clone());
+        if let Some(label) = given.get(&key) {
+            fragment.label = label.clone();
+            continue;
+        }
+        let stem = Path::new(&fragment.source_path).file_stem().map(|s| s.to_string_lossy().into_owned());
+        let mut label = format!("{} ({})", fragment.label, stem.unwrap_or_default());
+        if taken.contains(&label) {
+            label = format!("{} ({}, l. {})", fragment.label, fragment.source_path, fragment.line_start);
+        }
+        taken.insert(label.clone());
+        let message = format!(
+            "label \"{}\" is also held by {holder}, kept at its last indexed version while it cannot be read; \
+             this one is \"{label}\" until then",
+            fragment.label
+        );
+        diagnostics.push(Diagnostic { path: fragment.source_path.clone(), line: Some(fragment.line_start), message });
+        given.insert(key, label.clone());
+        fragment.label = label;
+    }
 }
 
 /// What SQLite must change.
@@ -124,6 +175,11 @@ pub(super) async fn commit(
     summary.vectors_dropped = index.vectors.drop_orphans(table, &keep).await?;
     for dropped in index.vectors.drop_other_tables(table).await? {
         info!(table = %dropped, "dropped the vectors of a previous embedder");
+    }
+    // Committed: what fails now leaves a complete index, only a larger one on disk.
+    match index.vectors.compact(table).await {
+        Ok(compaction) => summary.vector_cleanup = compaction,
+        Err(err) => warn!(error = %err, "the vector table was not cleaned up; the next ingest tries again"),
     }
     Ok(())
 }

@@ -13,13 +13,14 @@
 mod annotate;
 mod commit;
 mod embed;
+mod guard;
 mod read;
 
 use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
-use tracing::{Instrument, info, info_span};
+use tracing::{Instrument, info, info_span, warn};
 
 use crate::config::CampaignConfig;
 use crate::corpus::{self, Diagnostic};
@@ -27,6 +28,7 @@ use crate::index::{Index, IndexError, vector_table_name};
 use crate::llm::{Embedder, LlmError};
 
 pub use annotate::{AnnotationReport, annotate_fragments, annotate_new_fragments};
+pub use guard::{MASS_REMOVAL_MIN_NOTES, MASS_REMOVAL_SHARE, MassRemoval, Removal};
 pub use read::{is_markdown, reads_path};
 
 /// Bump when the compendium's rules change, so the next ingest rebuilds it even if no note did.
@@ -44,12 +46,35 @@ pub enum IngestError {
     Index(#[from] IndexError),
     #[error("embedding failed, the previous index is unchanged: {0}")]
     Embed(#[from] LlmError),
+    /// The ingest would remove most of the campaign: refused, the last index stays.
+    #[error("ingest refused: {0}")]
+    MassRemoval(MassRemoval),
 }
 
 impl IngestError {
     /// Another ingest holds the index (this process's or another's): try again later.
     pub fn is_busy(&self) -> bool {
         matches!(self, IngestError::Index(IndexError::Busy { .. }))
+    }
+
+    /// The mass-removal guard refused the ingest: only the DM can confirm it, so retrying
+    /// without a change would refuse again.
+    pub fn is_refused_removal(&self) -> bool {
+        matches!(self, IngestError::MassRemoval(_))
+    }
+}
+
+/// How one ingest runs: the embedder's batch size, and whether it may remove most notes.
+#[derive(Debug, Clone, Copy)]
+pub struct IngestOptions {
+    pub batch_size: usize,
+    pub removal: Removal,
+}
+
+impl IngestOptions {
+    /// An ingest nobody confirmed a mass removal for.
+    pub fn guarded(batch_size: usize) -> IngestOptions {
+        IngestOptions { batch_size, removal: Removal::Guarded }
     }
 }
 
@@ -71,6 +96,8 @@ pub struct IngestSummary {
     pub embedding_calls: usize,
     pub windows_embedded: usize,
     pub vectors_dropped: usize,
+    /// The vector table's cleanup after the commit: old versions removed, small files compacted.
+    pub vector_cleanup: crate::index::vectors::Compaction,
     /// Extractive annotations made (a fragment's most central sentences, no model): one for
     /// every new fragment, so the summaries have a headline where no model wrote one.
     pub extractive_annotations: usize,
@@ -126,7 +153,8 @@ pub fn read_notes(
     Ok((notes, diagnostics))
 }
 
-/// Reads, fragments, embeds and indexes `campaign_dir` into `index`.
+/// Reads, fragments, embeds and indexes `campaign_dir` into `index`; a mass removal is
+/// refused ([`Removal::Guarded`]).
 pub async fn ingest_campaign(
     index: &mut Index,
     campaign_dir: &Path,
@@ -135,6 +163,20 @@ pub async fn ingest_campaign(
     batch_size: usize,
     progress: &dyn IngestProgress,
 ) -> Result<IngestSummary, IngestError> {
+    ingest_campaign_with(index, campaign_dir, config, embedder, IngestOptions::guarded(batch_size), progress).await
+}
+
+/// [`ingest_campaign`] with its options: the removal of most notes allowed when the DM
+/// confirmed it.
+pub async fn ingest_campaign_with(
+    index: &mut Index,
+    campaign_dir: &Path,
+    config: &CampaignConfig,
+    embedder: &dyn Embedder,
+    options: IngestOptions,
+    progress: &dyn IngestProgress,
+) -> Result<IngestSummary, IngestError> {
+    let batch_size = options.batch_size;
     let started = Instant::now();
     let span = info_span!("ingest", campaign = %campaign_dir.display());
     async move {
@@ -147,6 +189,24 @@ pub async fn ingest_campaign(
         summary.embedder = embedder.id().to_string();
         summary.entities = campaign.compendium.compendium.entities.len();
         let plan = commit::plan(index, &stored, &campaign)?;
+        let stored_hashes = index.store.file_hashes()?;
+        guard::check(
+            options.removal,
+            campaign_dir,
+            &stored_hashes,
+            &plan.removals,
+            &campaign.records,
+            campaign.n_kept(),
+        )
+        .map_err(|refused| {
+            warn!(
+                n_indexed = refused.indexed,
+                n_removed = refused.removed,
+                n_read = refused.read,
+                "mass removal refused; the last index stays"
+            );
+            IngestError::MassRemoval(refused)
+        })?;
         summary.files_changed = plan.upserts.len();
         summary.files_removed = plan.removals.len();
 

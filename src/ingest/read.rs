@@ -29,6 +29,9 @@ pub(super) struct NoteFile {
 pub(super) struct CampaignRead {
     pub(super) files: Vec<NoteFile>,
     unreadable: Vec<String>,
+    /// Folders (and entries) the walk could not list now, relative: what the index holds
+    /// under them is not gone, only out of sight.
+    unlisted: Vec<String>,
 }
 
 impl CampaignRead {
@@ -66,6 +69,25 @@ pub(super) fn keep_notes_being_written(
             "cannot be read now (empty, or being written): its last indexed version is kept until it reads".into();
         diagnostics.push(Diagnostic { path: path.clone(), line: None, message });
     }
+    // A folder that cannot be listed hides its notes; it does not delete them.
+    let under_unlisted = |path: &str| {
+        read.unlisted.iter().any(|folder| {
+            path == folder.as_str() || path.strip_prefix(folder.as_str()).is_some_and(|rest| rest.starts_with('/'))
+        })
+    };
+    let read_paths: HashSet<&str> = files.iter().map(|file| file.path.as_str()).collect();
+    let mut hidden: Vec<String> = stored
+        .keys()
+        .filter(|path| under_unlisted(path.as_str()) && !read_paths.contains(path.as_str()) && !kept.contains(*path))
+        .cloned()
+        .collect();
+    hidden.sort();
+    for path in &hidden {
+        let message =
+            "in a folder that cannot be listed now: its last indexed version is kept until the folder reads".into();
+        diagnostics.push(Diagnostic { path: path.clone(), line: None, message });
+    }
+    kept.extend(hidden);
     if !kept.is_empty() {
         info!(n_kept = kept.len(), "notes being written keep their last indexed fragments");
     }
@@ -94,7 +116,7 @@ pub(super) fn read_campaign(
     // Hidden folders and files (`.trash/`, `.obsidian/`, `.git/`) are never read, whatever
     // `ignore` says: a deleted note must not come back as campaign text.
     let is_read = |name: &str| !name.starts_with('.') && !ignored.contains(&corpus::fold(name));
-    let mut read = CampaignRead { files: Vec::new(), unreadable: Vec::new() };
+    let mut read = CampaignRead { files: Vec::new(), unreadable: Vec::new(), unlisted: Vec::new() };
     let mut seen: HashSet<String> = HashSet::new();
     let mut links_out: Vec<Diagnostic> = Vec::new();
     let walker = walkdir::WalkDir::new(campaign_dir).follow_links(true).sort_by_file_name().into_iter();
@@ -122,8 +144,17 @@ pub(super) fn read_campaign(
     for entry in walker {
         let entry = match entry {
             Ok(entry) => entry,
+            Err(err) if err.loop_ancestor().is_none() && err.depth() == 0 => {
+                // The campaign folder itself cannot be listed: nothing read could be trusted
+                // to say which notes are gone.
+                return Err(campaign_error(std::io::Error::from(err)));
+            }
             Err(err) => {
-                diagnostics.push(walk_error(campaign_dir, &err));
+                let diagnostic = walk_error(campaign_dir, &err);
+                if err.loop_ancestor().is_none() {
+                    read.unlisted.push(diagnostic.path.clone());
+                }
+                diagnostics.push(diagnostic);
                 continue;
             }
         };
@@ -277,4 +308,32 @@ fn read_note_file(absolute: &Path, path: String, max_bytes: u64, diagnostics: &m
         }
     };
     NoteRead::Read(NoteFile { path, bytes_hash, n_bytes, text })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(path: &str) -> NoteFile {
+        NoteFile { path: path.into(), bytes_hash: "h".into(), n_bytes: 1, text: "x".into() }
+    }
+
+    #[test]
+    fn notes_under_a_folder_that_cannot_be_listed_are_kept_not_removed() {
+        let read = CampaignRead {
+            files: vec![note("Sesion 1.md")],
+            unreadable: Vec::new(),
+            unlisted: vec!["Arco.Viejo".into()],
+        };
+        let stored: HashMap<String, String> =
+            ["Sesion 1.md", "Arco.Viejo/a.md", "Arco.Viejo/Sub/b.md", "Arco.Viejos/c.md"]
+                .map(|path| (path.to_string(), "fingerprint".to_string()))
+                .into();
+        let mut diagnostics = Vec::new();
+        let (files, mut kept) = keep_notes_being_written(read, &stored, &mut diagnostics);
+        kept.sort();
+        assert_eq!(files.len(), 1);
+        assert_eq!(kept, ["Arco.Viejo/Sub/b.md", "Arco.Viejo/a.md"], "a sibling with a longer name is not under it");
+        assert!(diagnostics.iter().all(|d| d.message.contains("cannot be listed")), "{diagnostics:?}");
+    }
 }

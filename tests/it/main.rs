@@ -16,6 +16,7 @@ mod discord;
 mod doctor;
 mod embedded;
 mod eval;
+mod guard;
 mod first_answer;
 mod ingest;
 mod instant;

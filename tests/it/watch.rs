@@ -55,6 +55,22 @@ impl Watching {
         ingested.expect("an ingest within WAIT")
     }
 
+    /// The next refusal the watcher reports, failing on an ingest or after `WAIT`.
+    async fn next_refusal(&mut self) -> oraculo::ingest::MassRemoval {
+        let refused = tokio::time::timeout(WAIT, async {
+            loop {
+                match self.reports.recv().await.expect("the watcher runs") {
+                    WatchReport::Refused(refused) => return refused,
+                    WatchReport::Ingested(ingested) => panic!("ingested instead: {:?}", ingested.summary),
+                    WatchReport::Failed { error } => panic!("watched ingest failed: {error}"),
+                    _ => {}
+                }
+            }
+        })
+        .await;
+        refused.expect("a refusal within WAIT")
+    }
+
     /// Ingests reported within `within`.
     async fn ingests_within(&mut self, within: Duration) -> usize {
         let deadline = tokio::time::Instant::now() + within;
@@ -270,6 +286,40 @@ async fn a_note_caught_empty_keeps_its_last_fragments_until_it_is_saved_again() 
     .await;
 }
 
+/// Issue 38: a folder whose name holds a dot, moved to `.trash/`, used to be taken for a
+/// file and ignored: its notes still answered.
+#[tokio::test]
+async fn issue_38_a_dotted_folder_moved_to_the_trash_no_longer_answers() {
+    let files = [("Sesiones/Sesion 1.md", SESSION_1), ("Arco.Viejo/Sesion 2.md", SESSION_2)];
+    watching(&files, WatchMode::Events, |scratch, mut watching| async move {
+        assert!(watching.found("¿Qué hundió el barco?", "tormenta").await);
+        let trash = scratch.campaign.path().join(".trash");
+        std::fs::create_dir_all(&trash).unwrap();
+        std::fs::rename(scratch.campaign.path().join("Arco.Viejo"), trash.join("Arco.Viejo")).unwrap();
+        let ingested = watching.next_ingest().await;
+        assert_eq!(ingested.summary.files_removed, 1);
+        assert!(!watching.found("¿Qué hundió el barco?", "tormenta").await);
+    })
+    .await;
+}
+
+/// Issue 38: the folder emptied under the watcher (a sync tool mid-resync) is refused, and
+/// the campaign keeps answering; the notes back, it reads them as usual.
+#[tokio::test]
+async fn issue_38_a_folder_emptied_under_the_watcher_keeps_answering() {
+    watching(BOTH, WatchMode::Events, |scratch, mut watching| async move {
+        let away = tempfile::TempDir::new().unwrap();
+        std::fs::rename(scratch.campaign.path().join("Sesiones"), away.path().join("Sesiones")).unwrap();
+        let refused = watching.next_refusal().await;
+        assert_eq!((refused.indexed, refused.removed, refused.read), (2, 2, 0));
+        assert!(watching.found("¿Qué hundió el barco?", "tormenta").await, "the last index answers");
+        std::fs::rename(away.path().join("Sesiones"), scratch.campaign.path().join("Sesiones")).unwrap();
+        let ingested = watching.next_ingest().await;
+        assert_eq!((ingested.summary.files_changed, ingested.summary.files_removed), (0, 0));
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_polled_folder_reads_its_saves_too() {
     watching(ONE, WatchMode::Poll, |scratch, mut watching| async move {
@@ -317,6 +367,54 @@ async fn the_bot_tells_the_dm_by_direct_message_of_a_saved_notes_warnings() {
         .await;
     let body = sent.body.to_string();
     assert!(body.contains("Sesiones/Sesion 2.md") && body.contains("never closed"), "{body}");
+    assert!(discord.violations().is_empty(), "{:?}", discord.violations());
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap().unwrap();
+}
+
+/// Issue 38: a watched ingest that fails (the embedder answering 500) or that the guard
+/// refuses reaches the DM by direct message, though the DM asked for no warnings.
+#[tokio::test]
+async fn issue_38_the_bot_tells_the_dm_of_a_failed_and_of_a_refused_watched_ingest() {
+    oraculo::logging::init();
+    let scratch = Scratch::new(BOTH);
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    let discord = FakeDiscord::start().await;
+    let campaign = campaign_toml(scratch.campaign.path()) + "watch_debounce_ms = 200\n";
+    let config = parse_config(&config_toml(scratch.data.path(), &campaign, &ollama, &discord, ""));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let bot = tokio::spawn(oraculo::discord::run_with_client(config, None, async move {
+        let _ = stopped.await;
+    }));
+    let index = scratch.index_dir();
+    tokio::time::timeout(WAIT, async {
+        while !index.join("index.sqlite").exists() || ollama.requests_to("/api/embed") == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the catch-up ingest");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The folder emptied (a sync tool mid-resync): refused, and the DM told how to confirm.
+    let away = tempfile::TempDir::new().unwrap();
+    std::fs::rename(scratch.campaign.path().join("Sesiones"), away.path().join("Sesiones")).unwrap();
+    let refused = discord
+        .wait_for("the refusal notice", |r| {
+            r.method == "POST" && r.path.starts_with("/channels/") && r.body.to_string().contains("permitir_borrado")
+        })
+        .await;
+    let body = refused.body.to_string();
+    assert!(body.contains("ninguna nota") && body.contains("--allow-removal"), "{body}");
+    // The notes back with a new one, and the embedder fails that ingest.
+    ollama.enqueue(crate::fake_ollama::Fault::Status(500, "model crashed".into()));
+    std::fs::rename(away.path().join("Sesiones"), scratch.campaign.path().join("Sesiones")).unwrap();
+    scratch.write("Sesiones/Sesion 3.md", "# Sesión 3\nEl faro se apagó.\n");
+    let failed = discord
+        .wait_for("the failure notice", |r| {
+            r.method == "POST" && r.path.starts_with("/channels/") && r.body.to_string().contains("No pude leer")
+        })
+        .await;
+    assert!(failed.body.to_string().contains("500"), "{}", failed.body);
     assert!(discord.violations().is_empty(), "{:?}", discord.violations());
     stop.send(()).unwrap();
     tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap().unwrap();

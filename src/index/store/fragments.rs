@@ -40,6 +40,20 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// The distinct labels the stored fragments of each of `paths` hold, as (path, label).
+    pub fn labels_of_paths(&self, paths: &[String]) -> Result<Vec<(String, String)>, IndexError> {
+        let mut statement =
+            self.connection.prepare_cached("SELECT DISTINCT label FROM fragments WHERE source_path = ?1")?;
+        let mut labels = Vec::new();
+        for path in paths {
+            let rows = statement.query_map([path], |row| row.get::<_, String>(0))?;
+            for label in rows {
+                labels.push((path.clone(), label?));
+            }
+        }
+        Ok(labels)
+    }
+
     /// The diagnostics the last complete ingest recorded.
     pub fn diagnostics(&self) -> Result<Vec<Diagnostic>, IndexError> {
         let mut statement =

@@ -197,9 +197,10 @@ impl Store {
         super::create_private_file(path)
             .map_err(|source| IndexError::Io { path: path.display().to_string(), source })?;
         let connection = Connection::open(path).map_err(sqlite)?;
+        // The busy timeout first, so that switching to WAL waits for another opener too.
         // WAL: readers (the bot answering) never block on a reingest's writer.
         connection
-            .execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;")
+            .execute_batch("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;")
             .map_err(sqlite)?;
         let mut store = Store { connection };
         store.migrate().map_err(sqlite)?;
@@ -223,7 +224,7 @@ impl Store {
             return Ok(());
         }
         let _span = info_span!("index.cut_windows", n_fragments = missing.len()).entered();
-        let transaction = self.connection.transaction()?;
+        let transaction = self.connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for (fragment_id, text) in &missing {
             insert_windows(&transaction, *fragment_id, text)?;
         }
@@ -244,7 +245,16 @@ impl Store {
             if version <= applied {
                 continue;
             }
-            let transaction = self.connection.transaction()?;
+            // Immediate: the write lock up front, waited for (busy timeout), so two processes
+            // opening one store never deadlock upgrading a read; then asked again under it,
+            // as the other may have applied this migration meanwhile.
+            let transaction = self.connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let applied_now: i64 =
+                transaction
+                    .query_row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [], |row| row.get(0))?;
+            if version <= applied_now {
+                continue;
+            }
             transaction.execute_batch(sql)?;
             transaction
                 .execute("INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)", params![version, name])?;
