@@ -22,8 +22,8 @@ use tracing::Instrument;
 use super::access::{command_place, refuse_barred};
 use super::embeds::{self, Message};
 use super::errors::{ask_error_text, lang_of, log_discord_error, tell};
-use super::place::Place;
 use super::locale::Lang;
+use super::place::Place;
 use super::reply::{Outlet, answer_question, interaction_token_usable, refuse_question, source_messages_for};
 use super::{Context, Data, Desk, Error, Job, ReingestSetup};
 use crate::corpus::fold;
@@ -47,7 +47,6 @@ async fn defer(ctx: Context<'_>, ephemeral: bool) -> Result<(), serenity::Error>
     }
     Ok(())
 }
-
 
 // --- /oraculo ----------------------------------------------------------------------------
 
@@ -130,7 +129,6 @@ async fn open_thread(
         Err(err) => log_discord_error(&err, "opening a thread on an answer"),
     }
 }
-
 
 // --- /fuente -------------------------------------------------------------------------------
 

@@ -26,8 +26,8 @@ pub mod commands;
 pub mod embeds;
 pub mod errors;
 pub mod events;
-pub mod place;
 pub mod locale;
+pub mod place;
 pub mod queue;
 pub mod reply;
 
@@ -44,8 +44,8 @@ use crate::config::{CampaignConfig, Config, DiscordConfig};
 
 use crate::oracle::Oracle;
 use access::Access;
-use place::History;
 use locale::Lang;
+use place::History;
 use queue::Queue;
 
 /// What a command or event handler returns when it fails (logged by `errors::on_error`).
@@ -260,7 +260,7 @@ pub async fn run_with_client(
 /// The `[discord]` settings, once every campaign names the servers it answers in.
 fn discord_settings(config: &Config) -> anyhow::Result<DiscordConfig> {
     let discord = config.discord.clone().context(
-        "no Discord settings: add a [discord] section to the config, or set DISCORD_TOKEN (see docs/discord.md)",
+        "no Discord settings: add a [discord] section to the config, or set DISCORD_TOKEN (see docs/discord-setup.md)",
     )?;
     for named in &config.campaigns {
         anyhow::ensure!(
