@@ -22,8 +22,8 @@ use tracing::Instrument;
 use super::access::{command_place, refuse_barred};
 use super::embeds::{self, Message};
 use super::errors::{ask_error_text, lang_of, log_discord_error, tell};
-use super::locale::Lang;
 use super::place::Place;
+use super::locale::Lang;
 use super::reply::{Outlet, answer_question, interaction_token_usable, refuse_question, source_messages_for};
 use super::{Context, Data, Desk, Error, Job, ReingestSetup};
 use crate::corpus::fold;
@@ -47,6 +47,7 @@ async fn defer(ctx: Context<'_>, ephemeral: bool) -> Result<(), serenity::Error>
     }
     Ok(())
 }
+
 
 // --- /oraculo ----------------------------------------------------------------------------
 
@@ -129,6 +130,7 @@ async fn open_thread(
         Err(err) => log_discord_error(&err, "opening a thread on an answer"),
     }
 }
+
 
 // --- /fuente -------------------------------------------------------------------------------
 

@@ -11,11 +11,11 @@ use poise::serenity_prelude as serenity;
 use tracing::Instrument;
 
 use super::access::{Barred, Location, Surface, interaction_place, refuse_barred};
+use super::reply::{Outlet, answer_question, refuse_question, source_messages_for};
 use super::embeds::{self, Message};
 use super::errors::log_discord_error;
-use super::locale::Lang;
 use super::place::Place;
-use super::reply::{Outlet, answer_question, refuse_question, source_messages_for};
+use super::locale::Lang;
 use super::{Data, Error};
 
 /// poise's event handler.

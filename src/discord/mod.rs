@@ -26,8 +26,8 @@ pub mod commands;
 pub mod embeds;
 pub mod errors;
 pub mod events;
-pub mod locale;
 pub mod place;
+pub mod locale;
 pub mod queue;
 pub mod reply;
 
@@ -44,8 +44,8 @@ use crate::config::{CampaignConfig, Config, DiscordConfig};
 
 use crate::oracle::Oracle;
 use access::Access;
-use locale::Lang;
 use place::History;
+use locale::Lang;
 use queue::Queue;
 
 /// What a command or event handler returns when it fails (logged by `errors::on_error`).

@@ -269,3 +269,4 @@ mod tests {
         assert!(!interaction_token_usable(id, created + Duration::from_secs(16 * 60)));
     }
 }
+
