@@ -18,6 +18,7 @@ mod embedded;
 mod eval;
 mod first_answer;
 mod ingest;
+mod init;
 mod instant;
 mod retrieve;
 mod robustness;
