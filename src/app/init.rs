@@ -226,7 +226,8 @@ fn render_campaign(campaign_dir: &Path, survey: &CampaignSurvey) -> String {
             "# Read as world documents because nothing said otherwise: {}.\n# A folder of character sheets or sessions says so here (uncomment and edit):\n# [campaign.kind_folders]\n",
             counted(&survey.world_by_default)
         ));
-        if let Some(folder) = survey.world_by_default.keys().find(|folder| folder.as_str() != ".") {
+        if let Some(folder) = survey.world_by_default.keys().find(|folder| folder.as_str() != super::survey::TOP_FOLDER)
+        {
             let leaf = folder.rsplit('/').next().unwrap_or(folder);
             out.push_str(&format!("# {} = \"sheet\"\n", toml_string(leaf)));
         }

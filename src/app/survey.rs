@@ -185,13 +185,16 @@ fn unplaced_reason(note: &Note) -> Option<NoteReason> {
     Some(NoteReason { path: note.path.clone(), why: why.to_string() })
 }
 
-/// The folders (`.` for the top) of world documents that nothing said were world documents.
+/// How the notes folder itself is named where folders are listed.
+pub const TOP_FOLDER: &str = "(top folder)";
+
+/// The folders ([`TOP_FOLDER`] for the notes folder itself) of world documents that nothing said were world documents.
 fn world_by_default(notes: &[Note], campaign: &CampaignConfig) -> BTreeMap<String, usize> {
     let mut folders = BTreeMap::new();
     for note in notes {
         let told = campaign.corpus.kind_from_folders(&note.path).is_some() || note.declared_type.is_some();
         if note.kind == NoteKind::World && !told {
-            let folder = note.path.rsplit_once('/').map_or(".", |(folder, _)| folder);
+            let folder = note.path.rsplit_once('/').map_or(TOP_FOLDER, |(folder, _)| folder);
             *folders.entry(folder.to_string()).or_insert(0) += 1;
         }
     }
@@ -304,6 +307,7 @@ mod tests {
         assert_eq!(survey.player_callouts.get("[!note]"), Some(&1));
         assert_eq!(survey.unplaced.iter().map(|note| note.path.as_str()).collect::<Vec<_>>(), vec!["Empty.md"]);
         assert_eq!(survey.world_by_default.get("Places"), Some(&1), "{:?}", survey.world_by_default);
+        assert_eq!(survey.world_by_default.get(TOP_FOLDER), Some(&1), "Empty.md: {:?}", survey.world_by_default);
     }
 
     #[test]

@@ -88,7 +88,7 @@ fn render(report: &InitReport) -> String {
     out.push_str(&format!("  not placed   {:>3}  {}\n", unplaced.len(), some_names(&unplaced)));
     if !survey.world_by_default.is_empty() {
         let folders: Vec<String> =
-            survey.world_by_default.iter().map(|(folder, n)| format!("{folder}/ ({n})")).collect();
+            survey.world_by_default.iter().map(|(folder, n)| format!("{folder} ({n})")).collect();
         out.push_str(&format!("  world, as nothing said otherwise: {}\n", some_names(&folders)));
     }
     if !survey.secret_folders.is_empty() {
