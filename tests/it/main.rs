@@ -12,6 +12,7 @@ mod answer;
 mod architecture;
 mod canary;
 mod chat;
+mod compose;
 mod discord;
 mod doctor;
 mod embedded;
