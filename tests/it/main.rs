@@ -14,6 +14,7 @@ mod canary;
 mod chat;
 mod compose;
 mod discord;
+mod docs;
 mod doctor;
 mod embedded;
 mod eval;
