@@ -8,6 +8,11 @@ cd "$(dirname "$0")/.."
 # The default target dir (or the caller's CARGO_TARGET_DIR), so the README's next command,
 # `cargo test --locked`, reuses this build instead of compiling LanceDB a second time.
 
+# Rust first, before anything long: Debian's packaged rustc is older than the crate's
+# rust-version, and a missing or old one would otherwise fail only after the installs and the
+# model download, at `cargo build`.
+bash scripts/check-rust.sh
+
 bash scripts/install-deps.sh
 # The 1.5B model (1.1 GB, 22 wheels, sha256-checked): the small model that answers a Spanish
 # question correctly, and cites reliably through the structured answer's schema.

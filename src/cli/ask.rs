@@ -27,6 +27,9 @@ pub(super) async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&answer_json(&oracle, &request).await?)?);
         return Ok(());
     }
+    // The warnings (a rerank skipped, a model that failed) wait under the answer instead of
+    // cutting into it on the screen.
+    let _held_logs = crate::logging::hold_on_terminal();
     let answer = ask_streaming(&oracle, &request).await?;
     print_sources(&answer);
     println!("\n{}", render_footer(&answer));
@@ -49,9 +52,9 @@ async fn answer_json(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Resul
     if let Some(object) = json.as_object_mut() {
         object.insert("instant".into(), serde_json::to_value(&instant)?);
         object.insert("instant_kept".into(), serde_json::to_value(settled.as_ref().and_then(|s| s.instant_kept))?);
-        let stays = settled.as_ref().map(|settled| {
-            serde_json::json!({ "text": settled.answer.text, "notes_added": settled.notes_added })
-        });
+        let stays = settled
+            .as_ref()
+            .map(|settled| serde_json::json!({ "text": settled.answer.text, "notes_added": settled.notes_added }));
         object.insert("settled".into(), serde_json::to_value(stays)?);
     }
     Ok(json)
@@ -204,6 +207,7 @@ pub(super) async fn chat(args: &ChatArgs) -> anyhow::Result<()> {
             _ => {}
         }
         let request = AskRequest { question: line, history: &history, audience };
+        let _held_logs = crate::logging::hold_on_terminal();
         match ask_streaming(&oracle, &request).await {
             Ok(answer) => {
                 if answer.joins_history() {

@@ -13,6 +13,7 @@ use crate::oracle::Oracle;
 mod ask;
 mod doctor;
 mod eval;
+mod init;
 mod ingest;
 mod listing;
 mod search;
@@ -28,6 +29,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Reads your notes folder as the ingest would, shows what it detected (sessions, sheets,
+    /// world documents, what is GM-only and why), and writes a commented config.toml for it
+    /// and for this machine's model; asks nothing.
+    Init(InitArgs),
     /// Reads a campaign folder into the index (incremental: unchanged notes cost nothing),
     /// then annotates new fragments with the chat model.
     Ingest(IngestArgs),
@@ -58,6 +63,26 @@ pub enum Command {
     /// Checks, line by line, whether this install can answer: the config, the folders, the
     /// index, the models, Discord; each ✗ with its fix, exit status 1 on any ✗.
     Doctor(CampaignArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The notes folder (a plain folder or an Obsidian vault; default: the current folder).
+    pub dir: Option<PathBuf>,
+    /// Where to write the config (default: ./config.toml, or ~/.config/oraculo/config.toml
+    /// when the current folder is inside the notes folder, which Oráculo never writes to).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The data dir the config names (default: none written, so ORACULO_DATA, else
+    /// ~/.local/share/oraculo).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Overwrite an existing config.
+    #[arg(long)]
+    pub force: bool,
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -244,6 +269,7 @@ pub fn render_error(err: &anyhow::Error) -> String {
 /// Runs one subcommand.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Init(args) => init::init(&args).await,
         Command::Ingest(args) => ingest::ingest(&args).await,
         Command::Annotate(args) => ingest::annotate(&args).await,
         Command::Sources(args) => listing::sources(&args).await,

@@ -54,6 +54,8 @@ pub(super) async fn recap(args: &RecapArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&recap)?);
         return Ok(());
     }
+    // The warnings wait under the recap instead of cutting into it.
+    let _held_logs = crate::logging::hold_on_terminal();
     let echo = super::Echo::default();
     let sink = |token: &str| echo.print(token);
     let recap = crate::timeline::recap(&oracle, args.session, audience, language, Some(&sink)).await?;

@@ -173,6 +173,8 @@ mod tests {
         let text = include_str!("../../config.toml.example");
         let config = check(text, &[("HOME", "/home/dm")]).expect("config.toml.example must stay valid");
         assert!(matches!(config.embedder, EmbedderConfig::Ollama(_)));
+        // The mode a DM who copies the example gets: the one the eval measured best.
+        assert_eq!(config.answer.mode, crate::answer::AnswerMode::Structured);
         let discord = config.discord.expect("the example documents [discord]");
         assert_eq!(discord.concurrency, DEFAULT_DISCORD_CONCURRENCY);
         assert!(discord.token.is_none(), "the example must not carry a token");
@@ -199,6 +201,14 @@ mod tests {
         let config = check(text, &[("ORACULO_DATA", "/from/env"), ("ORACULO_EMBEDDER", "ollama")]).unwrap();
         assert_eq!(config.data_dir, PathBuf::from("/from/env"));
         assert!(matches!(config.embedder, EmbedderConfig::Ollama(_)));
+        let text = "[embedder]\nmodel_path = \"/from/file.bin\"\n";
+        let config = check(text, &[("HOME", "/h"), ("ORACULO_E5_MODEL", "/from/env.bin")]).unwrap();
+        match config.embedder {
+            EmbedderConfig::Embedded { model_path, .. } => {
+                assert_eq!(model_path.as_deref(), Some(Path::new("/from/env.bin")));
+            }
+            other => panic!("embedded expected, got {other:?}"),
+        }
     }
 
     #[test]

@@ -8,9 +8,9 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 
 use crate::answer::AnswerMode;
-use crate::llm::embed::ollama::OllamaEmbedderConfig;
 use crate::llm::chat::ollama::OllamaChatConfig;
 use crate::llm::chat::openai::{ApiKey, OpenAiChatConfig};
+use crate::llm::embed::ollama::OllamaEmbedderConfig;
 
 /// Ollama's usual address.
 pub const DEFAULT_OLLAMA_URL: &str = "http://127.0.0.1:11434";
@@ -141,7 +141,11 @@ pub(super) fn embedder_config(
         bail!("embedder.batch_size must be above 0");
     }
     Ok(match backend.as_str() {
-        "embedded" => EmbedderConfig::Embedded { model_path: embedder_raw.model_path, batch_size },
+        // `ORACULO_E5_MODEL` beats `embedder.model_path`, as every variable beats the file.
+        "embedded" => EmbedderConfig::Embedded {
+            model_path: env("ORACULO_E5_MODEL").map(PathBuf::from).or(embedder_raw.model_path),
+            batch_size,
+        },
         "ollama" => {
             let url = env("ORACULO_OLLAMA_URL").or(ollama_raw.url).unwrap_or_else(|| DEFAULT_OLLAMA_URL.into());
             if !(url.starts_with("http://") || url.starts_with("https://")) {

@@ -278,7 +278,7 @@ pub async fn run_with_client(
 /// The `[discord]` settings, once every campaign names the servers it answers in.
 fn discord_settings(config: &Config) -> anyhow::Result<DiscordConfig> {
     let discord = config.discord.clone().context(
-        "no Discord settings: add a [discord] section to the config, or set DISCORD_TOKEN (see docs/discord.md)",
+        "no Discord settings: add a [discord] section to the config, or set DISCORD_TOKEN (see docs/discord-setup.md)",
     )?;
     for named in &config.campaigns {
         anyhow::ensure!(

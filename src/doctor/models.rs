@@ -4,8 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
-
 use super::Check;
 use crate::config::{ChatConfig, Config, EmbedderConfig};
 use crate::llm::LlmError;
@@ -35,16 +33,6 @@ struct Wanted<'a> {
     essential: bool,
 }
 
-#[derive(Deserialize)]
-struct Tags {
-    models: Vec<Tag>,
-}
-
-#[derive(Deserialize)]
-struct Tag {
-    name: String,
-}
-
 async fn ollama_checks(config: &Config) -> Vec<Check> {
     let mut wanted = Vec::new();
     if let EmbedderConfig::Ollama(embedder) = &config.embedder {
@@ -59,7 +47,7 @@ async fn ollama_checks(config: &Config) -> Vec<Check> {
     for url in urls {
         let here: Vec<&Wanted> = wanted.iter().filter(|w| w.url == url).collect();
         let essential = here.iter().any(|w| w.essential);
-        match pulled_models(url).await {
+        match crate::llm::ollama_pulled_models(url, TAGS_TIMEOUT).await {
             Ok(pulled) => {
                 for want in here {
                     checks.push(pulled_check(url, want, &pulled));
@@ -78,19 +66,6 @@ async fn ollama_checks(config: &Config) -> Vec<Check> {
         }
     }
     checks
-}
-
-/// The names Ollama lists as pulled at `url`.
-async fn pulled_models(url: &str) -> Result<Vec<String>, String> {
-    let client = reqwest::Client::builder().timeout(TAGS_TIMEOUT).build().map_err(|err| err.to_string())?;
-    let endpoint = format!("{}/api/tags", url.trim_end_matches('/'));
-    let response = client.get(&endpoint).send().await.map_err(|err| err.to_string())?;
-    let status = response.status();
-    if !status.is_success() {
-        return Err(format!("GET /api/tags answered {status}"));
-    }
-    let tags: Tags = response.json().await.map_err(|err| format!("GET /api/tags: {err}"))?;
-    Ok(tags.models.into_iter().map(|tag| tag.name).collect())
 }
 
 /// Whether Ollama lists `model`: a name without a tag is its `:latest`.

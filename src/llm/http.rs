@@ -115,3 +115,26 @@ mod tests {
         assert_eq!(context_for(40000, 1024, 1024, 32768), 32768);
     }
 }
+
+/// The models an Ollama server at `url` has pulled (`GET /api/tags`), waiting at most
+/// `timeout`: what `oraculo doctor` checks the configured models against, and how `oraculo
+/// init` tells whether an Ollama answers on this machine. The error says why in one line.
+pub async fn ollama_pulled_models(url: &str, timeout: Duration) -> Result<Vec<String>, String> {
+    #[derive(serde::Deserialize)]
+    struct Tags {
+        models: Vec<Tag>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Tag {
+        name: String,
+    }
+    let client = reqwest::Client::builder().timeout(timeout).build().map_err(|err| err.to_string())?;
+    let endpoint = format!("{}/api/tags", url.trim_end_matches('/'));
+    let response = client.get(&endpoint).send().await.map_err(|err| err.to_string())?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(format!("GET /api/tags answered {status}"));
+    }
+    let tags: Tags = response.json().await.map_err(|err| format!("GET /api/tags: {err}"))?;
+    Ok(tags.models.into_iter().map(|tag| tag.name).collect())
+}

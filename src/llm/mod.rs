@@ -12,6 +12,8 @@ pub mod chat;
 pub mod embed;
 mod http;
 
+pub use http::ollama_pulled_models;
+
 use async_trait::async_trait;
 
 /// A model server, as an error names it: who failed, and what usually fixes it.

@@ -25,7 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("oracle", &["answer", "config", "corpus", "index", "lexicon", "llm", "prompt", "retrieve"]),
     ("timeline", &["answer", "corpus", "index", "llm", "oracle", "prompt", "retrieve"]),
     ("eval", &["answer", "corpus", "index", "llm", "oracle", "retrieve", "sample"]),
-    ("app", &["config", "index", "ingest", "llm", "oracle", "sample"]),
+    ("app", &["config", "corpus", "index", "ingest", "llm", "oracle", "sample"]),
     ("doctor", &["app", "config", "index", "ingest", "llm"]),
     ("watch", &["config", "corpus", "index", "ingest", "llm"]),
     (

@@ -12,6 +12,11 @@
 //!   merge after the annotations).
 //! - [`open_campaigns`]: every campaign the bot serves, one oracle each over one shared
 //!   embedder and one shared chat model (one llama.cpp model in memory, however many tables).
+//! - [`init::init_campaign`]: `oraculo init`, a DM's notes folder surveyed as the ingest reads
+//!   it ([`survey::survey_campaign`]) and a config written for it and for this machine.
+
+pub mod init;
+pub mod survey;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
