@@ -84,15 +84,13 @@ pub async fn init_campaign(options: &InitOptions) -> anyhow::Result<InitReport> 
     if config_path.exists() && !options.force {
         bail!("{} exists: pass --force to overwrite it, or --config to write another file", config_path.display());
     }
-    // First with the defaults, for the language and the folders to make secret; then again
+    // First with the defaults, for the language and the markers seen; then again
     // under the config as written, which is what the ingest will read.
     let first = survey_campaign(&campaign_dir, &campaign_config(&campaign_dir, None)?)?;
     let model = choose_model(options).await;
     let text = render_config(&campaign_dir, options.data_dir.as_deref(), &first, &model);
     let written = campaign_config(&campaign_dir, Some(&text))?;
-    let mut survey = survey_campaign(&campaign_dir, &written)?;
-    // Secret under the written config; what the report says is that init made them so.
-    survey.secret_folders = first.secret_folders.clone();
+    let survey = survey_campaign(&campaign_dir, &written)?;
     if let Some(folder) = config_path.parent() {
         std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
     }
@@ -197,16 +195,16 @@ fn render_campaign(campaign_dir: &Path, survey: &CampaignSurvey) -> String {
         survey.language_words.spanish, survey.language_words.english
     ));
     out.push_str(&format!("label_language = \"{language}\"\n"));
-    out.push_str("# GM-only as a whole, besides the default folders \"Secretos\" and \"Secrets\"");
+    out.push_str("# GM-only as a whole, besides every folder or file whose name holds a GM word");
     if survey.secret_folders.is_empty() {
-        out.push_str(": none seen\n# beyond those. A folder of GM notes goes here by name (any depth).\n");
+        out.push_str("\n");
     } else {
-        out.push_str(
-            ":\n# the folders whose name holds a GM word, seen in your notes (remove one players may read).\n",
-        );
+        let seen: Vec<&str> = survey.secret_folders.iter().map(String::as_str).collect();
+        out.push_str(&format!(" (seen: {})\n", seen.join(", ")));
     }
-    let folders: Vec<String> = survey.secret_folders.iter().map(|folder| toml_string(folder)).collect();
-    out.push_str(&format!("secret_paths = [{}]\n", folders.join(", ")));
+    out.push_str("# and the default folders \"Secretos\" and \"Secrets\": a folder of GM notes named otherwise\n");
+    out.push_str("# goes here by name (any depth).\n");
+    out.push_str("secret_paths = []\n");
     out.push_str("# GM words, besides the defaults (secret, secreto, gm, dm, dj, máster, narrador, private,\n");
     out.push_str(
         "# spoiler, hidden…): a callout type, comment opener, tag or front matter key holding one is GM-only.\n",

@@ -112,7 +112,7 @@ pub fn survey_campaign(campaign_dir: &Path, campaign: &CampaignConfig) -> anyhow
         sessions: sessions.into_iter().collect(),
         sheets: sheets.into_iter().collect(),
         world: world.into_iter().collect(),
-        gm_only: notes.iter().filter_map(|note| gm_only_reason(note, campaign, &warnings)).collect(),
+        gm_only: notes.iter().filter_map(|note| gm_only_reason(note, &warnings)).collect(),
         secret_passages: notes.iter().filter_map(secret_passages).collect(),
         unplaced: notes.iter().filter_map(unplaced_reason).collect(),
         world_by_default: world_by_default(&notes, campaign),
@@ -139,24 +139,18 @@ fn language_words<'t>(texts: impl Iterator<Item = &'t str>) -> LanguageWords {
     counted
 }
 
-/// Why a GM-only note is: its folder, front matter that cannot be read, or its own marks.
-fn gm_only_reason(note: &Note, campaign: &CampaignConfig, warnings: &[Diagnostic]) -> Option<NoteReason> {
+/// Why a GM-only note is, as the one rule of `docs/secrets.md` found it (the named thing and
+/// its GM word, the presence mark, the allow-list), or broken front matter kept GM-only.
+fn gm_only_reason(note: &Note, warnings: &[Diagnostic]) -> Option<NoteReason> {
     if note.visibility != Visibility::DmOnly {
         return None;
     }
-    let why = if campaign.corpus.is_secret_path(&note.path) {
-        let folder = note
-            .path
-            .split('/')
-            .find(|component| campaign.corpus.is_secret_path(component))
-            .unwrap_or("a secret folder");
-        format!("in the secret folder {folder}")
+    let why = if let Some(because) = &note.hidden_because {
+        corpus::audit::describe(because)
     } else if warnings.iter().any(|warning| warning.path == note.path && warning.message.contains("front matter")) {
         "its front matter cannot be read, so it is kept GM-only until fixed".to_string()
-    } else if let Some(tag) = note.tags.iter().find(|tag| campaign.corpus.names_gm(tag)) {
-        format!("tagged #{tag}")
     } else {
-        "its front matter marks it (secret, visibility, a GM word in its type or tags)".to_string()
+        "its front matter marks it GM-only".to_string()
     };
     Some(NoteReason { path: note.path.clone(), why })
 }
@@ -201,16 +195,16 @@ fn world_by_default(notes: &[Note], campaign: &CampaignConfig) -> BTreeMap<Strin
     folders
 }
 
-/// Folders whose own name holds a GM word and that are not already secret paths: a DM who
-/// names a folder «GM Notes» or «Notas del DJ» means it, so `oraculo init` makes them secret.
+/// Folders whose own name holds a GM word (`GM Notes`, `Notas del DJ`): GM-only by the one rule
+/// already, listed so that a DM sees which folders players will not read.
 fn secret_folders(notes: &[Note], campaign: &CampaignConfig) -> Vec<String> {
     let mut folders = BTreeSet::new();
     for note in notes {
         let components: Vec<&str> = note.path.split('/').collect();
         for depth in 1..components.len() {
-            let folder = components[..depth].join("/");
-            if campaign.corpus.names_gm(components[depth - 1]) && !campaign.corpus.is_secret_path(&folder) {
-                folders.insert(folder);
+            if campaign.corpus.names_gm(components[depth - 1]) {
+                folders.insert(components[..depth].join("/"));
+                break;
             }
         }
     }
@@ -298,8 +292,9 @@ mod tests {
         assert!(survey.sheets.iter().any(|label| label.contains("Mira")), "{:?}", survey.sheets);
         assert_eq!(survey.secret_folders, vec!["GM Notes".to_string()], "a folder named for the GM is seen");
         let secret: Vec<&str> = survey.gm_only.iter().map(|note| note.path.as_str()).collect();
-        assert_eq!(secret, vec!["Secrets/plan.md"], "a default secret folder, and only it, before the config");
-        assert!(survey.gm_only[0].why.contains("Secrets"), "{:?}", survey.gm_only);
+        assert_eq!(secret, vec!["GM Notes/twist.md", "Secrets/plan.md"], "folders named for the GM, by the one rule");
+        assert!(survey.gm_only[0].why.contains("GM Notes"), "{:?}", survey.gm_only);
+        assert!(survey.gm_only[1].why.contains("Secrets"), "{:?}", survey.gm_only);
         let passages: Vec<&str> = survey.secret_passages.iter().map(|note| note.path.as_str()).collect();
         assert!(passages.contains(&"Sessions/Session 2.md"), "{passages:?}");
         assert_eq!(survey.secret_markers.get("[!gm]"), Some(&1));

@@ -92,7 +92,7 @@ fn render(report: &InitReport) -> String {
         out.push_str(&format!("  world, as nothing said otherwise: {}\n", some_names(&folders)));
     }
     if !survey.secret_folders.is_empty() {
-        out.push_str(&format!("  made GM-only, by their name: {}\n", survey.secret_folders.join(", ")));
+        out.push_str(&format!("  GM-only by their name: {}\n", survey.secret_folders.join(", ")));
     }
     if !survey.warnings.is_empty() {
         let warnings: Vec<String> = survey
