@@ -62,6 +62,11 @@ pub enum Ungrounded {
     /// No passage of the cited notes is near the sentence in meaning: the nearest one's
     /// cosine, and the floor it missed, in thousandths ([`super::support`]).
     Unsupported { nearest_milli: i32, floor_milli: i32 },
+    /// No note shown holds enough of the sentence's words ([`super::provenance`]): the share
+    /// its best notes hold, in hundredths.
+    NotInNotes { held_percent: u32 },
+    /// The sentence states a negation (as written) that no note it rests on states.
+    Negation(String),
 }
 
 impl Ungrounded {
@@ -72,6 +77,8 @@ impl Ungrounded {
             Ungrounded::Name(_) => "a name not in the notes it cites",
             Ungrounded::Count { .. } => "a count the notes it cites do not give",
             Ungrounded::Unsupported { .. } => "no passage of the notes it cites says it",
+            Ungrounded::NotInNotes { .. } => "no note shown holds its words",
+            Ungrounded::Negation(_) => "a negation the notes do not state",
         }
     }
 }
@@ -90,6 +97,10 @@ impl std::fmt::Display for Ungrounded {
                 f64::from(*nearest_milli) / 1000.0,
                 f64::from(*floor_milli) / 1000.0
             ),
+            Ungrounded::NotInNotes { held_percent } => {
+                write!(f, "the notes shown hold {held_percent} % of its words at best")
+            }
+            Ungrounded::Negation(word) => write!(f, "it says «{word}» where its notes do not"),
         }
     }
 }
@@ -166,6 +177,16 @@ impl CitedNotes {
     /// which of the support floors applies (`super::support`).
     pub fn all_in_language(&self, sources: &[String], language: LabelLanguage) -> bool {
         sources.iter().all(|label| self.language.get(label) == Some(&language))
+    }
+
+    /// `label`'s notes as folded words joined by single spaces (padded), if shown here.
+    pub(super) fn words_of(&self, label: &str) -> Option<&str> {
+        self.by_label.get(label).map(String::as_str)
+    }
+
+    /// The labels shown, in the order shown.
+    pub(super) fn order(&self) -> &[String] {
+        &self.order
     }
 
     /// Checks counts against what `question` counts, when it asks how many of something.
@@ -308,7 +329,7 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 
 /// ` w1 w2 … ` : whole-word and whole-phrase search by `contains(" phrase ")`. Digit groups
 /// written with separators («1.000», "1,000») are joined first.
-fn padded_words(text: &str) -> String {
+pub(super) fn padded_words(text: &str) -> String {
     let joined = join_digit_groups(text);
     let mut padded = String::with_capacity(joined.len() + 2);
     padded.push(' ');

@@ -32,6 +32,7 @@ pub mod citations;
 pub mod context;
 pub mod grounding;
 pub mod passages;
+pub mod provenance;
 pub mod structured;
 pub mod support;
 

@@ -51,7 +51,12 @@ pub const GAP_MARK: &str = "(…)";
 #[derive(Debug, Clone, Default)]
 pub struct QueryTerms {
     terms: Vec<(String, u32)>,
+    /// The question asks how much or how many: a sentence stating a number answers it.
+    asks_quantity: bool,
 }
+
+/// Words that ask for a quantity, folded: «¿cuánto pagó?», "how many arrows".
+const QUANTITY_WORDS: [&str; 8] = ["cuanto", "cuanta", "cuantos", "cuantas", "much", "many", "precio", "cost"];
 
 impl QueryTerms {
     pub fn new(question: &str, entity_names: &[&str]) -> QueryTerms {
@@ -68,7 +73,23 @@ impl QueryTerms {
         for word in content_words(question) {
             add(word, 1);
         }
-        QueryTerms { terms }
+        let asks_quantity = fold_words(question).any(|word| QUANTITY_WORDS.contains(&word.as_str()));
+        QueryTerms { terms, asks_quantity }
+    }
+
+    /// How much of what the question asks beyond the entities it names `text` holds: the
+    /// question's own words (not a name's), and a number when it asks how much or how many.
+    /// «¿Cuánto ofreció el archiduque?»: the line with «300 coronas» scores; the five that
+    /// only name the archduke do not.
+    pub fn asked_score(&self, text: &str) -> u32 {
+        let words: HashSet<String> = fold_words(text).collect();
+        let own = self
+            .terms
+            .iter()
+            .filter(|(term, weight)| *weight == 1 && words.iter().any(|word| same_stem(term, word)))
+            .count() as u32;
+        let number = self.asks_quantity && words.iter().any(|word| word.chars().any(|c| c.is_ascii_digit()));
+        own + u32::from(number)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -79,7 +100,10 @@ impl QueryTerms {
     /// every candidate names it («¿qué pasó con el archiduque?» asks «pasó»).
     pub fn without_words_of(&self, names: &[&str]) -> QueryTerms {
         let dropped: HashSet<String> = names.iter().flat_map(|name| content_words(name)).collect();
-        QueryTerms { terms: self.terms.iter().filter(|(term, _)| !dropped.contains(term)).cloned().collect() }
+        QueryTerms {
+            terms: self.terms.iter().filter(|(term, _)| !dropped.contains(term)).cloned().collect(),
+            asks_quantity: self.asks_quantity,
+        }
     }
 
     /// How much `text` is about the question: the weights of the distinct terms it holds.
@@ -420,15 +444,17 @@ pub struct Excerpt {
 /// sentences of the top fragments fill in. Ordered by fragment, then by place in it.
 pub fn extract_excerpts(fragments: &[(&str, &str)], terms: &QueryTerms) -> Vec<Excerpt> {
     let sentences: Vec<Vec<String>> = fragments.iter().map(|(_, text)| sentences(text)).collect();
-    let mut scored: Vec<(u32, usize, usize)> = Vec::new();
+    // (what the question asks that it holds, its whole score), fragment, sentence.
+    let mut scored: Vec<((u32, u32), usize, usize)> = Vec::new();
     for (fragment_idx, fragment_sentences) in sentences.iter().enumerate() {
         for (sentence_idx, sentence) in fragment_sentences.iter().enumerate() {
             let score = terms.score(sentence);
             if score > 0 {
-                scored.push((score, fragment_idx, sentence_idx));
+                scored.push(((terms.asked_score(sentence), score), fragment_idx, sentence_idx));
             }
         }
     }
+    // A sentence holding what the question asks comes before those that only name its entity.
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     let mut picked: Vec<(usize, usize)> = Vec::new();
     for (_, fragment_idx, sentence_idx) in scored {
@@ -459,9 +485,19 @@ pub fn extract_excerpts(fragments: &[(&str, &str)], terms: &QueryTerms) -> Vec<E
             {
                 text = format!("{text} {next}");
             }
+            let text = links_as_text(&text);
             Excerpt { label: fragments[fragment_idx].0.to_string(), text: shorten(&text, EXCERPT_MAX_CHARS) }
         })
         .collect()
+}
+
+/// A Markdown link `[Jaleas Ocre](https://…)` as its text, as a reader sees it: a quoted
+/// line shows what the note says, not where it points.
+pub fn links_as_text(text: &str) -> String {
+    static LINK: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"!?\[(?P<text>[^\[\]\n]*)\]\([^()\n]*\)").expect("the link pattern is valid")
+    });
+    LINK.replace_all(text, "$text").into_owned()
 }
 
 /// The extractive answer as text: an introduction in the question's language (saying the
@@ -817,5 +853,27 @@ Compran cuerdas y pan en la lonja.
         assert!(!excerpts[0].text.contains('['));
         assert_eq!(shorten("uno dos tres", 100), "uno dos tres");
         assert_eq!(shorten("uno dos, tres", 10), "uno dos…");
+    }
+
+    #[test]
+    fn the_line_that_answers_comes_before_lines_that_only_name_the_place() {
+        let fragments = [
+            ("Mundo: Jaleas", "Las Jaleas son una cueva húmeda. En las Jaleas vive un cieno."),
+            (
+                "Sesión 4",
+                "El grupo vuelve a las Jaleas. En las Jaleas hallan un cofre con gemas por valor de 450 po, \
+                 que reparten. Rook cartografía las [Jaleas Ocre](https://example.org/jaleas) al salir.",
+            ),
+        ];
+        let terms = QueryTerms::new("¿Cuánto valían las gemas de las Jaleas?", &["Jaleas"]);
+        let excerpts = extract_excerpts(&fragments, &terms);
+        assert!(excerpts.iter().any(|e| e.text.contains("450 po")), "{excerpts:?}");
+        let first_with_asked = excerpts.iter().position(|e| e.text.contains("450")).unwrap();
+        // Ordered by fragment, then place; the 450 line is picked although the world note's
+        // lines name the place too.
+        assert_eq!(excerpts[first_with_asked].label, "Sesión 4");
+        assert_eq!(terms.asked_score("En las Jaleas vive un cieno."), 0, "a name is not what is asked");
+        assert_eq!(terms.asked_score("hallan gemas por valor de 450 po"), 2, "«gemas» and a number for «cuánto»");
+        assert_eq!(links_as_text("las [Jaleas Ocre](https://x.org/j) y ![mapa](m.png)"), "las Jaleas Ocre y mapa");
     }
 }

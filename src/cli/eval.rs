@@ -9,6 +9,9 @@ use super::{campaign_paths, open_oracle};
 pub(super) async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     let config = args.campaign.load_config()?;
     let (campaign_dir, _) = campaign_paths(&config)?;
+    if let Some(judged) = &args.judged {
+        return judge_citations(args, &config, judged).await;
+    }
     let (bank, questions_file) = match &args.questions {
         Some(path) => (crate::eval::load_bank(path)?, path.display().to_string()),
         None if config.campaign.dir.is_none() => {
@@ -70,6 +73,29 @@ pub(super) async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     } else {
         print!("{}", report.render());
         println!("Saved to {}", out.display());
+    }
+    Ok(())
+}
+
+/// `oraculo eval --judged FILE`: the citation checker against the reader's verdicts.
+async fn judge_citations(
+    args: &EvalArgs,
+    config: &crate::config::Config,
+    judged: &std::path::Path,
+) -> anyhow::Result<()> {
+    let pairs = crate::eval::judged::load_judged(judged)?;
+    if !args.no_ingest {
+        run_ingest(config, false, !args.campaign.json, crate::ingest::Removal::Guarded).await?;
+    }
+    let oracle = open_oracle(config).await?;
+    let by_split = crate::eval::judged::judge(&oracle, &pairs, &args.judged_bank).await?;
+    if by_split.is_empty() {
+        anyhow::bail!("{} holds no pair of the bank «{}»", judged.display(), args.judged_bank);
+    }
+    if args.campaign.json {
+        println!("{}", serde_json::to_string(&by_split)?);
+    } else {
+        print!("{}", crate::eval::judged::render(&args.judged_bank, &by_split));
     }
     Ok(())
 }

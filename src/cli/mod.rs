@@ -93,6 +93,13 @@ pub struct EvalArgs {
     /// bank built into the binary, when the campaign is the sample.
     #[arg(long, alias = "bank")]
     pub questions: Option<PathBuf>,
+    /// Measure the citation checker instead of running a bank: sentences × labels judged by
+    /// reading (eval/citations-judged.jsonl), precision and recall per split.
+    #[arg(long, value_name = "FILE")]
+    pub judged: Option<PathBuf>,
+    /// Which answers of the judged file were made on this campaign (its `bank` field).
+    #[arg(long, value_name = "NAME", default_value = "sample", requires = "judged")]
+    pub judged_bank: String,
     /// Score retrieval only: no answers generated (seconds instead of minutes per question).
     #[arg(long, conflicts_with = "answers_per_kind")]
     pub retrieval_only: bool,

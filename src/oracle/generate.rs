@@ -544,14 +544,22 @@ impl<'a> SentenceJudge<'a> {
         }
     }
 
-    /// The sentence as it may be shown, cited to the notes that back it by the letter (its
-    /// own sources, or with the notes shown that hold what they lack), or why it may not be.
+    /// The sentence as it may be shown, cited to the notes it rests on (`answer::provenance`:
+    /// the note it was copied from, the cited notes that hold its words, the shown ones that
+    /// hold what they lack) and that back it by the letter, or why it may not be.
     fn by_the_letter(&self, sentence: &Sentence) -> Result<Sentence, Dropped> {
         let Some(text) = complete_sentence_text(&sentence.text) else {
             return Err(Dropped { kind: CUT_OFF, detail: CUT_OFF.to_string() });
         };
+        // The notes it rests on by its words, then by the letter (which may add one that
+        // holds a number or name they lack).
+        let sources = match self.grounds.provenance(&text, &sentence.sources) {
+            Ok(Some(labels)) => labels,
+            Ok(None) => sentence.sources.clone(),
+            Err(reason) => return Err(Dropped::from(&Ungrounded::from(reason))),
+        };
         self.grounds
-            .attribute(&text, &sentence.sources, &self.prepared.names)
+            .attribute(&text, &sources, &self.prepared.names)
             .map(|sources| Sentence { text, sources })
             .map_err(|reason| Dropped::from(&reason))
     }

@@ -13,7 +13,7 @@ use serde::Serialize;
 use tracing::Instrument;
 
 use crate::answer::AnswerMode;
-use crate::answer::passages::{Excerpt, not_said_as_such, render_with_notes_also, sentences};
+use crate::answer::passages::{Excerpt, QueryTerms, not_said_as_such, render_with_notes_also, sentences};
 use crate::answer::structured::Repeats;
 use crate::corpus::LabelLanguage;
 use crate::retrieve::PathSet;
@@ -185,7 +185,10 @@ pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
             Settled::instant_kept(instant, why)
         }
         None => {
-            let also = unsaid(&instant.quoted, &model.text);
+            // After an arc question, a line per session of the story stays; after any other,
+            // only a line that holds what the question asks beyond the names it asks about.
+            let asked = (model.story_shown.is_empty()).then(|| asked_terms(&model));
+            let also = unsaid(&instant.quoted, &model.text, asked.as_ref());
             let turn_text = model.text.clone();
             let mut answer = model;
             if !also.is_empty() {
@@ -204,10 +207,41 @@ pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
     }
 }
 
+/// Lines kept under a model's answer to a question that is not about someone's story: the
+/// one that holds most of what the question asks. Five lines that name the archduke under
+/// «300 coronas» answered nothing (1 of 10 such lines was relevant after fact questions).
+pub const KEPT_AFTER_FACT: usize = 1;
+
+/// What `answer`'s question asks beyond the names of the entities it names («¿Cuánto
+/// ofreció el archiduque…?» asks «ofreció», «caravanas»…, not «archiduque»).
+fn asked_terms(answer: &Answer) -> QueryTerms {
+    let mut names: Vec<&str> = Vec::new();
+    for entity in &answer.entities {
+        names.push(entity.name.as_str());
+        names.push(entity.alias.as_str());
+    }
+    QueryTerms::new(&answer.question, &[]).without_words_of(&names)
+}
+
 /// The lines of `quoted` that `said` (the model's answer) does not already say, by words
 /// ([`Repeats`]): a line any of whose sentences repeats one of the answer or of a line kept
-/// before it is left out, and so is a line with no words.
-fn unsaid(quoted: &[Excerpt], said: &str) -> Vec<Excerpt> {
+/// before it is left out, and so is a line with no words. With `asked` (a question not about
+/// someone's story), only lines holding one of its terms, the best [`KEPT_AFTER_FACT`].
+fn unsaid(quoted: &[Excerpt], said: &str, asked: Option<&QueryTerms>) -> Vec<Excerpt> {
+    let mut kept = unsaid_lines(quoted, said);
+    if let Some(asked) = asked {
+        let mut scored: Vec<(u32, usize)> =
+            kept.iter().enumerate().map(|(at, excerpt)| (asked.score(&excerpt.text), at)).collect();
+        scored.retain(|(score, _)| *score > 0);
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut best: Vec<usize> = scored.into_iter().take(KEPT_AFTER_FACT).map(|(_, at)| at).collect();
+        best.sort_unstable();
+        kept = best.into_iter().map(|at| kept[at].clone()).collect();
+    }
+    kept
+}
+
+fn unsaid_lines(quoted: &[Excerpt], said: &str) -> Vec<Excerpt> {
     let mut repeats = Repeats::default();
     for sentence in sentences(said) {
         repeats.admit(&sentence);
@@ -291,7 +325,7 @@ mod tests {
         // The model said the first, in its own order of words, and half of the third.
         let said = "Leandro desaparece sin dejar rastro del salón durante la Fiesta de las Mareas [Sesión 9]. \
                     Es Leandro, cambiado, con la piel cubierta de sal [Sesión 30].";
-        let kept: Vec<String> = unsaid(&quoted, said).into_iter().map(|e| e.text).collect();
+        let kept: Vec<String> = unsaid(&quoted, said, None).into_iter().map(|e| e.text).collect();
         assert_eq!(
             kept,
             [
@@ -302,7 +336,24 @@ mod tests {
         );
         // Two lines that say the same: the second is not kept either.
         let twice = [quoted[3].clone(), excerpt("Sesión 32", "El Heraldo de la Marea Baja sube a la tarima ante la multitud.")];
-        assert_eq!(unsaid(&twice, "").len(), 1);
-        assert_eq!(unsaid(&[], said), Vec::new());
+        assert_eq!(unsaid(&twice, "", None).len(), 1);
+        assert_eq!(unsaid(&[], said, None), Vec::new());
+    }
+
+    #[test]
+    fn after_a_fact_question_only_a_line_that_holds_what_it_asks_stays() {
+        let quoted = [
+            excerpt("Sesión 1", "El archiduque baja de la Colina con escolta y habla desde la escalinata."),
+            excerpt("Sesión 5", "El archiduque Leandro los recibe en su despacho."),
+            excerpt("Sesión 9", "Las caravanas del Camino Blanco llevaban sal y nunca llegaron."),
+        ];
+        let said = "El archiduque ofreció 300 coronas [Sesión 1].";
+        let asked = QueryTerms::new("¿Cuánto ofreció el archiduque por las caravanas?", &[])
+            .without_words_of(&["archiduque", "Leandro de Valdemora"]);
+        let kept: Vec<String> = unsaid(&quoted, said, Some(&asked)).into_iter().map(|e| e.label).collect();
+        assert_eq!(kept, ["Sesión 9"], "the lines that only name the archduke go");
+        let nothing_asked = QueryTerms::new("¿Quién es el archiduque?", &[]).without_words_of(&["archiduque"]);
+        assert!(unsaid(&quoted, said, Some(&nothing_asked)).is_empty());
+        assert_eq!(unsaid(&quoted, said, None).len(), 3, "after an arc question every unsaid line stays");
     }
 }
