@@ -587,7 +587,7 @@ fn english_words(value: u32) -> Vec<String> {
 
 /// The capitalised words inside `sentence` that read as names: not its first word, not the
 /// first word after a full stop, colon or opening quote, not a stopword.
-fn names_in(sentence: &str) -> Vec<String> {
+pub(super) fn names_in(sentence: &str) -> Vec<String> {
     let mut names = Vec::new();
     let mut seen = HashSet::new();
     let mut opens_sentence = true;

@@ -48,10 +48,10 @@ const MIN_CONTENT_CHARS: usize = 3;
 pub const COPIED_RUN_WORDS: usize = 6;
 /// A note taken after the first must hold this many content words the others do not: a
 /// sheet that only repeats the name the session already gives adds nothing.
-pub const MIN_GAIN_WORDS: usize = 2;
+pub const MIN_GAIN_WORDS: usize = 3;
 /// The share of a sentence's content words its notes must hold for it to be backed.
 /// Chosen on the tune half of `eval/citations-judged.jsonl` (`eval/README.md`).
-pub const BACKED_SHARE: f32 = 0.6;
+pub const BACKED_SHARE: f32 = 0.7;
 
 /// Why no note shown backs a sentence by its words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +128,7 @@ impl CitedNotes {
             }
         }
         if candidates.is_empty() {
-            return Ok(None);
+            return self.provenance_across_languages(sentence, cited);
         }
         let evidence: Vec<Evidence> =
             candidates.iter().map(|label| self.evidence(label, &read).unwrap_or_default()).collect();
@@ -154,6 +154,11 @@ impl CitedNotes {
         }
         let share = held.len() as f32 / read.content.len() as f32;
         if copied.is_none() && share < BACKED_SHARE {
+            // Cited notes in another language may still back it, by its names and numbers.
+            let elsewhere: Vec<String> = cited.iter().filter(|label| !self.is_in(label, language)).cloned().collect();
+            if !elsewhere.is_empty() {
+                return self.provenance_across_languages(sentence, &elsewhere);
+            }
             return Err(Unbacked::Words { held_percent: (share * 100.0).round() as u32 });
         }
         if let Some(word) = &read.negation
@@ -162,6 +167,36 @@ impl CitedNotes {
             return Err(Unbacked::Negation(word.clone()));
         }
         Ok(Some(taken.into_iter().map(|at| candidates[at].clone()).collect()))
+    }
+
+    /// [`Self::provenance`] over notes in another language: the cited notes that hold the
+    /// sentence's names and numbers; `Ok(None)` when it states neither.
+    fn provenance_across_languages(&self, sentence: &str, cited: &[String]) -> Result<Option<Vec<String>>, Unbacked> {
+        let mut tokens: Vec<String> = super::grounding::names_in(sentence)
+            .iter()
+            .flat_map(|name| folded_words(name))
+            .filter(|word| !is_stopword(word))
+            .collect();
+        tokens.extend(folded_words(sentence).into_iter().filter(|word| word.chars().any(|c| c.is_ascii_digit())));
+        tokens.dedup();
+        if tokens.is_empty() {
+            return Ok(None);
+        }
+        let mut best_share: f32 = 0.0;
+        let mut kept = Vec::new();
+        for label in cited {
+            let Some(words) = self.words_of(label) else { continue };
+            let held = tokens.iter().filter(|token| words.contains(&format!(" {token} "))).count();
+            let share = held as f32 / tokens.len() as f32;
+            best_share = best_share.max(share);
+            if share >= BACKED_SHARE {
+                kept.push(label.clone());
+            }
+        }
+        if kept.is_empty() {
+            return Err(Unbacked::Words { held_percent: (best_share * 100.0).round() as u32 });
+        }
+        Ok(Some(kept))
     }
 
     /// Whether every share of `label`'s notes here is written in `language`.
@@ -311,6 +346,11 @@ mod tests {
         // An English sentence: no English note but Sesión 17, which backs it.
         let sentence = "Rook bought three hundred arrows and paid with a silver ring.";
         assert_eq!(notes().provenance(sentence, &cites(&["Sesión 9"])).unwrap(), Some(cites(&["Sesión 17"])));
+        // An English sentence cited to Spanish notes only: its number decides.
+        let sentence = "The archduke paid the party 50 crowns in advance.";
+        assert!(notes().provenance(sentence, &cites(&["Sesión 12"])).is_err(), "no 50 in Sesión 12");
+        let sentence = "Dorian Quesada sold the party to the smugglers.";
+        assert_eq!(notes().provenance(sentence, &cites(&["Sesión 12"])).unwrap(), Some(cites(&["Sesión 12"])));
         // No content word: nothing to judge by.
         assert_eq!(notes().provenance("Sí.", &cites(&["Sesión 9"])).unwrap(), None);
     }

@@ -235,6 +235,11 @@ async fn eval_question(
         score.settled = Some(score::SettledAs::of(&settled));
         (score.mode, score.fallback) = (Some(answer.mode), answer.fallback.clone());
         score.cut_short = answer.cut_short.is_some();
+        (score.model_sentences, score.recited, score.dropped) =
+            (answer.model_sentences, answer.recited.len(), answer.ungrounded.len());
+        let answer_shown = expected.iter().any(|label| answer.fragments_shown.iter().any(|shown| shown.label == *label));
+        score.abstained_with_answer_shown =
+            question.kind != bank::QuestionKind::Unanswerable && score.abstained && answer_shown;
         score.seconds = Some(answer.timings.generation_ms / 1000.0);
         score.budget_seconds = answer.context_plan.answer_seconds;
         if question.kind == bank::QuestionKind::Chronology {

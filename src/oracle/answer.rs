@@ -123,6 +123,12 @@ pub struct Answer {
     pub ungrounded: Vec<String>,
     /// Sentences of the model's answer dropped because they repeat an earlier one.
     pub repeated: Vec<String>,
+    /// Sentences of the model's answer kept with other labels than it gave them: cited to the
+    /// notes they rest on (`answer::provenance`), each with the labels the model wrote.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recited: Vec<String>,
+    /// Sentences the model wrote in a structured answer, before any was dropped or re-cited.
+    pub model_sentences: usize,
     /// The notes' sentences an extractive answer quotes, each with its label (empty for the
     /// model's own answer): what [`crate::oracle::settle`] keeps under the model's answer.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -57,6 +57,11 @@ pub(super) struct MadeAnswer {
     pub(super) ungrounded: Vec<String>,
     /// Sentences dropped because they repeat an earlier one of the answer.
     pub(super) repeated: Vec<String>,
+    /// Sentences kept with other labels than the model gave them (`answer::provenance`):
+    /// each as shown, with the labels the model wrote.
+    pub(super) recited: Vec<String>,
+    /// Sentences of the model's the checks judged (kept, re-cited or dropped).
+    pub(super) judged: usize,
     /// The notes' sentences an extractive answer quotes.
     pub(super) quoted: Vec<Excerpt>,
 }
@@ -76,6 +81,8 @@ impl MadeAnswer {
             refusal: None,
             ungrounded: Vec::new(),
             repeated: Vec::new(),
+            recited: Vec::new(),
+            judged: 0,
             quoted: Vec::new(),
         }
     }
@@ -227,6 +234,8 @@ impl Oracle {
             missing_paths: search.missing_paths.clone(),
             ungrounded: made.ungrounded,
             repeated: made.repeated,
+            recited: made.recited,
+            model_sentences: made.judged,
             quoted: made.quoted,
         }
     }
@@ -601,7 +610,9 @@ impl<'a> SentenceJudge<'a> {
         let mut kept = Vec::new();
         let mut ungrounded = Vec::new();
         let mut repeated = Vec::new();
+        let mut recited = Vec::new();
         let mut repeats = Repeats::default();
+        let judged = reply.sentences.len();
         for sentence in reply.sentences {
             let verdict = match self.by_the_letter(&sentence) {
                 Ok(attributed) => self.by_meaning(&attributed).await.map(|()| attributed).map_err(|r| Dropped::from(&r)),
@@ -621,6 +632,7 @@ impl<'a> SentenceJudge<'a> {
                             "a sentence is cited to the notes that back it"
                         );
                         tracing::debug!(sentence = %sentence.text, from = ?sentence.sources, to = ?attributed.sources, "the sentence re-cited");
+                        recited.push(format!("{} (the model cited {})", render_sentence(&attributed), sentence.sources.join("; ")));
                     }
                     kept.push(attributed);
                 }
@@ -636,6 +648,8 @@ impl<'a> SentenceJudge<'a> {
         let mut made = MadeAnswer::new(render_structured(&answer, self.language), AnswerMode::Structured);
         made.ungrounded = ungrounded;
         made.repeated = repeated;
+        made.recited = recited;
+        made.judged = judged;
         made
     }
 }

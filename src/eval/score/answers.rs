@@ -51,6 +51,13 @@ pub struct AnswerScore {
     /// How what stays was made from the model's answer and the instant one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub settled: Option<SettledAs>,
+    /// The model's structured sentences: kept as it cited them, kept re-cited to the notes
+    /// they rest on (a miscitation mended), dropped as backed by no note shown.
+    pub model_sentences: usize,
+    pub recited: usize,
+    pub dropped: usize,
+    /// The answer says the notes do not hold it while a note that does was shown in full.
+    pub abstained_with_answer_shown: bool,
 }
 
 /// How a player's final answer was made from the model's and the instant one
@@ -132,6 +139,10 @@ impl AnswerScore {
             budget_seconds: None,
             model_key_facts_found: None,
             settled: None,
+            model_sentences: 0,
+            recited: 0,
+            dropped: 0,
+            abstained_with_answer_shown: false,
         }
     }
 }
@@ -223,6 +234,12 @@ pub struct AnswerSummary {
     pub notes_alone: usize,
     /// Sentences that repeat an earlier one of their answer, over all answers.
     pub repeated_sentences: usize,
+    /// The model's structured sentences over all answers, those re-cited and those dropped.
+    pub model_sentences: usize,
+    pub recited: usize,
+    pub dropped: usize,
+    /// Answerable questions answered «not in the notes» with an answering note shown in full.
+    pub abstained_with_answer_shown: usize,
     /// Answers the model was stopped in at its deadline.
     pub cut_short: usize,
     /// Seconds per answer's generation, p50 and p95.
@@ -290,6 +307,10 @@ impl AnswerSummary {
             with_notes_added: answered.iter().filter(|(_, a)| a.settled == Some(SettledAs::ModelAndNotes)).count(),
             notes_alone: answered.iter().filter(|(_, a)| a.settled == Some(SettledAs::Notes)).count(),
             repeated_sentences: answered.iter().map(|(_, answer)| answer.repeated_sentences).sum(),
+            model_sentences: answered.iter().map(|(_, answer)| answer.model_sentences).sum(),
+            recited: answered.iter().map(|(_, answer)| answer.recited).sum(),
+            dropped: answered.iter().map(|(_, answer)| answer.dropped).sum(),
+            abstained_with_answer_shown: answered.iter().filter(|(_, a)| a.abstained_with_answer_shown).count(),
             cut_short: answered.iter().filter(|(_, answer)| answer.cut_short).count(),
             seconds_p50: percentile(&seconds, 0.5),
             seconds_p95: percentile(&seconds, 0.95),

@@ -230,6 +230,20 @@ material up to {:.0} tokens on average)",
         );
         let _ = writeln!(
             out,
+            "  model sentences      {} judged: {} kept as cited, {} re-cited to the notes they rest on, {} dropped \
+(no note shown backs it by its words, numbers, names or meaning)",
+            a.model_sentences,
+            a.model_sentences.saturating_sub(a.recited + a.dropped),
+            a.recited,
+            a.dropped
+        );
+        let _ = writeln!(
+            out,
+            "  «not in the notes»   {} answerable answers said so with an answering note shown in full",
+            a.abstained_with_answer_shown
+        );
+        let _ = writeln!(
+            out,
             "  key facts            {}/{} ({:.0}%); {} of {} answers hold every key fact; the material shown \
 held {}/{}",
             a.key_facts_found,
