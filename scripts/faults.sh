@@ -29,7 +29,7 @@ pass() { echo "PASS $1: $2"; }
 fail() { echo "FAIL $1: $2"; FAILED=1; }
 skip() { echo "SKIP $1: $2"; }
 now() { date +%s.%N; }
-since() { printf '%.2f' "$(echo "$(now) - $1" | bc)"; }
+since() { awk -v a="$(now)" -v b="$1" 'BEGIN { printf "%.2f", a - b }'; }
 
 # The Ollama stand-in.
 python3 scripts/fake-ollama.py "$WORK/ollama.port" &
