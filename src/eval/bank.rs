@@ -407,6 +407,23 @@ mod tests {
         "Mundo: orange-theory",
     ];
 
+    /// The banks written by other hands (issue 39), frozen: they parse, hold 40 questions each
+    /// with every answerable one's gold labels, and are never edited to suit a ranking (the
+    /// count of their lines is part of the freeze).
+    #[test]
+    fn the_frozen_players_banks_parse() {
+        for (name, text) in [
+            ("adventure-players", include_str!("../../eval/adventure-players-questions.jsonl")),
+            ("crd3-players", include_str!("../../eval/crd3-players-questions.jsonl")),
+        ] {
+            let bank = parse_and_check(text).unwrap();
+            assert_eq!(bank.len(), 40, "{name}");
+            let unanswerable = bank.iter().filter(|question| question.kind == QuestionKind::Unanswerable).count();
+            assert_eq!(unanswerable, 4, "{name}");
+            assert!(bank.iter().all(|q| q.kind == QuestionKind::Unanswerable || !q.expected.is_empty()), "{name}");
+        }
+    }
+
     /// The adventure-log bank holds at least 40 answerable questions and 4 of each kind, its gold
     /// labels are labels Oráculo gives that vault (`session-NN.md` is «Sesión NN» for NN up to
     /// 73, `session-0.5.md` «Sesión 0»), its follow-ups are ones the follow-up rule expands, and
