@@ -340,9 +340,12 @@ mod tests {
 
     #[test]
     fn notes_in_another_language_leave_the_labels_to_the_other_checks() {
-        // Spanish sentence, only the English note cited: its Spanish notes are read; here none backs it.
+        // A Spanish sentence, only the English note cited: no Spanish note backs it, and the
+        // English one states no name inside it nor a number to match: the meaning check decides.
         let sentence = "Rook compró trescientas flechas en el puerto.";
-        assert!(notes().provenance(sentence, &cites(&["Sesión 17"])).is_err());
+        assert_eq!(notes().provenance(sentence, &cites(&["Sesión 17"])), Ok(None));
+        // Cited to a Spanish session that does not hold it: dropped.
+        assert!(notes().provenance(sentence, &cites(&["Sesión 12"])).is_err());
         // An English sentence: no English note but Sesión 17, which backs it.
         let sentence = "Rook bought three hundred arrows and paid with a silver ring.";
         assert_eq!(notes().provenance(sentence, &cites(&["Sesión 9"])).unwrap(), Some(cites(&["Sesión 17"])));
