@@ -28,7 +28,7 @@
 use std::collections::HashSet;
 
 use crate::corpus::LabelLanguage;
-use crate::lexicon::{is_stopword, language_of};
+use crate::lexicon::is_stopword;
 
 use super::grounding::{CitedNotes, MAX_SOURCES, Ungrounded};
 
@@ -52,6 +52,30 @@ pub const MIN_GAIN_WORDS: usize = 3;
 /// The share of a sentence's content words its notes must hold for it to be backed.
 /// Chosen on the tune half of `eval/citations-judged.jsonl` (`eval/README.md`).
 pub const BACKED_SHARE: f32 = 0.7;
+
+/// The notes a sentence rests on, and how that was decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sources {
+    /// By its words: the note it was copied from, the notes that hold its content words.
+    Backed(Vec<String>),
+    /// Its words cannot decide (a paraphrase: «lo enterraron» for «el funeral»; a translation;
+    /// no content word): these labels, to be judged by the meaning check and the letter.
+    ByMeaning(Vec<String>),
+}
+
+impl Sources {
+    /// The labels, however decided.
+    pub fn labels(self) -> Vec<String> {
+        match self {
+            Sources::Backed(labels) | Sources::ByMeaning(labels) => labels,
+        }
+    }
+}
+
+/// A share of a sentence's content words under which no meaning check is tried: notes that
+/// hold a third of its words at best do not say it, in other words either («Lo enterró la
+/// abadesa Urquijo» over «el funeral de Tomás en el puerto»: 0 of 4).
+pub const MEANING_MIN_SHARE: f32 = BACKED_SHARE;
 
 /// Why no note shown backs a sentence by its words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,15 +134,15 @@ impl Read {
 
 impl CitedNotes {
     /// The labels `sentence` rests on, cited first as the model cited them where they back it,
-    /// the note it was copied from first of all; `Err` when no shown note backs it by its
-    /// words. `Ok(None)` when its words cannot judge it (no note shown in its language, or no
-    /// content word): the caller keeps the model's labels, and the letter and meaning checks
-    /// decide.
-    pub fn provenance(&self, sentence: &str, cited: &[String]) -> Result<Option<Vec<String>>, Unbacked> {
-        let language = language_of(sentence);
+    /// the note it was copied from first of all ([`Sources::Backed`]); `Err` when no shown note
+    /// backs it by its words; [`Sources::ByMeaning`] when its words cannot decide (no note shown
+    /// in its language, no content word, or its notes hold part of its words: a paraphrase).
+    /// `language`: the answer's (its question's): a short sentence's own words are too few to
+    /// tell («Tomás fell on the bridge, pierced by a harpoon» has an accent and «a»).
+    pub fn provenance(&self, sentence: &str, cited: &[String], language: LabelLanguage) -> Result<Sources, Unbacked> {
         let read = Read::new(sentence);
         if read.content.is_empty() {
-            return Ok(None);
+            return Ok(Sources::ByMeaning(cited.to_vec()));
         }
         // The shown notes in the sentence's language, cited ones first (they win ties).
         let mut candidates: Vec<&String> = cited.iter().filter(|label| self.is_in(label, language)).collect();
@@ -159,19 +183,31 @@ impl CitedNotes {
             if !elsewhere.is_empty() {
                 return self.provenance_across_languages(sentence, &elsewhere);
             }
-            return Err(Unbacked::Words { held_percent: (share * 100.0).round() as u32 });
+            if share < MEANING_MIN_SHARE {
+                return Err(Unbacked::Words { held_percent: (share * 100.0).round() as u32 });
+            }
+            // A paraphrase, perhaps: the cited notes that hold some of its words, else the
+            // notes taken, for the meaning check to judge.
+            let holding: Vec<String> = (0..candidates.len())
+                .filter(|&at| cited.contains(candidates[at]) && !evidence[at].held.is_empty())
+                .map(|at| candidates[at].clone())
+                .collect();
+            let labels =
+                if holding.is_empty() { taken.iter().map(|&at| candidates[at].clone()).collect() } else { holding };
+            return Ok(Sources::ByMeaning(labels));
         }
         if let Some(word) = &read.negation
             && !taken.iter().any(|&at| evidence[at].negates)
         {
             return Err(Unbacked::Negation(word.clone()));
         }
-        Ok(Some(taken.into_iter().map(|at| candidates[at].clone()).collect()))
+        Ok(Sources::Backed(taken.into_iter().map(|at| candidates[at].clone()).collect()))
     }
 
     /// [`Self::provenance`] over notes in another language: the cited notes that hold the
-    /// sentence's names and numbers; `Ok(None)` when it states neither.
-    fn provenance_across_languages(&self, sentence: &str, cited: &[String]) -> Result<Option<Vec<String>>, Unbacked> {
+    /// sentence's names and numbers ([`Sources::ByMeaning`]: a translation is judged by meaning
+    /// too); all of `cited` when it states neither.
+    fn provenance_across_languages(&self, sentence: &str, cited: &[String]) -> Result<Sources, Unbacked> {
         let mut tokens: Vec<String> = super::grounding::names_in(sentence)
             .iter()
             .flat_map(|name| folded_words(name))
@@ -180,7 +216,7 @@ impl CitedNotes {
         tokens.extend(folded_words(sentence).into_iter().filter(|word| word.chars().any(|c| c.is_ascii_digit())));
         tokens.dedup();
         if tokens.is_empty() {
-            return Ok(None);
+            return Ok(Sources::ByMeaning(cited.to_vec()));
         }
         let mut best_share: f32 = 0.0;
         let mut kept = Vec::new();
@@ -196,7 +232,7 @@ impl CitedNotes {
         if kept.is_empty() {
             return Err(Unbacked::Words { held_percent: (best_share * 100.0).round() as u32 });
         }
-        Ok(Some(kept))
+        Ok(Sources::ByMeaning(kept))
     }
 
     /// Whether every share of `label`'s notes here is written in `language`.
@@ -215,8 +251,13 @@ impl CitedNotes {
         loop {
             let end = (start + WINDOW_WORDS).min(note.len());
             let window: HashSet<&str> = stems[start..end].iter().map(String::as_str).collect();
-            let held: HashSet<usize> =
-                read.content.iter().enumerate().filter(|(_, stem)| window.contains(stem.as_str())).map(|(i, _)| i).collect();
+            let held: HashSet<usize> = read
+                .content
+                .iter()
+                .enumerate()
+                .filter(|(_, stem)| window.contains(stem.as_str()))
+                .map(|(i, _)| i)
+                .collect();
             if held.len() > best.held.len() {
                 best.held = held;
                 best.negates = note[start..end].iter().any(|word| is_negation(word));
@@ -272,6 +313,9 @@ fn is_negation(folded: &str) -> bool {
 mod tests {
     use super::*;
 
+    const ES: LabelLanguage = LabelLanguage::Es;
+    const EN: LabelLanguage = LabelLanguage::En;
+
     const SESSION_9: &str = "Durante la Fiesta de las Mareas el archiduque desaparece del salón. La guardia registra el \
         despacho: no hay signos de lucha, ni sangre, ni otra salida que la puerta por la que han entrado.";
     const SESSION_10: &str = "El grupo interroga a los criados del palacio. Nadie vio salir al archiduque.";
@@ -302,14 +346,15 @@ mod tests {
     #[test]
     fn a_copied_sentence_cites_the_note_it_came_from() {
         let sentence = "No hay signos de lucha, ni sangre, ni otra salida que la puerta por la que han entrado.";
-        let labels = notes().provenance(sentence, &cites(&["Sesión 10", "Sesión 12"])).unwrap().unwrap();
+        let labels = notes().provenance(sentence, &cites(&["Sesión 10", "Sesión 12"]), ES).unwrap().labels();
         assert_eq!(labels, cites(&["Sesión 9"]), "copied from 9; 10 and 12 add nothing");
     }
 
     #[test]
     fn a_cited_note_that_backs_it_stays_first_and_one_that_adds_nothing_goes() {
         let sentence = "Dorian Quesada vendió al grupo a los contrabandistas por la deuda de su barco.";
-        let labels = notes().provenance(sentence, &cites(&["Ficha: Dorian Quesada", "Sesión 12"])).unwrap().unwrap();
+        let labels =
+            notes().provenance(sentence, &cites(&["Ficha: Dorian Quesada", "Sesión 12"]), ES).unwrap().labels();
         assert_eq!(labels, cites(&["Sesión 12"]), "the sheet only repeats the name and the debt");
     }
 
@@ -317,7 +362,7 @@ mod tests {
     fn a_sentence_no_note_holds_is_not_backed() {
         let sentence = "La capitana Brisa Aldana liberó a doce prisioneros en la torre del faro.";
         assert!(matches!(
-            notes().provenance(sentence, &cites(&["Sesión 12"])),
+            notes().provenance(sentence, &cites(&["Sesión 12"]), ES),
             Err(Unbacked::Words { held_percent }) if held_percent < 60
         ));
     }
@@ -325,16 +370,16 @@ mod tests {
     #[test]
     fn a_negation_the_notes_do_not_state_is_not_backed() {
         let sentence = "Dorian Quesada vendió al grupo a los contrabandistas por no perdonarle la deuda de su barco.";
-        assert_eq!(notes().provenance(sentence, &cites(&["Sesión 12"])), Err(Unbacked::Negation("no".into())));
+        assert_eq!(notes().provenance(sentence, &cites(&["Sesión 12"]), ES), Err(Unbacked::Negation("no".into())));
         // Stated in the note: backed.
         let sentence = "Nadie vio salir al archiduque, según los criados del palacio.";
-        assert_eq!(notes().provenance(sentence, &cites(&["Sesión 9"])).unwrap(), Some(cites(&["Sesión 10"])));
+        assert_eq!(notes().provenance(sentence, &cites(&["Sesión 9"]), ES), Ok(Sources::Backed(cites(&["Sesión 10"]))));
     }
 
     #[test]
     fn two_notes_back_a_sentence_that_joins_them() {
         let sentence = "El archiduque desaparece durante la Fiesta de las Mareas y nadie de los criados lo vio salir.";
-        let labels = notes().provenance(sentence, &cites(&["Sesión 9"])).unwrap().unwrap();
+        let labels = notes().provenance(sentence, &cites(&["Sesión 9"]), ES).unwrap().labels();
         assert_eq!(labels, cites(&["Sesión 9", "Sesión 10"]));
     }
 
@@ -343,18 +388,24 @@ mod tests {
         // A Spanish sentence, only the English note cited: no Spanish note backs it, and the
         // English one states no name inside it nor a number to match: the meaning check decides.
         let sentence = "Rook compró trescientas flechas en el puerto.";
-        assert_eq!(notes().provenance(sentence, &cites(&["Sesión 17"])), Ok(None));
+        assert_eq!(
+            notes().provenance(sentence, &cites(&["Sesión 17"]), ES),
+            Ok(Sources::ByMeaning(cites(&["Sesión 17"])))
+        );
         // Cited to a Spanish session that does not hold it: dropped.
-        assert!(notes().provenance(sentence, &cites(&["Sesión 12"])).is_err());
+        assert!(notes().provenance(sentence, &cites(&["Sesión 12"]), ES).is_err());
         // An English sentence: no English note but Sesión 17, which backs it.
         let sentence = "Rook bought three hundred arrows and paid with a silver ring.";
-        assert_eq!(notes().provenance(sentence, &cites(&["Sesión 9"])).unwrap(), Some(cites(&["Sesión 17"])));
+        assert_eq!(notes().provenance(sentence, &cites(&["Sesión 9"]), EN), Ok(Sources::Backed(cites(&["Sesión 17"]))));
         // An English sentence cited to Spanish notes only: its number decides.
         let sentence = "The archduke paid the party 50 crowns in advance.";
-        assert!(notes().provenance(sentence, &cites(&["Sesión 12"])).is_err(), "no 50 in Sesión 12");
+        assert!(notes().provenance(sentence, &cites(&["Sesión 12"]), EN).is_err(), "no 50 in Sesión 12");
         let sentence = "Dorian Quesada sold the party to the smugglers.";
-        assert_eq!(notes().provenance(sentence, &cites(&["Sesión 12"])).unwrap(), Some(cites(&["Sesión 12"])));
+        assert_eq!(
+            notes().provenance(sentence, &cites(&["Sesión 12"]), EN),
+            Ok(Sources::ByMeaning(cites(&["Sesión 12"])))
+        );
         // No content word: nothing to judge by.
-        assert_eq!(notes().provenance("Sí.", &cites(&["Sesión 9"])).unwrap(), None);
+        assert_eq!(notes().provenance("Sí.", &cites(&["Sesión 9"]), ES), Ok(Sources::ByMeaning(cites(&["Sesión 9"]))));
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Each line pairs a model sentence with a label it cites or was shown, and a reader's verdict:
 //! `backed`, `partly` or `not`. The checker (`answer::provenance`, then the letter checks of
-//! `answer::grounding`) is run on each sentence over the labels paired with it, as the answer
+//! `answer::grounding`, then the meaning check of `answer::support` when the embedder has a
+//! calibrated floor) is run on each sentence over the labels paired with it, as the answer
 //! stage runs it over the labels shown; a pair is the checker's «backs» when its label is among
 //! the labels the sentence keeps. Precision and recall of «backs» against `backed` are reported
 //! per split: the thresholds are chosen on `tune`, the figures that count are `report`'s.
@@ -15,6 +16,8 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use crate::answer::grounding::{CitedNotes, NameBook};
+use crate::answer::support::{SupportPassages, support_windows};
+use crate::llm::EmbedRole;
 use crate::oracle::Oracle;
 use crate::retrieve::Audience;
 
@@ -142,6 +145,8 @@ pub async fn judge(oracle: &Oracle, pairs: &[JudgedPair], bank: &str) -> anyhow:
         }
     }
     let mut texts: BTreeMap<String, String> = BTreeMap::new();
+    // Each label's support passages, embedded once.
+    let mut windows: BTreeMap<String, Vec<Vec<f32>>> = BTreeMap::new();
     let mut by_split: BTreeMap<String, Agreement> = BTreeMap::new();
     for (_, sentence, judged) in sentences {
         let mut shown: Vec<String> = judged[0].cited.clone();
@@ -161,7 +166,29 @@ pub async fn judge(oracle: &Oracle, pairs: &[JudgedPair], bank: &str) -> anyhow:
             shown.iter().filter_map(|label| texts.get(label).map(|text| (label.as_str(), text.as_str()))),
             &shown,
         );
-        let kept = checked_labels(&notes, sentence, &judged[0].cited, &names);
+        let mut kept = checked_labels(&notes, sentence, &judged[0].cited, &names);
+        if !kept.is_empty()
+            && let Some(floor) = oracle.embedder().support_floor()
+        {
+            // The meaning check, as the answer stage runs it on what the letter kept.
+            for label in &kept {
+                if !windows.contains_key(label) {
+                    let passages = support_windows(texts.get(label).map_or("", String::as_str));
+                    let vectors = oracle.embedder().embed(&passages, EmbedRole::Query).await?;
+                    windows.insert(label.clone(), vectors);
+                }
+            }
+            let labels: Vec<String> = kept.iter().flat_map(|label| vec![label.clone(); windows[label].len()]).collect();
+            let vectors: Vec<Vec<f32>> = kept.iter().flat_map(|label| windows[label].clone()).collect();
+            let passages = SupportPassages::new(&labels, vectors);
+            let sentence_vector = oracle.embedder().embed(&[sentence.to_string()], EmbedRole::Query).await?;
+            let same_language = notes.all_in_language(&kept, crate::oracle::question_language(sentence));
+            let verdict =
+                passages.verdict(&sentence_vector[0], same_language, &kept, floor.same_language, floor.other_language);
+            if verdict.is_err() {
+                kept.clear();
+            }
+        }
         for pair in judged {
             by_split.entry(pair.split.clone()).or_default().count(pair, kept.contains(&pair.label));
         }
@@ -170,11 +197,10 @@ pub async fn judge(oracle: &Oracle, pairs: &[JudgedPair], bank: &str) -> anyhow:
 }
 
 /// The labels a sentence keeps through the answer stage's checks by words and by the letter
-/// (the meaning check, which needs the embedder's calibrated floor, is left to the answers).
+/// (the meaning check follows, in [`judge`], when the embedder has a calibrated floor).
 pub fn checked_labels(notes: &CitedNotes, sentence: &str, cited: &[String], names: &NameBook) -> Vec<String> {
-    let sources = match notes.provenance(sentence, cited) {
-        Ok(Some(labels)) => labels,
-        Ok(None) => cited.to_vec(),
+    let sources = match notes.provenance(sentence, cited, crate::oracle::question_language(sentence)) {
+        Ok(sources) => sources.labels(),
         Err(_) => return Vec::new(),
     };
     notes.attribute(sentence, &sources, names).unwrap_or_default()

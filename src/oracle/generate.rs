@@ -562,9 +562,9 @@ impl<'a> SentenceJudge<'a> {
         };
         // The notes it rests on by its words, then by the letter (which may add one that
         // holds a number or name they lack).
-        let sources = match self.grounds.provenance(&text, &sentence.sources) {
-            Ok(Some(labels)) => labels,
-            Ok(None) => sentence.sources.clone(),
+        // (Notes decided by meaning are then judged by `by_meaning`, as every sentence is.)
+        let sources = match self.grounds.provenance(&text, &sentence.sources, self.language) {
+            Ok(sources) => sources.labels(),
             Err(reason) => return Err(Dropped::from(&Ungrounded::from(reason))),
         };
         self.grounds

@@ -187,7 +187,10 @@ pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
         None => {
             // After an arc question, a line per session of the story stays; after any other,
             // only a line that holds what the question asks beyond the names it asks about.
-            let asked = (model.story_shown.is_empty()).then(|| asked_terms(&model));
+            // A follow-up («¿Y después?») is read as it was searched, with what it follows.
+            let about_a_story =
+                !model.story_shown.is_empty() || crate::retrieve::entity::is_arc_question(&model.search_query);
+            let asked = (!about_a_story).then(|| asked_terms(&model));
             let also = unsaid(&instant.quoted, &model.text, asked.as_ref());
             let turn_text = model.text.clone();
             let mut answer = model;
@@ -212,15 +215,16 @@ pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
 /// «300 coronas» answered nothing (1 of 10 such lines was relevant after fact questions).
 pub const KEPT_AFTER_FACT: usize = 1;
 
-/// What `answer`'s question asks beyond the names of the entities it names («¿Cuánto
-/// ofreció el archiduque…?» asks «ofreció», «caravanas»…, not «archiduque»).
+/// What `answer`'s question (as searched: a follow-up with what it follows) asks beyond the
+/// names of the entities it names («¿Cuánto ofreció el archiduque…?» asks «ofreció»,
+/// «caravanas»…, not «archiduque»).
 fn asked_terms(answer: &Answer) -> QueryTerms {
     let mut names: Vec<&str> = Vec::new();
     for entity in &answer.entities {
         names.push(entity.name.as_str());
         names.push(entity.alias.as_str());
     }
-    QueryTerms::new(&answer.question, &[]).without_words_of(&names)
+    QueryTerms::new(&answer.search_query, &[]).without_words_of(&names)
 }
 
 /// The lines of `quoted` that `said` (the model's answer) does not already say, by words

@@ -92,14 +92,15 @@ async fn a_structured_answer_streams_its_sentences_and_cites_only_labels_shown()
     let oracle = bench.oracle_in(bench.ollama(), AnswerMode::Structured);
     bench.fake.enqueue_reply(&structured(&[
         ("Tomás cayó en combate defendiendo el puente.", &["Sesión 7"]),
-        ("Lo enterraron en el puerto", &["Sesión 8", "Sesión 7"]),
+        // Cited to 8 and 7: only the funeral's session holds it.
+        ("El funeral de Tomás fue en el puerto", &["Sesión 8", "Sesión 7"]),
     ]));
     let (answer, streamed) = ask(&oracle).await;
     assert_eq!(answer.mode, AnswerMode::Structured);
     assert_eq!((answer.attempts, answer.fallback.as_deref()), (1, None));
     assert_eq!(
         answer.text,
-        "Tomás cayó en combate defendiendo el puente [Sesión 7]. Lo enterraron en el puerto [Sesión 8; Sesión 7]"
+        "Tomás cayó en combate defendiendo el puente [Sesión 7]. El funeral de Tomás fue en el puerto [Sesión 8]"
     );
     // Each sentence reached the reader rendered, never the raw JSON.
     assert_eq!(streamed.trim(), answer.text);
@@ -126,7 +127,7 @@ async fn a_structured_answer_streams_its_sentences_and_cites_only_labels_shown()
 async fn each_bad_structured_reply_gets_one_retry_then_the_extractive_answer() {
     let bench = bench().await;
     let oracle = bench.oracle_in(bench.ollama(), AnswerMode::Structured);
-    let good = structured(&[("Tomás cayó en el puente.", &["Sesión 7"])]);
+    let good = structured(&[("Tomás cae en el puente.", &["Sesión 7"])]);
     // (the reply, what the retry tells the model, what the answer's reason says: the reason is
     // logged, so it names the kind of problem and quotes nothing of the reply).
     let bad_replies = [
@@ -155,7 +156,7 @@ async fn each_bad_structured_reply_gets_one_retry_then_the_extractive_answer() {
         bench.fake.enqueue_reply(&good);
         let (answer, _) = ask(&oracle).await;
         assert_eq!((answer.mode, answer.attempts), (AnswerMode::Structured, 2), "{bad}: {answer:?}");
-        assert_eq!(answer.text, "Tomás cayó en el puente [Sesión 7].");
+        assert_eq!(answer.text, "Tomás cae en el puente [Sesión 7].");
         let requests = bench.fake.chat_requests("/api/chat");
         assert_eq!(requests.len(), before + 2);
         let retry = requests.last().unwrap().body["messages"].as_array().unwrap().clone();
@@ -197,11 +198,11 @@ async fn a_model_that_is_down_gives_the_extractive_answer_in_every_mode() {
 async fn the_openai_backend_answers_structured_through_response_format() {
     let bench = bench().await;
     let oracle = bench.oracle_in(bench.openai(), AnswerMode::Structured);
-    bench.fake.enqueue_reply("Claro: Tomás murió en el puente [Sesión 7].");
-    bench.fake.enqueue_reply(&structured(&[("Tomás murió en el puente.", &["Sesión 7"])]));
+    bench.fake.enqueue_reply("Claro: Tomás cae en el puente [Sesión 7].");
+    bench.fake.enqueue_reply(&structured(&[("Tomás cae en el puente.", &["Sesión 7"])]));
     let (answer, streamed) = ask(&oracle).await;
     assert_eq!((answer.mode, answer.attempts), (AnswerMode::Structured, 2), "{answer:?}");
-    assert_eq!(streamed.trim(), "Tomás murió en el puente [Sesión 7].");
+    assert_eq!(streamed.trim(), "Tomás cae en el puente [Sesión 7].");
     let request = bench.fake.chat_requests("/v1/chat/completions").pop().unwrap();
     let format = &request.body["response_format"];
     assert_eq!(format["type"], "json_schema");
@@ -340,12 +341,21 @@ async fn sentences_the_cited_notes_do_not_back_are_dropped_and_none_left_abstain
     // One sentence the session backs; one with a number it does not hold; one with a name
     // the cited session never mentions (both as the 1.5B invented them on unanswerables).
     bench.fake.enqueue_reply(&structured(&[
-        ("Tomás cayó defendiendo el puente.", &["Sesión 7"]),
-        ("Antes mató a 63 contrabandistas.", &["Sesión 7"]),
-        ("Lo enterró la abadesa Urquijo.", &["Sesión 8"]),
+        ("Tomás cae en combate defendiendo el puente.", &["Sesión 7"]),
+        // The session's words, and a number it does not hold.
+        ("Tomás cae en combate defendiendo el puente del puerto ante 63 contrabandistas.", &["Sesión 7"]),
+        // The funeral's words, and a name it never mentions.
+        ("El funeral de Tomás en el puerto con Urquijo.", &["Sesión 8"]),
+        // Words no note shown holds.
+        ("Lo enterró la abadesa en el claustro.", &["Sesión 8"]),
     ]));
     let (answer, streamed) = ask(&oracle).await;
-    assert_kept_alone(&answer, &streamed, "Tomás cayó defendiendo el puente [Sesión 7].", &["«63»", "«Urquijo»"]);
+    assert_kept_alone(
+        &answer,
+        &streamed,
+        "Tomás cae en combate defendiendo el puente [Sesión 7].",
+        &["«63»", "«Urquijo»", "of its words at best"],
+    );
     let cited: Vec<&str> = answer.citations.iter().map(|c| c.label.as_str()).collect();
     assert_eq!(cited, ["Sesión 7"]);
 
@@ -387,15 +397,16 @@ async fn a_sentence_no_passage_of_its_notes_says_is_dropped_by_meaning() {
     // cited session holds. No number, no name the session lacks: only its meaning gives it away.
     let invented = "Tomás ganó el torneo de justas del puerto.";
     bench.fake.enqueue_reply(&structured(&[
-        ("Tomás murió defendiendo el puente de los contrabandistas.", &["Sesión 7"]),
+        ("Tomás se planta en mitad del puente y aguanta a cinco contrabandistas.", &["Sesión 7"]),
         (invented, &["Sesión 7"]),
     ]));
     let (answer, streamed) = ask(&oracle).await;
-    let why = "no passage of the notes it cites says it";
+    // Its words give it away first: the session holds «Tomás» and nothing else of it.
+    let why = "of its words at best";
     assert_kept_alone(
         &answer,
         &streamed,
-        "Tomás murió defendiendo el puente de los contrabandistas [Sesión 7].",
+        "Tomás se planta en mitad del puente y aguanta a cinco contrabandistas [Sesión 7].",
         &[why],
     );
 
