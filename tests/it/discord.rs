@@ -640,9 +640,9 @@ async fn mentions_and_replies_ask_and_continue() {
         })
         .await;
     let answer = discord.wait_for("the reply's answer", final_saying("se hundió")).await;
-    // The note it cites alone: the notes' line shown first, on the archduke's flight, is not
-    // what «¿Y después?» asks, so it does not stay under the answer.
-    assert_eq!(field_names(&answer.body), ["Sesión 2"]);
+    // The note it cites, then the one of a sentence shown first that it did not say (a
+    // follow-up of «¿Qué pasó con el archiduque?» is read as that story's question).
+    assert_eq!(field_names(&answer.body), ["Sesión 2", "Sesión 1"]);
     let prompt = ollama.chat_requests("/api/chat").last().unwrap().body["messages"].to_string();
     assert!(prompt.contains(FIRST_QUESTION), "the conversation's history goes with it: {prompt}");
 
