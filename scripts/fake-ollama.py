@@ -30,6 +30,14 @@ def embedding(text):
     return [x / norm for x in vector]
 
 
+class Quiet(ThreadingHTTPServer):
+    """A client killed mid-reply (the kill fault) is expected: no traceback for it."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 class Handler(BaseHTTPRequestHandler):
     slow_file = None
 
@@ -74,7 +82,7 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     port_file = sys.argv[1]
     Handler.slow_file = os.path.join(os.path.dirname(os.path.abspath(port_file)), "SLOW")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = Quiet(("127.0.0.1", 0), Handler)
     with open(port_file + ".tmp", "w") as out:
         out.write(str(server.server_address[1]))
     os.replace(port_file + ".tmp", port_file)

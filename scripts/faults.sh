@@ -29,7 +29,7 @@ pass() { echo "PASS $1: $2"; }
 fail() { echo "FAIL $1: $2"; FAILED=1; }
 skip() { echo "SKIP $1: $2"; }
 now() { date +%s.%N; }
-since() { printf '%.2f' "$(echo "$(now) - $1" | bc)"; }
+since() { awk -v a="$(now)" -v b="$1" 'BEGIN { printf "%.2f", a - b }'; }
 
 # The Ollama stand-in.
 python3 scripts/fake-ollama.py "$WORK/ollama.port" &
@@ -207,7 +207,8 @@ fault_kill_during_ingest() {
   local before; before=$(labels "$dir" "$data")
   for f in "$dir"/Sesiones/*.md; do printf 'Y el faro se apagó para siempre.\n' >> "$f"; done
   echo 1.0 > "$WORK/SLOW"
-  ingest "$dir" "$data" > /dev/null 2>&1 &
+  # The binary itself in the background (not a shell function, whose kill would leave it running).
+  "$ORACULO" ingest --campaign "$dir" --data "$data" --no-annotate > /dev/null 2>&1 &
   local victim=$!
   sleep 1.5
   kill -9 "$victim" 2>/dev/null
@@ -254,7 +255,8 @@ fault_bad_input() {
   printf 'PNG\0\0\0binary' > "$dir/binario.md"
   printf '# Mal\nbytes \xff\xfe inválidos\n' > "$dir/utf8.md"
   printf -- '---\ntitle: [sin cerrar\n---\n# Frente\nTexto.\n' > "$dir/frente.md"
-  head -c 3000000 /dev/zero | tr '\0' 'a' > "$dir/enorme.md"
+  # Over the 8 MiB limit for one note (campaign.max_note_bytes).
+  head -c 9000000 /dev/zero | tr '\0' 'a' > "$dir/enorme.md"
   mkfifo "$dir/tuberia.md"
   local started; started=$(now)
   local out rc
@@ -268,7 +270,7 @@ paths = {w["path"] for w in summary["warnings"]}
 print(sum(p in paths for p in ["binario.md", "utf8.md", "frente.md", "enorme.md"]), len(summary["warnings"]))' 2>/dev/null)
   local count; count=$(labels "$dir" "$data")
   if [ "$rc" -eq 0 ] && [ "${named%% *}" = 4 ] && [ "$count" -ge 3 ]; then
-    pass bad-input "binary, invalid UTF-8, bad front matter, 3 MB note and a FIFO: ingest done in $took s, ${named#* } warnings naming the 4 files, $count labels"
+    pass bad-input "binary, invalid UTF-8, bad front matter, a 9 MB note and a FIFO: ingest done in $took s, ${named#* } warnings naming the 4 files, $count labels"
   else
     fail bad-input "rc $rc, warnings naming ${named:-?} of 4, $count labels"
   fi

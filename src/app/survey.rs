@@ -290,7 +290,7 @@ mod tests {
         assert_eq!(survey.language, LabelLanguage::En, "{:?}", survey.language_words);
         assert_eq!(survey.sessions, vec![1, 2]);
         assert!(survey.sheets.iter().any(|label| label.contains("Mira")), "{:?}", survey.sheets);
-        assert_eq!(survey.secret_folders, vec!["GM Notes".to_string()], "a folder named for the GM is seen");
+        assert_eq!(survey.secret_folders, ["GM Notes", "Secrets"], "the folders named for the GM are seen");
         let secret: Vec<&str> = survey.gm_only.iter().map(|note| note.path.as_str()).collect();
         assert_eq!(secret, vec!["GM Notes/twist.md", "Secrets/plan.md"], "folders named for the GM, by the one rule");
         assert!(survey.gm_only[0].why.contains("GM Notes"), "{:?}", survey.gm_only);

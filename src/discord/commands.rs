@@ -234,6 +234,8 @@ pub async fn reingest(
     #[description = "Confirma un borrado real: más de la mitad de las notas (al menos 5), o todas"]
     #[name_localized("es-ES", "permitir_borrado")]
     #[name_localized("es-419", "permitir_borrado")]
+    #[name_localized("en-US", "allow_removal")]
+    #[name_localized("en-GB", "allow_removal")]
     #[description_localized("en-US", "Confirm a real deletion: more than half the notes (at least 5), or all")]
     #[description_localized("en-GB", "Confirm a real deletion: more than half the notes (at least 5), or all")]
     allow_removal: Option<bool>,

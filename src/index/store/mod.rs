@@ -196,15 +196,29 @@ impl Store {
         // Private before SQLite writes a byte: the file holds the GM's secrets.
         super::create_private_file(path)
             .map_err(|source| IndexError::Io { path: path.display().to_string(), source })?;
-        let connection = Connection::open(path).map_err(sqlite)?;
+        // SQLite answers «busy» at once, without waiting out the busy timeout, where waiting
+        // could deadlock: two openers of a fresh file switching it to WAL, or a reader's
+        // transaction upgrading to write. The whole opening is tried again after a pause then.
+        let mut attempt = 0;
+        loop {
+            match Store::open_once(path) {
+                Err(error) if is_busy(&error) && attempt < OPEN_BUSY_RETRIES => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20 * attempt as u64));
+                }
+                result => return result.map_err(sqlite),
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> rusqlite::Result<Store> {
+        let connection = Connection::open(path)?;
         // The busy timeout first, so that switching to WAL waits for another opener too.
         // WAL: readers (the bot answering) never block on a reingest's writer.
-        connection
-            .execute_batch("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;")
-            .map_err(sqlite)?;
+        connection.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;")?;
         let mut store = Store { connection };
-        store.migrate().map_err(sqlite)?;
-        store.cut_missing_windows().map_err(sqlite)?;
+        store.migrate()?;
+        store.cut_missing_windows()?;
         Ok(store)
     }
 
@@ -305,4 +319,11 @@ impl Store {
     pub fn connection(&self) -> &Connection {
         &self.connection
     }
+}
+/// How many times opening a store is tried again when SQLite answers «busy» without waiting
+/// (20 ms, 40 ms… between tries: about 4 s in all, under the busy timeout's 5 s).
+const OPEN_BUSY_RETRIES: usize = 20;
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(error.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
 }
