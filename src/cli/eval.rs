@@ -7,6 +7,17 @@ use super::ingest::run_ingest;
 use super::{campaign_paths, open_oracle};
 
 pub(super) async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
+    if !args.compare.is_empty() {
+        let banks: Vec<crate::eval::compare::BankRows> =
+            args.compare.iter().map(|path| crate::eval::compare::load_report(path)).collect::<anyhow::Result<_>>()?;
+        let comparison = crate::eval::compare::compare(&banks);
+        if args.campaign.json {
+            println!("{}", serde_json::to_string(&comparison)?);
+        } else {
+            print!("{}", comparison.render());
+        }
+        return Ok(());
+    }
     let config = args.campaign.load_config()?;
     let (campaign_dir, _) = campaign_paths(&config)?;
     if let Some(judged) = &args.judged {

@@ -100,6 +100,11 @@ pub struct EvalArgs {
     /// Which answers of the judged file were made on this campaign (its `bank` field).
     #[arg(long, value_name = "NAME", default_value = "sample", requires = "judged")]
     pub judged_bank: String,
+    /// Compare ordering rules across banks instead of running one: the saved reports of
+    /// `oraculo eval` (one per bank), every rule scored per bank, and each bank's score under
+    /// the rule chosen on the others (eval/README.md, «Choosing a rule across banks»).
+    #[arg(long, value_name = "REPORT", num_args = 2.., conflicts_with = "questions")]
+    pub compare: Vec<PathBuf>,
     /// Score retrieval only: no answers generated (seconds instead of minutes per question).
     #[arg(long, conflicts_with = "answers_per_kind")]
     pub retrieval_only: bool,

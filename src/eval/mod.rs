@@ -13,6 +13,7 @@
 
 pub mod bank;
 pub mod baseline;
+pub mod compare;
 pub mod judged;
 pub mod score;
 
