@@ -10,7 +10,7 @@ campaign, ingested first into a temporary data dir with the embedded e5 model, a
   returns (every tool, every label's source, every resource), and that the GM's view finds
   each one.
 
-Usage: python3 scripts/mcp-client.py --oraculo target/debug/oraculo [--e5 FILE] [--transcript FILE]
+Usage: python3 scripts/mcp-client.py --oraculo target/debug/oraculo [--e5 FILE] [--data DIR] [--transcript FILE]
 It prints one line per check and exits 1 if any fails.
 """
 
@@ -56,7 +56,7 @@ def default_e5():
 
 def environment(e5, data):
     """What the server reads: the e5 model and the data dir, nothing else of the caller's."""
-    return {"ORACULO_E5_MODEL": e5, "ORACULO_DATA": data, "ORACULO_LOG": "warn"}
+    return {"ORACULO_E5_MODEL": e5, "ORACULO_DATA": data}
 
 
 def dump(value):
@@ -145,12 +145,14 @@ async def main():
     parser.add_argument("--oraculo", required=True, help="the oraculo binary")
     parser.add_argument("--e5", default=default_e5(), help="the embedded e5 model file")
     parser.add_argument("--transcript", help="write the players' search and ask answers here")
+    parser.add_argument("--data", help="a data dir to ingest into and keep (default: a temporary one)")
     args = parser.parse_args()
     oraculo = str(Path(args.oraculo).resolve())
     if not os.path.isfile(args.e5):
         sys.exit(f"no e5 model at {args.e5}: run scripts/fetch-models.sh")
 
-    with tempfile.TemporaryDirectory(prefix="oraculo-mcp-") as data:
+    with tempfile.TemporaryDirectory(prefix="oraculo-mcp-") as scratch:
+        data = args.data or scratch
         ingest = subprocess.run([oraculo, "ingest", "--no-annotate"], env=os.environ | environment(args.e5, data),
                                 capture_output=True, text=True)
         check(ingest.returncode == 0, f"the sample is ingested into {data}")

@@ -185,7 +185,10 @@ pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
             Settled::instant_kept(instant, why)
         }
         None => {
-            let also = unsaid(&instant.quoted, &model.text);
+            // An extractive answer is the notes' own sentences already (`ask --extractive`, or
+            // no model to ask): nothing of the instant answer is missing from it.
+            let also =
+                if model.mode == AnswerMode::Extractive { Vec::new() } else { unsaid(&instant.quoted, &model.text) };
             let turn_text = model.text.clone();
             let mut answer = model;
             if !also.is_empty() {

@@ -201,6 +201,9 @@ async fn mcp_players_view_answers_every_tool_and_holds_no_secret_the_gm_view_fin
     assert!(answer_text.contains("[Sesión "), "{answer_text}");
     assert!(answer_text.contains("Fuentes:"), "{answer_text}");
     assert_eq!(structured("ask", &answer)["mode"], "extractive", "no chat model in this data dir");
+    let quoted: Vec<&str> = answer_text.lines().filter(|line| line.starts_with("- «")).collect();
+    let distinct: BTreeSet<&str> = quoted.iter().copied().collect();
+    assert_eq!(quoted.len(), distinct.len(), "the notes' sentences are said once: {answer_text}");
     player.cancel().await.unwrap();
 
     let gm = connect(data, &["--gm"]).await;
@@ -249,13 +252,10 @@ async fn mcp_errors_are_tool_errors_with_their_fix_and_the_server_goes_on() {
         assert_eq!(kind, expected_kind, "{tool}: {message}");
         assert!(message.contains(fix), "{tool}: «{fix}» not in: {message}");
     }
-    // A malformed call is refused by the protocol; the server answers the next one.
-    let malformed = client
-        .call_tool(
-            CallToolRequestParams::new("search").with_arguments(json!({ "question": 12 }).as_object().unwrap().clone()),
-        )
-        .await;
-    assert!(malformed.is_err(), "a number is no question");
+    // Arguments of the wrong type are a tool error too (rmcp's), and the server answers the next call.
+    let malformed = call(&client, "search", json!({ "question": 12 })).await;
+    assert_eq!(malformed.is_error, Some(true), "a number is no question");
+    assert!(text_of(&malformed).contains("expected a string"), "{}", text_of(&malformed));
     let unknown = client.read_resource(ReadResourceRequestParams::new("oraculo://notes/sample/Sesi%C3%B3n%2099")).await;
     assert!(unknown.is_err(), "an unknown label is no resource");
     let answer = call(&client, "search", json!({ "question": "¿Qué pasó con el archiduque?" })).await;
