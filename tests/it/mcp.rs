@@ -288,3 +288,79 @@ async fn mcp_search_returns_the_labels_of_oraculo_search_json_in_its_order_for_t
     }
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_serves_every_campaign_of_the_config_each_named_and_one_when_the_command_line_names_it() {
+    let root = TempDir::new().unwrap();
+    let write = |path: &str, text: &str| {
+        let full = root.path().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    };
+    write("galerna/Sesiones/Sesion 1.md", "# Sesión 1\nEl grupo llega al puerto de Galerna y alquila un bote.\n");
+    write(
+        "galerna/Sesiones/Sesion 2.md",
+        "# Sesión 2\nEl faro se apaga.\n%%Zorblax apagó el faro.%%\nEl grupo sube al faro con antorchas.\n",
+    );
+    write("vorn/Sessions/Session 1.md", "# Session 1\nThe party reaches the mines of Vorn and meets a dwarf.\n");
+    write("nube/Sesiones/Sesion 1.md", "# Sesión 1\nNadie ha leído esta campaña todavía.\n");
+    let campaign = |name: &str, folder: &str, extra: &str| {
+        format!("[[campaigns]]\nname = \"{name}\"\ndir = \"{}\"\n{extra}\n", root.path().join(folder).display())
+    };
+    let config = root.path().join("config.toml");
+    std::fs::write(
+        &config,
+        campaign("Galerna", "galerna", "")
+            + &campaign("Vorn", "vorn", "label_language = \"en\"")
+            + &campaign("Nube", "nube", ""),
+    )
+    .unwrap();
+    let data = root.path().join("data");
+    let config_flag = config.to_str().unwrap();
+    for name in ["Galerna", "Vorn"] {
+        let output = oraculo(&data)
+            .args(["ingest", "--no-annotate", "--config", config_flag, "--campaign", name])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "ingest {name}: {}", String::from_utf8_lossy(&output.stderr));
+    }
+
+    let client = connect(&data, &["--config", config_flag]).await;
+    let (kind, message) = failure("search", &call(&client, "search", json!({ "question": "¿Qué pasó?" })).await);
+    assert_eq!(kind, "campaign_needed");
+    assert!(message.contains("«Galerna», «Vorn», «Nube»"), "{message}");
+    let galerna = structured("sessions", &call(&client, "sessions", json!({ "campaign": "Galerna" })).await);
+    let labels: Vec<&str> =
+        galerna["sessions"].as_array().unwrap().iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["Sesión 1", "Sesión 2"]);
+    let vorn =
+        call(&client, "search", json!({ "question": "Who did the party meet in the mines?", "campaign": "vorn" }))
+            .await;
+    assert_eq!(structured("search", &vorn)["fragments"][0]["label"], "Session 1");
+    assert!(text_of(&vorn).contains("players' view"), "in the question's language: {}", text_of(&vorn));
+    let secret = call(&client, "source", json!({ "label": "Sesión 2", "campaign": "Galerna" })).await;
+    assert!(!text_of(&secret).contains("Zorblax"), "{}", text_of(&secret));
+    let (kind, message) =
+        failure("search", &call(&client, "search", json!({ "question": "¿Qué pasó?", "campaign": "Nube" })).await);
+    assert_eq!(kind, "not_indexed");
+    assert!(message.contains(&format!("--config {config_flag}")) && message.contains("--campaign Nube"), "{message}");
+    let uris: BTreeSet<String> = client.list_all_resources().await.unwrap().into_iter().map(|r| r.uri).collect();
+    let expected: BTreeSet<String> = [
+        "oraculo://notes/Galerna/Sesi%C3%B3n%201",
+        "oraculo://notes/Galerna/Sesi%C3%B3n%202",
+        "oraculo://notes/Vorn/Session%201",
+    ]
+    .map(String::from)
+    .into();
+    assert_eq!(uris, expected, "each ingested campaign's labels, each under its campaign");
+    let read = client.read_resource(ReadResourceRequestParams::new("oraculo://notes/Vorn/Session%201")).await.unwrap();
+    let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else { panic!("a text resource") };
+    assert!(text.contains("mines of Vorn"), "{text}");
+    client.cancel().await.unwrap();
+
+    // Named on the command line, one campaign is served alone, and needs no `campaign`.
+    let client = connect(&data, &["--config", config_flag, "--campaign", "Vorn"]).await;
+    let answer = call(&client, "sessions", json!({})).await;
+    assert_eq!(structured("sessions", &answer)["campaign"], "Vorn");
+    client.cancel().await.unwrap();
+}
