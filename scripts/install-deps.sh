@@ -12,6 +12,8 @@ command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
 # Debian's python3 often comes without pip, so pip is checked on its own.
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+# .ci/run's MCP client session runs in a venv (Debian's python3 leaves venv's ensurepip out).
+python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v cc >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1 || missing+=(build-essential)
 # The embedded chat backend (llama-cpp-2) builds llama.cpp with cmake and generates its
 # bindings with bindgen, which loads libclang and needs clang's own headers (the -dev package).

@@ -25,6 +25,9 @@
 //!   models ([`llm::chat`]: llama.cpp in-process, Ollama, OpenAI-compatible servers).
 //! - [`discord`]: the bot: `/oraculo` with cited embeds, threads for follow-ups, `/reingest`.
 //!
+//! [`mcp`] serves the same tools to assistants that speak the Model Context Protocol
+//! (`oraculo mcp`).
+//!
 //! [`doctor`] checks that an install can answer (`oraculo doctor`, and the bot at its start).
 //!
 //! [`app`] is what the CLI, the bot and the evaluation share above the pipeline (resolving a
@@ -54,5 +57,6 @@ pub mod watch;
 
 pub mod cli;
 pub mod eval;
+pub mod mcp;
 pub mod sample;
 pub mod secret;

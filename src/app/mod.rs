@@ -4,7 +4,11 @@
 //! - [`campaign_paths`]: a campaign's notes folder (the embedded sample written out when none
 //!   is configured) and its index folder under the data dir.
 //! - [`open_oracle`]: the CLI's campaign, its models connected; [`open_searcher`]: the same
-//!   oracle with no chat model loaded, for `oraculo search` (it never asks one).
+//!   oracle with no chat model loaded, for `oraculo search` (it never asks one);
+//!   [`campaign_searcher`]: any campaign's, over an embedder already connected.
+//! - [`ask_settled`]: one question answered as `oraculo ask` answers it, and
+//!   [`answer_json`], as `--json` prints it (the MCP server's `ask` gives the same).
+//! - [`render_error`]: an error and its causes on one line, for the CLI and the MCP server.
 //! - [`connect_embedder`], [`connect_chat`]: the models the configuration names (the only
 //!   place that picks a backend; stages receive trait objects).
 //! - [`audit_secrets`]: what a campaign hides from players, and why.
@@ -12,11 +16,13 @@
 //!   merge after the annotations).
 //! - [`open_campaigns`]: every campaign the bot serves, one oracle each over one shared
 //!   embedder and one shared chat model (one llama.cpp model in memory, however many tables).
+//! - [`worker::LocalWorker`]: a thread for the oracle's futures, which are not `Send`.
 //! - [`init::init_campaign`]: `oraculo init`, a DM's notes folder surveyed as the ingest reads
 //!   it ([`survey::survey_campaign`]) and a config written for it and for this machine.
 
 pub mod init;
 pub mod survey;
+pub mod worker;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,7 +37,7 @@ use crate::ingest::{
 };
 use crate::llm::chat::ChatModel;
 use crate::llm::{Embedder, LlmError};
-use crate::oracle::{AnswerSettings, Oracle};
+use crate::oracle::{Answer, AnswerSettings, AskError, AskRequest, Oracle, Settled};
 
 /// The campaign folder an ingest reads: the configured one, or the embedded sample written
 /// out under the data dir.
@@ -72,11 +78,109 @@ pub async fn open_oracle(config: &Config) -> anyhow::Result<Oracle> {
 /// embedder, and no chat model loaded (the embedded one costs seconds and a gigabyte; a
 /// search never asks it). The same [`Oracle::search`] the bot runs, `k` as asked.
 pub async fn open_searcher(config: &Config, k: usize) -> anyhow::Result<Oracle> {
-    let (_, index_dir) = campaign_paths(config, &config.campaign)?;
     let embedder = connect_embedder(&config.embedder, &config.data_dir).await?;
+    let mut oracle = campaign_searcher(config, &config.campaign, embedder)?;
+    oracle.set_k(k.max(1));
+    Ok(oracle)
+}
+
+/// The oracle of `campaign` for searching and reading only, over `embedder`: no chat model
+/// (asked to answer, it answers with the notes' own sentences), `k` the default.
+pub fn campaign_searcher(
+    config: &Config,
+    campaign: &CampaignConfig,
+    embedder: Arc<dyn Embedder>,
+) -> anyhow::Result<Oracle> {
+    let (_, index_dir) = campaign_paths(config, campaign)?;
     let mut settings = AnswerSettings::from_config(config.chat_max_tokens, &config.answer);
-    settings.k = k.max(1);
+    settings.mode = crate::answer::AnswerMode::Extractive;
     Ok(Oracle::new(&index_dir, embedder, Arc::new(crate::llm::chat::NoChat), settings))
+}
+
+/// The oracle of `campaign` over models already connected, answering as `[chat]` says (the
+/// MCP server connects its chat model once, on the first question that needs it).
+pub fn campaign_oracle(
+    config: &Config,
+    campaign: &CampaignConfig,
+    embedder: Arc<dyn Embedder>,
+    chat: Arc<dyn ChatModel>,
+) -> anyhow::Result<Oracle> {
+    let (_, index_dir) = campaign_paths(config, campaign)?;
+    Ok(Oracle::new(&index_dir, embedder, chat, AnswerSettings::from_config(config.chat_max_tokens, &config.answer)))
+}
+
+/// One question answered as `oraculo ask` answers it: the notes' own sentences first (with
+/// `chat.instant_answer`), then the model's answer, and what stays of the two.
+#[derive(Debug)]
+pub struct Asked {
+    /// The model's answer (extractive when no model answered).
+    pub model: Answer,
+    /// The notes' own sentences shown first, when there were any.
+    pub instant: Option<Answer>,
+    /// What stays once the model is done (`None` without the instant answer).
+    pub settled: Option<Settled>,
+}
+
+impl Asked {
+    /// The answer that stays: the settled one, else the model's.
+    pub fn final_answer(&self) -> &Answer {
+        self.settled.as_ref().map_or(&self.model, |settled| &settled.answer)
+    }
+
+    /// `oraculo ask --json`: the model's answer as always, with `instant` (the notes' own
+    /// sentences shown first, or null), `instant_kept` (why they stand instead of the model's
+    /// answer, or null) and `settled` (what stays: `text` and `notes_added`, the instant
+    /// answer's sentences kept under the model's answer) beside its fields.
+    pub fn to_json(&self) -> serde_json::Result<serde_json::Value> {
+        let mut json = serde_json::to_value(&self.model)?;
+        if let Some(object) = json.as_object_mut() {
+            object.insert("instant".into(), serde_json::to_value(&self.instant)?);
+            let kept = self.settled.as_ref().and_then(|settled| settled.instant_kept);
+            object.insert("instant_kept".into(), serde_json::to_value(kept)?);
+            let stays = self
+                .settled
+                .as_ref()
+                .map(|settled| serde_json::json!({ "text": settled.answer.text, "notes_added": settled.notes_added }));
+            object.insert("settled".into(), serde_json::to_value(stays)?);
+        }
+        Ok(json)
+    }
+}
+
+/// Answers `request` as `oraculo ask` does, with nothing streamed: the instant answer and the
+/// model's when `chat.instant_answer` is on, the model's alone otherwise.
+pub async fn ask_settled(oracle: &Oracle, request: &AskRequest<'_>) -> Result<Asked, AskError> {
+    if oracle.instant_enabled() {
+        let (instant, model) = oracle.ask_instant_first(request, &|_| {}, &|_| {}, None).await?;
+        let settled = crate::oracle::settle(instant.clone(), model.clone());
+        Ok(Asked { model, instant, settled: Some(settled) })
+    } else {
+        Ok(Asked { model: oracle.ask(request, None).await?, instant: None, settled: None })
+    }
+}
+
+/// `oraculo ask --json`'s object ([`Asked::to_json`]).
+pub async fn answer_json(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<serde_json::Value> {
+    Ok(ask_settled(oracle, request).await?.to_json()?)
+}
+
+/// An error and its causes on one line, each said once. Several of the crate's errors carry
+/// their cause's text in their own message *and* as their `source` (thiserror's `{0}` beside
+/// `#[from]`), so anyhow's `{:#}` would print it twice: a cause whose text the line already
+/// holds is left out.
+pub fn render_error(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// One campaign the bot serves, opened.

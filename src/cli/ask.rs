@@ -24,7 +24,7 @@ pub(super) async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
         audience: if args.gm { Audience::Gm } else { Audience::Player },
     };
     if args.campaign.json {
-        println!("{}", serde_json::to_string(&answer_json(&oracle, &request).await?)?);
+        println!("{}", serde_json::to_string(&crate::app::answer_json(&oracle, &request).await?)?);
         return Ok(());
     }
     // The warnings (a rerank skipped, a model that failed) wait under the answer instead of
@@ -34,30 +34,6 @@ pub(super) async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
     print_sources(&answer);
     println!("\n{}", render_footer(&answer));
     Ok(())
-}
-
-/// `oraculo ask --json`: the model's answer as always, with `instant` (the notes' own
-/// sentences shown first, or null), `instant_kept` (why they stand instead of the model's
-/// answer, or null) and `settled` (what stays: `text` and `notes_added`, the instant
-/// answer's sentences kept under the model's answer) beside its fields.
-async fn answer_json(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<serde_json::Value> {
-    let (answer, instant, settled) = if oracle.instant_enabled() {
-        let (instant, model) = oracle.ask_instant_first(request, &|_| {}, &|_| {}, None).await?;
-        let settled = crate::oracle::settle(instant.clone(), model.clone());
-        (model, instant, Some(settled))
-    } else {
-        (oracle.ask(request, None).await?, None, None)
-    };
-    let mut json = serde_json::to_value(&answer)?;
-    if let Some(object) = json.as_object_mut() {
-        object.insert("instant".into(), serde_json::to_value(&instant)?);
-        object.insert("instant_kept".into(), serde_json::to_value(settled.as_ref().and_then(|s| s.instant_kept))?);
-        let stays = settled
-            .as_ref()
-            .map(|settled| serde_json::json!({ "text": settled.answer.text, "notes_added": settled.notes_added }));
-        object.insert("settled".into(), serde_json::to_value(stays)?);
-    }
-    Ok(json)
 }
 
 /// Asks, printing the notes' own sentences first (with `chat.instant_answer`), then the

@@ -9,6 +9,10 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{CliOverrides, Config};
 use crate::index::Index;
 use crate::oracle::Oracle;
+use crate::retrieve::Audience;
+
+/// An error on one line for `main` (and the tests): the application layer's.
+pub use crate::app::render_error;
 
 mod ask;
 mod doctor;
@@ -60,6 +64,10 @@ pub enum Command {
     /// Runs the Discord bot (token from DISCORD_TOKEN or the config's [discord] section)
     /// until Ctrl-C or SIGTERM.
     Bot(crate::discord::BotArgs),
+    /// Serves the campaign to an assistant that speaks the Model Context Protocol, on stdin and
+    /// stdout: search, ask, timeline, recap, source, sessions and compendium as tools, each label
+    /// as a resource (docs/mcp.md). Players' view unless --gm.
+    Mcp(McpArgs),
     /// Checks, line by line, whether this install can answer: the config, the folders, the
     /// index, the models, Discord; each ✗ with its fix, exit status 1 on any ✗.
     Doctor(CampaignArgs),
@@ -142,6 +150,23 @@ pub struct EvalArgs {
     /// measure what the rerank costs).
     #[arg(long)]
     pub rerank_without_time_limit: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The campaign's notes folder, or a [[campaigns]] entry's name: that campaign alone
+    /// (default: every campaign of the config, else the embedded sample campaign).
+    #[arg(long)]
+    pub campaign: Option<PathBuf>,
+    /// Where indexes and models live (default: ORACULO_DATA, else ~/.local/share/oraculo).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// A config.toml (default: ORACULO_CONFIG, else none).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Serve the GM's view: GM-only notes included. Without it, the players' view.
+    #[arg(long)]
+    pub gm: bool,
 }
 
 #[derive(Debug, Args)]
@@ -259,25 +284,6 @@ impl CampaignArgs {
     }
 }
 
-/// An error and its causes on one line, each said once. Several of the crate's errors carry
-/// their cause's text in their own message *and* as their `source` (thiserror's `{0}` beside
-/// `#[from]`), so anyhow's `{:#}` would print it twice: a cause whose text the line already
-/// holds is left out.
-pub fn render_error(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if text.is_empty() || line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
-}
-
 /// Runs one subcommand.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
@@ -294,8 +300,34 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Recap(args) => timeline::recap(&args).await,
         Command::Eval(args) => eval::eval(&args).await,
         Command::Bot(args) => doctor::bot(&args).await,
+        Command::Mcp(args) => mcp(&args).await,
         Command::Doctor(args) => doctor::doctor(&args).await,
     }
+}
+
+/// `oraculo mcp`: the configuration as every command loads it, then the server until the
+/// client ends the session.
+async fn mcp(args: &McpArgs) -> anyhow::Result<()> {
+    let config = Config::load(&CliOverrides {
+        config_file: args.config.clone(),
+        data_dir: args.data.clone(),
+        campaign_dir: args.campaign.clone(),
+    })?;
+    let mut flags = Vec::new();
+    for (flag, value) in [("--config", &args.config), ("--data", &args.data)] {
+        if let Some(value) = value {
+            flags.push(flag.to_string());
+            flags.push(value.display().to_string());
+        }
+    }
+    // `ORACULO_CAMPAIGN` is `--campaign` from the environment, for this command as for the others.
+    let campaign_flag = args
+        .campaign
+        .as_ref()
+        .map(|campaign| campaign.display().to_string())
+        .or_else(|| std::env::var("ORACULO_CAMPAIGN").ok().filter(|campaign| !campaign.is_empty()));
+    let audience = if args.gm { Audience::Gm } else { Audience::Player };
+    crate::mcp::serve(config, crate::mcp::McpOptions { audience, campaign_flag, flags }).await
 }
 
 /// The CLI's campaign folder (the sample, written out, when none is configured) and the

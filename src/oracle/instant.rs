@@ -185,13 +185,19 @@ pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
             Settled::instant_kept(instant, why)
         }
         None => {
-            // After an arc question, a line per session of the story stays; after any other,
-            // only a line that holds what the question asks beyond the names it asks about.
-            // A follow-up («¿Y después?») is read as it was searched, with what it follows.
+            // An extractive answer is the notes' own sentences already (`ask --extractive`, or
+            // no model to ask): nothing of the instant answer is missing from it. After an arc
+            // question, a line per session of the story stays; after any other, only a line that
+            // holds what the question asks beyond the names it asks about. A follow-up («¿Y
+            // después?») is read as it was searched, with what it follows.
             let about_a_story =
                 !model.story_shown.is_empty() || crate::retrieve::entity::is_arc_question(&model.search_query);
             let asked = (!about_a_story).then(|| asked_terms(&model));
-            let also = unsaid(&instant.quoted, &model.text, asked.as_ref());
+            let also = if model.mode == AnswerMode::Extractive {
+                Vec::new()
+            } else {
+                unsaid(&instant.quoted, &model.text, asked.as_ref())
+            };
             let turn_text = model.text.clone();
             let mut answer = model;
             if !also.is_empty() {

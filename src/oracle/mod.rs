@@ -5,6 +5,7 @@
 //! only strings them together and keeps the timings.
 
 mod answer;
+mod found;
 mod generate;
 mod instant;
 mod plan;
@@ -32,6 +33,7 @@ use crate::retrieve::{
 };
 
 pub use answer::{Answer, AnswerTimings, CitationSource, EXCERPT_CHARS, ShownSource};
+pub use found::{FoundPassage, GLIMPSE_WORDS, PASSAGE_WORDS};
 pub use instant::{InstantKept, Settled, question_language, settle};
 pub use plan::{ContextPlan, DEADLINE_SLACK, FrameCost, PlanInputs, plan_answer};
 pub use story::ArcStory;

@@ -25,7 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("oracle", &["answer", "config", "corpus", "index", "lexicon", "llm", "prompt", "retrieve"]),
     ("timeline", &["answer", "corpus", "index", "llm", "oracle", "prompt", "retrieve"]),
     ("eval", &["answer", "corpus", "index", "llm", "oracle", "retrieve", "sample"]),
-    ("app", &["config", "corpus", "index", "ingest", "llm", "oracle", "sample"]),
+    ("app", &["answer", "config", "corpus", "index", "ingest", "llm", "oracle", "sample"]),
     ("doctor", &["app", "config", "index", "ingest", "llm"]),
     ("watch", &["config", "corpus", "index", "ingest", "llm"]),
     (
@@ -45,11 +45,12 @@ const LAYERS: &[(&str, &[&str])] = &[
             "watch",
         ],
     ),
+    ("mcp", &["app", "config", "corpus", "llm", "oracle", "retrieve", "timeline"]),
     (
         "cli",
         &[
             "answer", "app", "config", "corpus", "discord", "doctor", "eval", "index", "ingest", "llm", "logging",
-            "oracle", "prompt", "retrieve", "sample", "timeline", "watch",
+            "mcp", "oracle", "prompt", "retrieve", "sample", "timeline", "watch",
         ],
     ),
 ];
@@ -129,6 +130,12 @@ fn every_module_imports_only_the_layers_below_it() {
     let imports_of = |module: &str| found.get(module).cloned().unwrap_or_default();
     assert!(!imports_of("discord").contains("cli"), "the bot reaches the app layer, never the CLI");
     assert!(!imports_of("discord").contains("index"), "the bot reaches the index only through the oracle");
+    for edge in ["discord", "cli", "index", "ingest"] {
+        assert!(
+            !imports_of("mcp").contains(edge),
+            "the MCP server reaches {edge} only through the app layer, if at all"
+        );
+    }
     assert!(!imports_of("ingest").contains("eval") && !imports_of("ingest").contains("sample"));
     assert!(!imports_of("llm").contains("config"), "transport knows nothing of the configuration");
     for pure in ["corpus", "answer", "compendium"] {

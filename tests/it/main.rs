@@ -23,6 +23,7 @@ mod first_answer;
 mod ingest;
 mod init;
 mod instant;
+mod mcp;
 mod retrieve;
 mod robustness;
 mod secrets;
