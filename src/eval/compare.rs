@@ -80,15 +80,21 @@ pub struct Row {
     pub naive_hit: Option<bool>,
 }
 
-/// Reads an eval report saved by `oraculo eval` (JSON); the bank is named after the file.
+/// Reads an eval report saved by `oraculo eval` (JSON); the bank is named after the file, up to
+/// `-e5-` where the name has it.
 pub fn load_report(path: &Path) -> anyhow::Result<BankRows> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let report: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not an eval report", path.display()))?;
-    let bank = path.file_stem().map_or_else(|| path.display().to_string(), |stem| stem.to_string_lossy().into());
+    // `results/crd3-e5-retrieval-release.json` is the bank `crd3`: the name before the embedder's.
+    let stem = path.file_stem().map_or_else(|| path.display().to_string(), |stem| stem.to_string_lossy().into_owned());
+    let bank = stem.split("-e5-").next().unwrap_or(&stem).to_string();
     let k = report["run"]["k"].as_u64().unwrap_or(8) as usize;
     let strings = |value: &serde_json::Value| -> Vec<String> {
-        value.as_array().map(|items| items.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()).unwrap_or_default()
+        value
+            .as_array()
+            .map(|items| items.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
     };
     let mut rows = Vec::new();
     for row in report["rows"].as_array().map(Vec::as_slice).unwrap_or_default() {
@@ -151,13 +157,18 @@ pub fn top_labels(rule: &Rule, row: &Row, k: usize) -> Vec<String> {
             .collect();
         lists.push((path, weight, ids));
     }
-    let time_ids: Vec<i64> = lists.iter().filter(|(path, ..)| *path == RetrievalPath::Time).flat_map(|(.., ids)| ids.clone()).collect();
-    let mut order: Vec<&str> =
-        fuse_weighted(&lists, crate::retrieve::MAX_POOL).iter().map(|fused| names[fused.fragment_id as usize]).collect();
+    let time_ids: Vec<i64> =
+        lists.iter().filter(|(path, ..)| *path == RetrievalPath::Time).flat_map(|(.., ids)| ids.clone()).collect();
+    let mut order: Vec<&str> = fuse_weighted(&lists, crate::retrieve::MAX_POOL)
+        .iter()
+        .map(|fused| names[fused.fragment_id as usize])
+        .collect();
     if rule.spread {
-        order = crate::retrieve::spread_notes(order, |fragment| label_of(fragment), |fragment| {
-            names.iter().position(|name| name == fragment).is_some_and(|at| time_ids.contains(&(at as i64)))
-        });
+        order = crate::retrieve::spread_notes(
+            order,
+            |fragment| label_of(fragment),
+            |fragment| names.iter().position(|name| name == fragment).is_some_and(|at| time_ids.contains(&(at as i64))),
+        );
     }
     if rule.lead && !row.named_sessions.is_empty() {
         let mut leading: Vec<&str> = Vec::new();
@@ -216,7 +227,8 @@ pub fn compare(banks: &[BankRows]) -> Comparison {
     let rules: Vec<(String, Vec<usize>)> = RULES
         .iter()
         .map(|rule| {
-            let per_bank = banks.iter().map(|bank| bank.rows.iter().filter(|row| hits(rule, row, bank.k)).count()).collect();
+            let per_bank =
+                banks.iter().map(|bank| bank.rows.iter().filter(|row| hits(rule, row, bank.k)).count()).collect();
             (rule.name.to_string(), per_bank)
         })
         .collect();
@@ -283,12 +295,17 @@ impl Comparison {
             let naive: Vec<usize> = self.naive.iter().map(|n| n.unwrap_or(0)).collect();
             line("naive (the report's baseline)", &naive);
         }
-        out.push_str("\nLeave one bank out: the rule with the best total on the other banks, scored on the one left out\n");
+        out.push_str(
+            "\nLeave one bank out: the rule with the best total on the other banks, scored on the one left out\n",
+        );
         for ((bank, (rule, score)), plain) in self.banks.iter().zip(&self.left_out).zip(plain) {
             out.push_str(&format!("  {bank:<width$}  {rule:<44} {score:>4}  (plain RRF {plain})\n"));
         }
         let chosen: usize = self.left_out.iter().map(|(_, score)| score).sum();
-        out.push_str(&format!("  total of the choices on the banks left out: {chosen} (plain RRF {})\n", plain.iter().sum::<usize>()));
+        out.push_str(&format!(
+            "  total of the choices on the banks left out: {chosen} (plain RRF {})\n",
+            plain.iter().sum::<usize>()
+        ));
         out
     }
 }
@@ -300,7 +317,10 @@ mod tests {
     fn row(expected: &str, lists: &[(&str, &[&str])], named: &[u32]) -> Row {
         Row {
             expected: vec![expected.to_string()],
-            lists: lists.iter().map(|(name, list)| (name.to_string(), list.iter().map(|s| s.to_string()).collect())).collect(),
+            lists: lists
+                .iter()
+                .map(|(name, list)| (name.to_string(), list.iter().map(|s| s.to_string()).collect()))
+                .collect(),
             weights: [("entity".to_string(), 0.2)].into_iter().collect(),
             named_sessions: named.to_vec(),
             shipped_hit: true,
@@ -312,7 +332,11 @@ mod tests {
     fn plain_rrf_fuses_positions_and_the_named_session_leads_when_the_rule_says() {
         let question = row(
             "Sesión 9",
-            &[("dense", &["Sesión 1#0", "Sesión 2#0"]), ("bm25", &["Sesión 2#0", "Sesión 1#0"]), ("time", &["Sesión 9#0"])],
+            &[
+                ("dense", &["Sesión 1#0", "Sesión 2#0"]),
+                ("bm25", &["Sesión 2#0", "Sesión 1#0"]),
+                ("time", &["Sesión 9#0"]),
+            ],
             &[9],
         );
         let plain = top_labels(&RULES[0], &question, 2);
