@@ -15,6 +15,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
+use super::score::ratio;
 use crate::answer::grounding::{CitedNotes, NameBook};
 use crate::answer::support::{SupportPassages, support_windows};
 use crate::llm::EmbedRole;
@@ -123,18 +124,12 @@ impl Agreement {
     }
 }
 
-fn ratio(part: usize, whole: usize) -> f64 {
-    if whole == 0 { 0.0 } else { part as f64 / whole as f64 }
-}
-
 /// The checker's agreement by split, for the pairs of `bank`, over `oracle`'s index (which
 /// must hold the campaign the bank's answers were made on).
 pub async fn judge(oracle: &Oracle, pairs: &[JudgedPair], bank: &str) -> anyhow::Result<BTreeMap<String, Agreement>> {
     let index = oracle.open_index().await?;
     let compendium = oracle.compendium(&index, Audience::Gm)?;
-    let names = NameBook::new(compendium.compendium.entities.iter().map(|entity| {
-        std::iter::once(entity.name.as_str()).chain(entity.aliases.iter().map(String::as_str)).collect()
-    }));
+    let names = crate::oracle::name_book(&compendium);
     drop(index);
     // The sentences, each with its judged pairs, in file order.
     let mut sentences: Vec<(&str, &str, Vec<&JudgedPair>)> = Vec::new();

@@ -52,14 +52,7 @@ impl Oracle {
     ) -> Result<(SearchResult, Vec<FoundPassage>), AskError> {
         let search = self.search(request).await?;
         let index = self.open_index().await?;
-        let wanted: Vec<(i64, &str)> =
-            search.candidates.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect();
-        let texts: HashMap<i64, StoredFragment> = index
-            .store
-            .fragments_checked(&wanted, request.audience.visibility_filter())?
-            .into_iter()
-            .map(|stored| (stored.id, stored))
-            .collect();
+        let texts: HashMap<i64, StoredFragment> = super::checked_texts(&index, &search.candidates, request.audience)?;
         let entity_names: Vec<&str> =
             search.entities.iter().flat_map(|entity| [entity.name.as_str(), entity.alias.as_str()]).collect();
         let terms = QueryTerms::new(request.question.trim(), &entity_names);

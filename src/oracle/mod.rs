@@ -498,13 +498,7 @@ impl Oracle {
         // Fetched only while each still holds the text that was searched and the audience may
         // see it (a reingest since the search may have changed what an id or label holds);
         // a chosen fragment that fails the check is not shown at all.
-        let wanted: Vec<(i64, &str)> = chosen.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect();
-        let texts: HashMap<i64, StoredFragment> = index
-            .store
-            .fragments_checked(&wanted, request.audience.visibility_filter())?
-            .into_iter()
-            .map(|stored| (stored.id, stored))
-            .collect();
+        let texts = checked_texts(index, &chosen, request.audience)?;
         chosen.retain(|candidate| texts.contains_key(&candidate.fragment_id));
         let entity_names: Vec<&str> =
             search.entities.iter().flat_map(|entity| [entity.name.as_str(), entity.alias.as_str()]).collect();
@@ -544,9 +538,7 @@ impl Oracle {
         let window = self.chat.window().await;
         let mut plan = self.plan_context(question, &history, window).await;
         let context = self.build_planned_context(&mut plan, story.as_ref(), &chosen_context, &leftovers, &terms);
-        let names = NameBook::new(compendium.compendium.entities.iter().map(|entity| {
-            std::iter::once(entity.name.as_str()).chain(entity.aliases.iter().map(String::as_str)).collect()
-        }));
+        let names = name_book(compendium);
         Ok(Prepared {
             question: question.to_string(),
             started,
@@ -654,6 +646,30 @@ impl Oracle {
         let index = self.open_index().await?;
         Ok(index.store.fragments_of_label(label, audience.visibility_filter())?)
     }
+}
+
+/// The stored fragments of `candidates` by id, each only while it still holds the text that
+/// was searched (its content hash) and `audience` may see it.
+pub(crate) fn checked_texts(
+    index: &Index,
+    candidates: &[Candidate],
+    audience: Audience,
+) -> Result<HashMap<i64, StoredFragment>, IndexError> {
+    let wanted: Vec<(i64, &str)> = candidates.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect();
+    Ok(index
+        .store
+        .fragments_checked(&wanted, audience.visibility_filter())?
+        .into_iter()
+        .map(|stored| (stored.id, stored))
+        .collect())
+}
+
+/// The campaign's names by entity (its name and aliases), what the letter check backs a name
+/// by: the answer stage and the eval's judged citations read the same book.
+pub fn name_book(compendium: &CompendiumIndex) -> NameBook {
+    NameBook::new(compendium.compendium.entities.iter().map(|entity| {
+        std::iter::once(entity.name.as_str()).chain(entity.aliases.iter().map(String::as_str)).collect()
+    }))
 }
 
 /// The question, trimmed, when it can be asked at all: the one rule, which the bot also applies
