@@ -18,6 +18,10 @@ use tracing_subscriber::fmt::format::FmtSpan;
 /// they are errors (they say nothing a DM can act on).
 pub const DEFAULT_FILTER: &str = "warn,lance=error,llama-cpp-2=error";
 
+/// serenity's HTTP spans print each request's route, and an interaction's route holds its
+/// token (an answer's credential for 15 minutes): they stay off whatever `ORACULO_LOG` asks.
+const NEVER_LOGGED: &str = "serenity::http=warn";
+
 /// The log lines written while an answer is printed on a terminal (`Some` while held).
 static HELD_LINES: Mutex<Option<Vec<u8>>> = Mutex::new(None);
 
@@ -27,7 +31,10 @@ static HELD_LINES: Mutex<Option<Vec<u8>>> = Mutex::new(None);
 /// or a file it has one.
 pub fn init() {
     use std::io::IsTerminal;
-    let filter = EnvFilter::try_from_env("ORACULO_LOG").unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let mut filter = EnvFilter::try_from_env("ORACULO_LOG").unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    if let Ok(directive) = NEVER_LOGGED.parse() {
+        filter = filter.add_directive(directive);
+    }
     let on_terminal = std::io::stderr().is_terminal();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -11,6 +11,10 @@ pub const DEFAULT_DISCORD_CONCURRENCY: usize = 1;
 /// Questions one Discord user may ask per minute: enough for a conversation, too few for a
 /// flood that would queue the whole table behind one player.
 pub const DEFAULT_QUESTIONS_PER_MINUTE: u32 = 4;
+/// Questions that may wait for the model at once: each holds its prepared notes (tens of KB)
+/// and a Discord interaction; a burst beyond this is told to come back rather than buffered
+/// without bound. The time bound (no wait over ten minutes) is usually the tighter one.
+pub const DEFAULT_QUEUE_LIMIT: usize = 50;
 /// Turns (a question or an answer each) of a channel's or thread's history sent with a
 /// follow-up: the answer prompt keeps at most this many anyway (`prompt::MAX_HISTORY_MESSAGES`).
 pub const DEFAULT_HISTORY_TURNS: usize = crate::prompt::MAX_HISTORY_MESSAGES;
@@ -32,6 +36,7 @@ pub struct RawDiscord {
     pub guild_ids: Option<Vec<u64>>,
     pub concurrency: Option<usize>,
     pub questions_per_minute: Option<u32>,
+    pub queue_limit: Option<usize>,
     pub history_turns: Option<usize>,
     pub proxy_url: Option<String>,
 }
@@ -55,6 +60,8 @@ pub struct DiscordConfig {
     pub concurrency: usize,
     /// Per user; 0: no limit.
     pub questions_per_minute: u32,
+    /// Questions that may wait for the model at once; more are told the bot is busy.
+    pub queue_limit: usize,
     /// History turns sent with each question of a channel or thread.
     pub history_turns: usize,
     /// A Discord REST proxy (`twilight-http-proxy`, or a test's stand-in): REST calls go there,
@@ -91,6 +98,10 @@ pub(super) fn discord_config(
     if concurrency == 0 {
         bail!("discord.concurrency must be above 0 (1 for a single local GPU)");
     }
+    let queue_limit = raw.queue_limit.unwrap_or(DEFAULT_QUEUE_LIMIT);
+    if queue_limit == 0 {
+        bail!("discord.queue_limit must be above 0 (questions that may wait for the model at once)");
+    }
     let history_turns = raw.history_turns.unwrap_or(DEFAULT_HISTORY_TURNS);
     if history_turns > MAX_HISTORY_TURNS {
         bail!("discord.history_turns = {history_turns}: at most {MAX_HISTORY_TURNS}");
@@ -115,6 +126,7 @@ pub(super) fn discord_config(
         guild_ids: ids("guild_ids", raw.guild_ids)?,
         concurrency,
         questions_per_minute: raw.questions_per_minute.unwrap_or(DEFAULT_QUESTIONS_PER_MINUTE),
+        queue_limit,
         history_turns,
         proxy_url: raw.proxy_url.map(|url| url.trim_end_matches('/').to_string()),
     }))

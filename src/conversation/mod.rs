@@ -12,6 +12,10 @@
 //! there is no history to read, and opening would create an empty index that looks built.
 //! Its table, `conversation_turns`, is read and written in [`store`], through the index's
 //! SQLite connection.
+//!
+//! Beside the turns, the questions in flight (`questions_in_flight`, migration 0007): a front
+//! end writes each question it takes before acknowledging it and removes it once answered, so
+//! what a crash leaves behind is answered on the next start ([`Conversations::take_up_questions`]).
 
 mod store;
 
@@ -21,6 +25,20 @@ use std::sync::{Arc, Mutex};
 use crate::corpus::Visibility;
 use crate::index::{IndexError, Store};
 use crate::retrieve::{Audience, Turn, TurnRole};
+
+/// A question taken and not yet answered when the process ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InFlight {
+    pub id: i64,
+    /// Unix seconds.
+    pub asked_at: i64,
+    pub conversation: String,
+    pub question: String,
+    /// The front end's record of where its answer goes.
+    pub delivery: String,
+    /// Starts that took it up, this one included.
+    pub attempts: u32,
+}
 
 /// The conversations of one campaign.
 #[derive(Clone)]
@@ -112,6 +130,47 @@ impl Conversations {
             }
         }
     }
+    /// Writes `question`, asked in conversation `key` and to be answered at `delivery` (the
+    /// front end's own record), before it is acknowledged: its id, for
+    /// [`Conversations::forget_question`]. `None` when it cannot be kept (no index yet, an
+    /// unwritable store: logged): the question is answered all the same, only not across a
+    /// restart.
+    pub async fn remember_question(&self, key: &str, question: &str, delivery: String) -> Option<i64> {
+        let (owned, question) = (key.to_string(), question.to_string());
+        let asked_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
+        match self
+            .with_store(move |sqlite| store::remember_question(sqlite, asked_at, &owned, &question, &delivery))
+            .await
+        {
+            Ok(id) => id,
+            Err(err) => {
+                tracing::warn!(error = %err, conversation = key, "the question is not kept across a restart");
+                None
+            }
+        }
+    }
+
+    /// The question `id` was answered, or told why not: it is not taken up again.
+    pub async fn forget_question(&self, id: i64) {
+        if let Err(err) = self.with_store(move |sqlite| store::forget_question(sqlite, id)).await {
+            tracing::warn!(error = %err, id, "an answered question stays in flight: it may be answered again");
+        }
+    }
+
+    /// The questions a previous run left in flight, oldest first, each counted as taken up
+    /// once more; empty when there are none or the store cannot be read (logged).
+    pub async fn take_up_questions(&self) -> Vec<InFlight> {
+        match self.with_store(store::take_up_questions).await {
+            Ok(questions) => questions.unwrap_or_default(),
+            Err(err) => {
+                tracing::warn!(error = %err, "the questions left in flight could not be read");
+                Vec::new()
+            }
+        }
+    }
+
     /// Runs `work` on the store, on a blocking thread; `Ok(None)` while no index exists.
     async fn with_store<T: Send + 'static>(
         &self,
@@ -180,6 +239,32 @@ mod tests {
         let gm: Vec<String> =
             conversations.recent(channel, Audience::Gm).await.into_iter().map(|turn| turn.content).collect();
         assert_eq!(gm.len(), 4, "the GM reads both: {gm:?}");
+    }
+
+    #[tokio::test]
+    async fn questions_in_flight_outlive_the_process_until_forgotten_and_count_their_starts() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let absent = Conversations::new(dir.path(), 4);
+        assert_eq!(absent.remember_question("k", "¿?", "{}".into()).await, None, "no index: not kept, not created");
+        assert!(!dir.path().join("index.sqlite").exists());
+        Store::open(&dir.path().join("index.sqlite")).unwrap();
+        let first_run = Conversations::new(dir.path(), 4);
+        let answered = first_run.remember_question("discord:channel:1", "¿quién es Baika?", "{\"a\":1}".into()).await;
+        let lost = first_run.remember_question("discord:thread:2", "¿y su barco?", "{\"b\":2}".into()).await;
+        first_run.forget_question(answered.expect("kept")).await;
+        drop(first_run);
+        // The process ended with one question unanswered: the next start takes it up.
+        let second_run = Conversations::new(dir.path(), 4);
+        let taken = second_run.take_up_questions().await;
+        assert_eq!(taken.len(), 1, "{taken:?}");
+        assert_eq!(Some(taken[0].id), lost);
+        assert_eq!((taken[0].conversation.as_str(), taken[0].question.as_str()), ("discord:thread:2", "¿y su barco?"));
+        assert_eq!((taken[0].delivery.as_str(), taken[0].attempts), ("{\"b\":2}", 1));
+        // That start died too: the next one sees the second attempt.
+        let third_run = Conversations::new(dir.path(), 4);
+        assert_eq!(third_run.take_up_questions().await[0].attempts, 2);
+        third_run.forget_question(taken[0].id).await;
+        assert!(third_run.take_up_questions().await.is_empty());
     }
 
     #[tokio::test]

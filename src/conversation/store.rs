@@ -135,3 +135,50 @@ mod tests {
         assert!(read(None).contains(&"antiguo".to_string()));
     }
 }
+
+/// Writes a question taken and not yet answered; its row id.
+pub(super) fn remember_question(
+    store: &Store,
+    asked_at: i64,
+    conversation: &str,
+    question: &str,
+    delivery: &str,
+) -> Result<i64, IndexError> {
+    store.connection().execute(
+        "INSERT INTO questions_in_flight (asked_at, conversation, question, delivery) VALUES (?1, ?2, ?3, ?4)",
+        params![asked_at, conversation, question, delivery],
+    )?;
+    Ok(store.connection().last_insert_rowid())
+}
+
+/// Removes a question once it has been answered (or told why not).
+pub(super) fn forget_question(store: &Store, id: i64) -> Result<(), IndexError> {
+    store.connection().execute("DELETE FROM questions_in_flight WHERE id = ?1", params![id])?;
+    Ok(())
+}
+
+/// Every question left in flight, oldest first, each counted as taken up once more (in one
+/// transaction, so a start that dies while answering them has counted its attempt).
+pub(super) fn take_up_questions(store: &Store) -> Result<Vec<super::InFlight>, IndexError> {
+    let transaction = store.connection().unchecked_transaction()?;
+    transaction.execute("UPDATE questions_in_flight SET attempts = attempts + 1", [])?;
+    let questions = {
+        let mut statement = transaction.prepare(
+            "SELECT id, asked_at, conversation, question, delivery, attempts FROM questions_in_flight
+             ORDER BY asked_at, id",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok(super::InFlight {
+                id: row.get(0)?,
+                asked_at: row.get(1)?,
+                conversation: row.get(2)?,
+                question: row.get(3)?,
+                delivery: row.get(4)?,
+                attempts: row.get(5)?,
+            })
+        })?;
+        rows.collect::<Result<Vec<_>, _>>()?
+    };
+    transaction.commit()?;
+    Ok(questions)
+}

@@ -22,7 +22,7 @@ pub struct Access {
 }
 
 /// Where an interaction or message happened, as Discord's interaction context says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Surface {
     /// A server channel or thread.
     Guild,
@@ -34,7 +34,7 @@ pub enum Surface {
 }
 
 /// Where a question was asked, as far as access goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Location {
     pub surface: Surface,
     /// `None` outside servers.

@@ -81,12 +81,26 @@ pub async fn oraculo(
         return Ok(());
     }
     let desk = data.desk(ctx.author().id.get(), where_asked.location)?;
+    // Written down before Discord is told the question was taken: a restart answers it.
+    let delivery = super::resume::Delivery {
+        user: ctx.author().id.get(),
+        location: where_asked.location,
+        place: where_asked.place,
+        lang,
+        interaction: match ctx {
+            poise::Context::Application(app) => Some((app.interaction.id.get(), app.interaction.token.clone())),
+            poise::Context::Prefix(_) => None,
+        },
+        asking_message: None,
+    };
+    let in_flight = super::resume::remember(&desk, question, &delivery).await;
     defer(ctx, false).await?;
     let audience = desk.access.audience(ctx.author().id.get(), where_asked.location);
     let span = tracing::info_span!("discord.reply", campaign = %desk.name, place = ?where_asked.place, ?audience, user = ctx.author().id.get());
     async move {
         let outlet = Outlet::Command { ctx, original_used: std::sync::atomic::AtomicBool::new(false) };
-        let Some(answered) = answer_question(data, &desk, &outlet, question, where_asked.place, audience, lang).await
+        let Some(answered) =
+            answer_question(data, &desk, &outlet, question, where_asked.place, audience, lang, in_flight).await
         else {
             return;
         };
@@ -480,7 +494,8 @@ pub async fn resumen(
         tell(ctx, &refusal).await;
         return Ok(());
     }
-    let location = command_place(ctx).location;
+    let where_asked = command_place(ctx);
+    let location = where_asked.location;
     let desk = data.desk(ctx.author().id.get(), location)?;
     defer(ctx, false).await?;
     let audience = desk.access.audience(ctx.author().id.get(), location);
@@ -489,8 +504,12 @@ pub async fn resumen(
         return Ok(());
     };
     // One model at a time: a recap waits its turn like a question.
-    let _slot = match data.queue.enter() {
+    let _slot = match data.queue.enter(where_asked.place.id()) {
         super::queue::Admission::Now(slot) => slot,
+        super::queue::Admission::Busy(busy) => {
+            ctx.send(Message::notice(&lang.busy(&busy)).to_reply(false)).await?;
+            return Ok(());
+        }
         super::queue::Admission::Queued(waiting) => {
             tokio::select! {
                 slot = waiting.start() => match slot {

@@ -6,16 +6,18 @@
 //!   of its answers: a question in that channel's conversation, answered as a reply.
 //! - A "📖 label" button under an answer: the source in full, only to whoever clicked.
 //! - MESSAGE_DELETE of a message whose question waits in the queue: the question leaves it.
+//! - READY, the first time: the questions a previous run left in flight are answered.
 
 use poise::serenity_prelude as serenity;
 use tracing::Instrument;
 
 use super::access::{Barred, Location, Surface, interaction_place, refuse_barred};
-use super::reply::{Outlet, answer_question, refuse_question, source_messages_for};
 use super::embeds::{self, Message};
 use super::errors::log_discord_error;
-use super::place::Place;
 use super::locale::Lang;
+use super::place::Place;
+use super::reply::{Outlet, answer_question, refuse_question, source_messages_for};
+use super::resume::{Delivery, remember, resume_questions};
 use super::{Data, Error};
 
 /// poise's event handler.
@@ -26,6 +28,8 @@ pub async fn handle(
     data: &Data,
 ) -> Result<(), Error> {
     match event {
+        // Connected: the questions a previous run left unanswered are answered now.
+        serenity::FullEvent::Ready { .. } => resume_questions(ctx, data).await,
         serenity::FullEvent::Message { new_message } => {
             if !thread_followup(ctx, data, new_message).await {
                 mention_or_reply(ctx, data, new_message).await;
@@ -80,7 +84,7 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
     let location = Location {
         surface: Surface::Guild,
         guild: message.guild_id.map(serenity::GuildId::get),
-        channel: place_id(place),
+        channel: place.id(),
         parent: thread.parent_id.map(serenity::ChannelId::get),
     };
     let desk = match data.desk(user, location) {
@@ -110,11 +114,13 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
         return true;
     }
     let audience = desk.access.audience(user, location);
+    let delivery = Delivery { user, location, place, lang, interaction: None, asking_message: Some(message.id.get()) };
+    let in_flight = remember(&desk, question, &delivery).await;
     let span = tracing::info_span!("discord.reply", campaign = %desk.name, place = %place.key(), ?audience, user);
     async {
         // Shown while the answer is made; stops when dropped.
         let _typing = message.channel_id.start_typing(&ctx.http);
-        answer_question(data, &desk, &outlet, question, place, audience, lang).await;
+        answer_question(data, &desk, &outlet, question, place, audience, lang, in_flight).await;
     }
     .instrument(span)
     .await;
@@ -182,19 +188,15 @@ async fn mention_or_reply(ctx: &serenity::Context, data: &Data, message: &sereni
     let place = if in_thread { Place::Thread(location.channel) } else { Place::Channel(location.channel) };
     let audience = desk.access.audience(user, location);
     let outlet = Outlet::Thread { http: &ctx.http, channel: message.channel_id, reply_to: message.id };
+    let delivery = Delivery { user, location, place, lang, interaction: None, asking_message: Some(message.id.get()) };
+    let in_flight = remember(&desk, &question, &delivery).await;
     let span = tracing::info_span!("discord.reply", campaign = %desk.name, place = %place.key(), ?audience, user, via = "mention");
     async {
         let _typing = message.channel_id.start_typing(&ctx.http);
-        answer_question(data, &desk, &outlet, &question, place, audience, lang).await;
+        answer_question(data, &desk, &outlet, &question, place, audience, lang, in_flight).await;
     }
     .instrument(span)
     .await;
-}
-
-fn place_id(place: Place) -> u64 {
-    match place {
-        Place::Channel(id) | Place::Thread(id) | Place::Direct(id) => id,
-    }
 }
 
 /// "📖 label": the source in full, ephemerally, for the audience of the channel clicked in.

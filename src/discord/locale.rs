@@ -18,7 +18,7 @@ const WATCH_ERROR_CHARS: usize = 600;
 /// language). One bot per process: the id is the process's.
 pub static REINGEST_COMMAND_ID: OnceLock<u64> = OnceLock::new();
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Lang {
     Es,
     En,
@@ -87,6 +87,27 @@ impl Lang {
             Lang::En => {
                 format!("⏳ Queued (position {position}): I will answer as soon as the questions before it are done.")
             }
+        }
+    }
+
+    /// The queue has no room for a question (or its place holds its share): when to come back.
+    pub fn busy(self, busy: &super::queue::Busy) -> String {
+        let (waiting, wait) = (busy.waiting, busy.wait.as_secs().max(1));
+        match (self, busy.place_full) {
+            (Lang::Es, false) => format!(
+                "⏳ El oráculo está ocupado: {waiting} preguntas esperan ya su turno. Vuelve a preguntar en unos {wait} s."
+            ),
+            (Lang::Es, true) => format!(
+                "⏳ Ya esperan {waiting} preguntas de este canal: el resto de la cola queda para los demás. Vuelve a \
+                 preguntar en unos {wait} s."
+            ),
+            (Lang::En, false) => {
+                format!("⏳ The oracle is busy: {waiting} questions are already waiting. Ask again in about {wait} s.")
+            }
+            (Lang::En, true) => format!(
+                "⏳ {waiting} questions from this channel are already waiting: the rest of the queue is kept for the \
+                 others. Ask again in about {wait} s."
+            ),
         }
     }
 
@@ -209,6 +230,27 @@ impl Lang {
             "El oráculo se está reiniciando: vuelve a preguntar dentro de un minuto.",
             "The oracle is restarting: ask again in a minute.",
         )
+    }
+
+    /// The first line of an answer a restart delayed, posted in the channel (the slash
+    /// command's token had expired): which question it answers.
+    pub fn resumed_answer(self, user: u64, question: &str) -> String {
+        match self {
+            Lang::Es => format!("↩️ El oráculo se reinició mientras respondía a <@{user}>: «{question}»"),
+            Lang::En => format!("↩️ The oracle restarted while answering <@{user}>: «{question}»"),
+        }
+    }
+
+    /// A question a restart interrupted more than once, or too long ago, given up.
+    pub fn resume_given_up(self, user: u64, question: &str) -> String {
+        match self {
+            Lang::Es => format!(
+                "El oráculo se reinició sin poder responder a <@{user}> («{question}»): vuelve a preguntar, por favor."
+            ),
+            Lang::En => {
+                format!("The oracle restarted without answering <@{user}> («{question}»): please ask again.")
+            }
+        }
     }
 
     pub fn interrupted(self) -> String {

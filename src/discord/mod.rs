@@ -31,6 +31,7 @@ mod notices;
 pub mod place;
 pub mod queue;
 pub mod reply;
+pub mod resume;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -84,6 +85,11 @@ pub struct Data {
     pub queue: Queue,
     /// Queued questions asked by a message, withdrawn when it is deleted.
     pub withdrawals: queue::Withdrawals,
+    /// Turns for the searches of questions waiting for the model ([`reply::PREPARED_AT_ONCE`]).
+    pub preparations: Arc<tokio::sync::Semaphore>,
+    /// Whether the questions a previous run left in flight were taken up (once per process,
+    /// on the first connection).
+    pub resumed: std::sync::atomic::AtomicBool,
     pub lifecycle: Arc<Lifecycle>,
     /// The language of messages that carry no locale, before a campaign is known.
     pub lang: Lang,
@@ -207,7 +213,8 @@ pub async fn run_with_client(
     let ingest_worker = queue::LocalWorker::start("ingest").context("starting the ingest thread")?;
     let desks = open_desks(opened, discord.history_turns, batch_size);
     let guild_ids = guild_ids(&config);
-    let queue = Queue::new(discord.concurrency, discord.questions_per_minute);
+    let queue = Queue::new(discord.concurrency, discord.questions_per_minute)
+        .with_room(discord.queue_limit, Duration::from_secs_f64(config.answer.seconds));
     let watched = Watched { desks: desks.clone(), ingest_worker: ingest_worker.clone(), turns: queue.background() };
     let data = Data {
         lang: desks.first().map_or(Lang::Es, |desk| desk.lang),
@@ -216,6 +223,8 @@ pub async fn run_with_client(
         ingest_worker,
         queue,
         withdrawals: queue::Withdrawals::default(),
+        preparations: Arc::new(tokio::sync::Semaphore::new(reply::PREPARED_AT_ONCE)),
+        resumed: std::sync::atomic::AtomicBool::new(false),
         lifecycle: Arc::clone(&lifecycle),
     };
     tracing::info!(?data, concurrency = discord.concurrency, "bot state ready");

@@ -13,7 +13,7 @@ use crate::conversation::Conversations;
 use crate::retrieve::{Audience, Turn};
 
 /// Where a conversation happens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Place {
     /// A guild channel (text or announcement): slash questions asked there.
     Channel(u64),
@@ -24,6 +24,13 @@ pub enum Place {
 }
 
 impl Place {
+    /// The channel's, thread's or direct message's own id (the queue's fairness counts by it).
+    pub fn id(self) -> u64 {
+        match self {
+            Place::Channel(id) | Place::Thread(id) | Place::Direct(id) => id,
+        }
+    }
+
     /// The `conversation_turns.conversation` key.
     pub fn key(self) -> String {
         match self {
@@ -61,6 +68,21 @@ impl History {
     /// exchange it was opened on).
     pub async fn append(&self, place: Place, audience: Audience, turns: Vec<Turn>) {
         self.conversations.append(&place.key(), audience, turns).await;
+    }
+
+    /// Writes a question asked in `place` before it is acknowledged ([`super::resume`]).
+    pub async fn remember_question(&self, place: Place, question: &str, delivery: String) -> Option<i64> {
+        self.conversations.remember_question(&place.key(), question, delivery).await
+    }
+
+    /// The question `id` was answered, or told why not.
+    pub async fn forget_question(&self, id: i64) {
+        self.conversations.forget_question(id).await;
+    }
+
+    /// The questions a previous run left in flight, each counted as taken up once more.
+    pub async fn take_up_questions(&self) -> Vec<crate::conversation::InFlight> {
+        self.conversations.take_up_questions().await
     }
 
     /// Whether `place` has history: a thread does exactly when the bot opened it.

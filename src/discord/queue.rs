@@ -1,8 +1,14 @@
 //! LLM work, one question at a time (or `concurrency` at a time), first come first served.
 //!
-//! A question either starts at once or waits with a known position, which the asker is
-//! shown. A per-user rate limit refuses a question before it queues, saying how long to
-//! wait. Nothing is dropped: a question that gets in is answered or told why not.
+//! A question either starts at once, waits with a known position (which the asker is shown),
+//! or is told the bot is busy and how long the questions before it will take. The queue is
+//! bounded twice: by count (`discord.queue_limit`: each waiting question holds its prepared
+//! notes in memory) and by time (no question is let in to wait longer than
+//! [`MAX_EXPECTED_WAIT`], measured from the answers just given). One rule keeps it fair between
+//! places: no channel, thread or direct message holds more than [`PLACE_SHARE`] of the room,
+//! so one busy channel leaves the rest open for the others. A per-user rate limit refuses a
+//! question before it queues, saying how long to wait. Nothing is dropped: a question that
+//! gets in is answered or told why not.
 //!
 //! The work itself runs on a [`LocalWorker`]: the oracle's futures hold the index's SQLite
 //! connection across awaits, so they are not `Send` and cannot run on the bot's multi-threaded
@@ -26,6 +32,15 @@ pub const RATE_WINDOW: Duration = Duration::from_secs(60);
 pub const SOURCES_PER_QUESTION: u32 = 3;
 /// Users remembered by the rate limiter before the idle ones are forgotten.
 const RATE_USERS_KEPT: usize = 1024;
+/// No question is let in to wait longer than this: an interaction's token lives 15 minutes,
+/// and an answer due later would have to leave its interaction for a plain channel message.
+pub const MAX_EXPECTED_WAIT: Duration = Duration::from_secs(10 * 60);
+/// The share of the queue's room one place (a channel, a thread, a direct message) may hold:
+/// one busy channel leaves the other half open for the rest of the server.
+pub const PLACE_SHARE: f64 = 0.5;
+/// How much the latest answer's time weighs in the running mean the expected wait is told
+/// from: a few answers are enough to follow a model that got slower or faster.
+const SERVICE_TIME_WEIGHT: f64 = 0.3;
 
 /// The queue of LLM work.
 #[derive(Debug)]
@@ -40,26 +55,74 @@ pub struct Queue {
 struct Slots {
     capacity: usize,
     running: usize,
+    /// Questions that may wait at once.
+    waiting_limit: usize,
+    /// The running mean of a question's time holding its slot; `None` until one has been
+    /// answered (then only the count bounds the queue).
+    service: Option<Duration>,
+    /// What a question is told to expect before any was answered (`chat.answer_seconds`).
+    first_guess: Duration,
     /// First in, first served; a waiter that left has a closed channel and is skipped. Each
     /// is told its position whenever the queue moves.
-    waiters: VecDeque<(oneshot::Sender<Slot>, watch::Sender<usize>)>,
+    waiters: VecDeque<Waiter>,
     /// Woken when a slot is given back: background work may take it.
     freed: Arc<tokio::sync::Notify>,
     /// Woken when a question starts waiting: background work gives its slot back.
     wanted: Arc<tokio::sync::Notify>,
 }
 
+/// One waiting question: its slot's way in, its position, and the place it was asked in.
+#[derive(Debug)]
+struct Waiter {
+    slot: oneshot::Sender<Slot>,
+    position: watch::Sender<usize>,
+    place: u64,
+}
+
 impl Slots {
     /// Drops the waiters that left and tells the others their (1-based) positions.
     fn renumber(&mut self) {
-        self.waiters.retain(|(waiter, _)| !waiter.is_closed());
-        for (index, (_, position)) in self.waiters.iter().enumerate() {
+        self.waiters.retain(|waiter| !waiter.slot.is_closed());
+        for (index, Waiter { position, .. }) in self.waiters.iter().enumerate() {
             position.send_if_modified(|current| {
                 let moved = *current != index + 1;
                 *current = index + 1;
                 moved
             });
         }
+    }
+
+    /// How many questions may wait now: the count limit, and no more than fit in
+    /// [`MAX_EXPECTED_WAIT`] at the measured pace.
+    fn room(&self) -> usize {
+        let by_time = match self.service {
+            Some(service) if !service.is_zero() => {
+                let answers = MAX_EXPECTED_WAIT.as_secs_f64() / service.as_secs_f64() * self.capacity as f64;
+                answers.floor().min(usize::MAX as f64) as usize
+            }
+            _ => usize::MAX,
+        };
+        self.waiting_limit.min(by_time).max(1)
+    }
+
+    /// The room one place may hold: [`PLACE_SHARE`] of the queue's, at least one question.
+    fn place_room(&self) -> usize {
+        ((self.room() as f64 * PLACE_SHARE).ceil() as usize).max(1)
+    }
+
+    /// The time until the questions waiting now have had their turns.
+    fn expected_wait(&self) -> Duration {
+        let per_answer = self.service.unwrap_or(self.first_guess);
+        let rounds = self.waiters.len().div_ceil(self.capacity).max(1);
+        per_answer.saturating_mul(u32::try_from(rounds).unwrap_or(u32::MAX))
+    }
+
+    /// A question held its slot for `held`: the mean follows.
+    fn served(&mut self, held: Duration) {
+        self.service = Some(match self.service {
+            None => held,
+            Some(mean) => mean.mul_f64(1.0 - SERVICE_TIME_WEIGHT) + held.mul_f64(SERVICE_TIME_WEIGHT),
+        });
     }
 }
 
@@ -127,6 +190,8 @@ impl Drop for Withdrawal {
 #[derive(Debug)]
 pub struct Slot {
     slots: Option<Arc<Mutex<Slots>>>,
+    /// When a question took it (background work's slots are not timed).
+    taken: Option<Instant>,
 }
 
 /// Where a question stands once admitted.
@@ -135,6 +200,19 @@ pub enum Admission {
     Now(Slot),
     /// Every slot is busy: `position` questions (this one included) are waiting.
     Queued(Waiting),
+    /// No room: the asker is told to come back.
+    Busy(Busy),
+}
+
+/// Why a question was not let in, and when to come back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Busy {
+    /// Questions waiting already (in the whole queue, or in this place).
+    pub waiting: usize,
+    /// The time the questions waiting now should take.
+    pub wait: Duration,
+    /// Whether the asker's own place holds its share (the rest of the server still has room).
+    pub place_full: bool,
 }
 
 /// A place in the queue; dropping it leaves the queue.
@@ -176,8 +254,11 @@ impl Drop for Slot {
             return;
         };
         let mut state = lock(&slots);
-        while let Some((waiter, _)) = state.waiters.pop_front() {
-            match waiter.send(Slot { slots: Some(Arc::clone(&slots)) }) {
+        if let Some(taken) = self.taken {
+            state.served(taken.elapsed());
+        }
+        while let Some(Waiter { slot: waiter, .. }) = state.waiters.pop_front() {
+            match waiter.send(Slot { slots: Some(Arc::clone(&slots)), taken: Some(Instant::now()) }) {
                 Ok(()) => {
                     state.renumber();
                     return;
@@ -217,12 +298,16 @@ impl Waiting {
 }
 
 impl Queue {
-    /// `concurrency` questions at once; `per_minute` questions per user per minute (0: no limit).
+    /// `concurrency` questions at once; `per_minute` questions per user per minute (0: no limit);
+    /// as many waiting as [`MAX_EXPECTED_WAIT`] allows (see [`Queue::with_room`]).
     pub fn new(concurrency: usize, per_minute: u32) -> Queue {
         Queue {
             slots: Arc::new(Mutex::new(Slots {
                 capacity: concurrency.max(1),
                 running: 0,
+                waiting_limit: usize::MAX,
+                service: None,
+                first_guess: Duration::from_secs(60),
                 waiters: VecDeque::new(),
                 freed: Arc::default(),
                 wanted: Arc::default(),
@@ -250,17 +335,37 @@ impl Queue {
         }
     }
 
-    /// Takes a slot now, or a place at the end of the queue.
-    pub fn enter(&self) -> Admission {
+    /// At most `waiting_limit` questions waiting (`discord.queue_limit`); `first_guess` is an
+    /// answer's time told before any was measured (`chat.answer_seconds`).
+    pub fn with_room(self, waiting_limit: usize, first_guess: Duration) -> Queue {
+        {
+            let mut state = lock(&self.slots);
+            state.waiting_limit = waiting_limit.max(1);
+            state.first_guess = first_guess;
+        }
+        self
+    }
+
+    /// Takes a slot now, a place at the end of the queue, or is told the queue is full (or
+    /// that `place`, the channel, thread or direct message asked in, holds its share of it).
+    pub fn enter(&self, place: u64) -> Admission {
         let mut state = lock(&self.slots);
         state.renumber();
         if state.running < state.capacity && state.waiters.is_empty() {
             state.running += 1;
-            return Admission::Now(Slot { slots: Some(Arc::clone(&self.slots)) });
+            return Admission::Now(Slot { slots: Some(Arc::clone(&self.slots)), taken: Some(Instant::now()) });
+        }
+        let wait = state.expected_wait();
+        if state.waiters.len() >= state.room() {
+            return Admission::Busy(Busy { waiting: state.waiters.len(), wait, place_full: false });
+        }
+        let in_place = state.waiters.iter().filter(|waiter| waiter.place == place).count();
+        if in_place >= state.place_room() {
+            return Admission::Busy(Busy { waiting: in_place, wait, place_full: true });
         }
         let (sender, receiver) = oneshot::channel();
         let (position_sender, position) = watch::channel(state.waiters.len() + 1);
-        state.waiters.push_back((sender, position_sender));
+        state.waiters.push_back(Waiter { slot: sender, position: position_sender, place });
         state.wanted.notify_waiters();
         Admission::Queued(Waiting { position, receiver, slots: Arc::clone(&self.slots) })
     }
@@ -291,7 +396,7 @@ impl BackgroundTurns {
                 state.renumber();
                 if state.running < state.capacity && state.waiters.is_empty() {
                     state.running += 1;
-                    return Slot { slots: Some(Arc::clone(&self.slots)) };
+                    return Slot { slots: Some(Arc::clone(&self.slots)), taken: None };
                 }
                 Arc::clone(&state.freed)
             };
@@ -364,6 +469,8 @@ impl RateLimiter {
 mod tests {
     use super::*;
 
+    const PLACE: u64 = 1;
+
     #[test]
     fn the_rate_limit_is_per_user_and_slides() {
         let start = Instant::now();
@@ -392,9 +499,9 @@ mod tests {
     #[tokio::test]
     async fn questions_queue_in_order_with_their_position() {
         let queue = Queue::new(1, 0);
-        let Admission::Now(first) = queue.enter() else { panic!("a free slot runs at once") };
-        let Admission::Queued(second) = queue.enter() else { panic!("the slot is busy") };
-        let Admission::Queued(third) = queue.enter() else { panic!("the slot is busy") };
+        let Admission::Now(first) = queue.enter(PLACE) else { panic!("a free slot runs at once") };
+        let Admission::Queued(second) = queue.enter(PLACE) else { panic!("the slot is busy") };
+        let Admission::Queued(third) = queue.enter(PLACE) else { panic!("the slot is busy") };
         assert_eq!((second.position(), third.position()), (1, 2));
 
         let third = tokio::spawn(third.start());
@@ -406,7 +513,7 @@ mod tests {
         let third = tokio::time::timeout(Duration::from_secs(5), third).await.unwrap().unwrap().unwrap();
         drop(third);
         // The queue is empty again: the next one runs at once.
-        assert!(matches!(queue.enter(), Admission::Now(_)));
+        assert!(matches!(queue.enter(PLACE), Admission::Now(_)));
     }
 
     #[tokio::test]
@@ -449,14 +556,14 @@ mod tests {
     #[tokio::test]
     async fn a_waiting_question_hears_its_position_move() {
         let queue = Queue::new(1, 0);
-        let Admission::Now(running) = queue.enter() else { panic!() };
-        let Admission::Queued(first) = queue.enter() else { panic!() };
-        let Admission::Queued(mut second) = queue.enter() else { panic!() };
-        let Admission::Queued(mut third) = queue.enter() else { panic!() };
+        let Admission::Now(running) = queue.enter(PLACE) else { panic!() };
+        let Admission::Queued(first) = queue.enter(PLACE) else { panic!() };
+        let Admission::Queued(mut second) = queue.enter(PLACE) else { panic!() };
+        let Admission::Queued(mut third) = queue.enter(PLACE) else { panic!() };
         assert_eq!((second.position(), third.position()), (2, 3));
         // The one ahead leaves (its asker deleted the question): everyone behind moves up.
         drop(first);
-        let Admission::Queued(fourth) = queue.enter() else { panic!() };
+        let Admission::Queued(fourth) = queue.enter(PLACE) else { panic!() };
         assert_eq!(fourth.position(), 3, "the departed place is not counted");
         let moved = tokio::time::timeout(Duration::from_secs(5), third.next()).await.unwrap().unwrap();
         assert!(matches!(moved, QueueEvent::Moved(2)));
@@ -481,7 +588,7 @@ mod tests {
     async fn background_work_waits_for_a_free_slot_and_hears_a_question_arrive() {
         let queue = Queue::new(1, 0);
         let background = queue.background();
-        let Admission::Now(question) = queue.enter() else { panic!("a free slot runs at once") };
+        let Admission::Now(question) = queue.enter(PLACE) else { panic!("a free slot runs at once") };
         let turn = tokio::spawn({
             let background = background.clone();
             async move { background.turn().await }
@@ -492,7 +599,7 @@ mod tests {
         let turn = tokio::time::timeout(Duration::from_secs(5), turn).await.unwrap().unwrap();
         // A question arrives while the background holds the slot: it is told, and gets the
         // slot as soon as the background gives it back.
-        let Admission::Queued(waiting) = queue.enter() else { panic!("the background holds the slot") };
+        let Admission::Queued(waiting) = queue.enter(PLACE) else { panic!("the background holds the slot") };
         tokio::time::timeout(Duration::from_secs(5), background.question_waiting()).await.expect("told");
         drop(turn);
         let slot = tokio::time::timeout(Duration::from_secs(5), waiting.start()).await.unwrap().unwrap();
@@ -502,17 +609,68 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_full_queue_says_so_and_no_place_holds_more_than_its_share() {
+        let queue = Queue::new(1, 0).with_room(4, Duration::from_secs(30));
+        let (channel, thread, other) = (10, 11, 12);
+        let Admission::Now(_running) = queue.enter(channel) else { panic!("a free slot runs at once") };
+        let Admission::Queued(_a) = queue.enter(channel) else { panic!("room for two of this channel") };
+        let Admission::Queued(_b) = queue.enter(channel) else { panic!("room for two of this channel") };
+        // This channel holds half the room: its third question is told to come back…
+        let Admission::Busy(busy) = queue.enter(channel) else { panic!("the channel's share is full") };
+        assert!(busy.place_full);
+        assert_eq!(busy.waiting, 2);
+        assert_eq!(busy.wait, Duration::from_secs(60), "two answers ahead at the first guess of 30 s each");
+        // …while another place still gets in, until the whole queue is full.
+        let Admission::Queued(_c) = queue.enter(thread) else { panic!("another place has room") };
+        let Admission::Queued(_d) = queue.enter(other) else { panic!("another place has room") };
+        let Admission::Busy(full) = queue.enter(13) else { panic!("four wait: the queue is full") };
+        assert!(!full.place_full);
+        assert_eq!(full.waiting, 4);
+        // A place that leaves frees its room at once.
+        drop(_a);
+        assert!(matches!(queue.enter(channel), Admission::Queued(_)));
+    }
+
+    #[tokio::test]
+    async fn the_queue_lets_in_no_more_than_ten_minutes_of_answers_at_the_measured_pace() {
+        let queue = Queue::new(2, 0).with_room(50, Duration::from_secs(30));
+        // Before any answer is measured, only the count bounds it.
+        assert_eq!(lock(&queue.slots).room(), 50);
+        // Answers measured at 200 s each, two at a time: six fit in ten minutes.
+        lock(&queue.slots).served(Duration::from_secs(200));
+        assert_eq!(lock(&queue.slots).room(), 6);
+        assert_eq!(lock(&queue.slots).place_room(), 3);
+        // The mean follows the model: faster answers let more wait.
+        for _ in 0..20 {
+            lock(&queue.slots).served(Duration::from_secs(20));
+        }
+        assert!(lock(&queue.slots).room() >= 50, "bounded by the count again");
+        let slow = Queue::new(1, 0).with_room(50, Duration::from_secs(30));
+        lock(&slow.slots).served(Duration::from_secs(1200));
+        assert_eq!(lock(&slow.slots).room(), 1, "always room for one: its wait is told as it moves");
+        // A slot held and given back is measured.
+        let timed = Queue::new(1, 0);
+        let Admission::Now(slot) = timed.enter(PLACE) else { panic!() };
+        drop(slot);
+        assert!(lock(&timed.slots).service.is_some_and(|mean| mean < Duration::from_secs(5)));
+        // Background work's turns are not answers: they are not measured.
+        let background = Queue::new(1, 0);
+        drop(background.background().turn().await);
+        assert_eq!(lock(&background.slots).service, None);
+    }
+
+    #[tokio::test]
     async fn leaving_the_queue_frees_the_place() {
         let queue = Queue::new(1, 0);
-        let Admission::Now(running) = queue.enter() else { panic!() };
-        let Admission::Queued(gone) = queue.enter() else { panic!() };
+        let Admission::Now(running) = queue.enter(PLACE) else { panic!() };
+        let Admission::Queued(gone) = queue.enter(PLACE) else { panic!() };
         drop(gone);
-        let Admission::Queued(next) = queue.enter() else { panic!() };
+        let Admission::Queued(next) = queue.enter(PLACE) else { panic!() };
         assert_eq!(next.position(), 1);
         drop(running);
         let slot = tokio::time::timeout(Duration::from_secs(5), next.start()).await.unwrap().unwrap();
         drop(slot);
-        assert!(matches!(queue.enter(), Admission::Now(_)), "every slot came back");
+        assert!(matches!(queue.enter(PLACE), Admission::Now(_)), "every slot came back");
     }
 
     #[tokio::test]

@@ -906,3 +906,41 @@ async fn a_deleted_question_leaves_the_queue() {
 
     table.bot.stop().await;
 }
+
+/// What a player sees, on the sample campaign: the notes' own sentences at once, then the
+/// model's answer (the 1.5B model's words from a real run, scripted here) checked, with its
+/// sources and buttons. The two payloads are written to `$CARGO_TARGET_TMPDIR/readme-picture/`,
+/// which `scripts/render-discord-message.py` draws as the README's picture.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_player_sees_on_the_sample_campaign() {
+    oraculo::logging::init();
+    let scratch = Scratch::new(&[]);
+    oraculo::sample::materialize(scratch.campaign.path()).unwrap();
+    let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;
+    let embedder = ollama_embedder(&ollama, EMBED_MODEL).await;
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap();
+    let discord = FakeDiscord::start().await;
+    let bot = RunningBot::start(config(&scratch, &ollama, &discord));
+    wait_for_guild_commands(&discord).await;
+
+    ollama.enqueue_reply("El archiduque Leandro de Valdemora desapareció sin signos de lucha [Sesión 9].");
+    ollama.enqueue(Fault::Delay(std::time::Duration::ZERO));
+    ollama.enqueue(Fault::Slow(std::time::Duration::from_millis(300)));
+    let token = ask_first_question(&discord);
+    let instant = discord
+        .wait_for("the notes' own sentences", |r| {
+            is_webhook_for(&token, "PATCH")(r) && embed_text(&r.body).contains("Esto es lo que dicen las notas")
+        })
+        .await;
+    let answer = discord.wait_for("the answer", is_final_answer_for(&token)).await;
+    let instant_text = embed_text(&instant.body);
+    assert!(instant_text.contains("[Sesión 9]"), "the sentence that answers, cited: {instant_text}");
+    let answer_text = embed_text(&answer.body);
+    assert!(answer_text.contains("sin signos de lucha [Sesión 9]"), "{answer_text}");
+    assert!(field_names(&answer.body).contains(&"Sesión 9".to_string()), "{}", answer.body);
+    let pictured = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("readme-picture");
+    std::fs::create_dir_all(&pictured).unwrap();
+    std::fs::write(pictured.join("1-instant.json"), serde_json::to_string_pretty(&instant.body).unwrap()).unwrap();
+    std::fs::write(pictured.join("2-answer.json"), serde_json::to_string_pretty(&answer.body).unwrap()).unwrap();
+    bot.stop().await;
+}

@@ -261,6 +261,11 @@ impl FakeDiscord {
     }
 
     /// A snowflake made `age` ago.
+    /// A fresh snowflake made `age` ago (an interaction a previous run took).
+    pub fn snowflake_aged(&self, age: Duration) -> u64 {
+        self.id_aged(age)
+    }
+
     fn id_aged(&self, age: Duration) -> u64 {
         let mut state = self.state.lock().unwrap();
         state.next_id += 1;

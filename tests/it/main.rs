@@ -24,6 +24,7 @@ mod ingest;
 mod init;
 mod instant;
 mod mcp;
+mod restart;
 mod retrieve;
 mod robustness;
 mod secrets;

@@ -61,7 +61,34 @@ type Ready = (Prepared, Option<Answer>);
 /// `None` when no answer was posted (an error or an interruption was, instead). With
 /// `chat.instant_answer`, the notes' own sentences are shown as soon as they are found; while
 /// the model writes, the message shows its text so far, edited about once a second.
+///
+/// `in_flight`: the question as written to the campaign's store before it was acknowledged
+/// ([`super::resume`]); it is removed once this returns (answered, or told why not), so only a
+/// process that dies on the way leaves it for the next start.
+#[allow(clippy::too_many_arguments)]
 pub async fn answer_question(
+    data: &Data,
+    desk: &Arc<Desk>,
+    outlet: &Outlet<'_>,
+    question: &str,
+    place: Place,
+    audience: Audience,
+    lang: Lang,
+    in_flight: Option<i64>,
+) -> Option<Answered> {
+    let answered = answer_in_turn(data, desk, outlet, question, place, audience, lang).await;
+    if let Some(id) = in_flight {
+        desk.history.forget_question(id).await;
+    }
+    answered
+}
+
+/// Searches of waiting questions run at most this many at once, each on an index it opens:
+/// a burst of fifty questions holds two indexes and two prepared searches in the making, not
+/// fifty; the embedder is one either way, so more at once would not finish sooner.
+pub const PREPARED_AT_ONCE: usize = 2;
+
+async fn answer_in_turn(
     data: &Data,
     desk: &Arc<Desk>,
     outlet: &Outlet<'_>,
@@ -75,6 +102,17 @@ pub async fn answer_question(
         return None;
     };
     let asking = Asking { data, desk, outlet, question, place, audience, lang, asked_in: Lang::of_question(question) };
+    let admission = data.queue.enter(place.id());
+    if let Admission::Busy(busy) = &admission {
+        tracing::info!(
+            waiting = busy.waiting,
+            wait_s = busy.wait.as_secs(),
+            place_full = busy.place_full,
+            "no room in the queue: the asker is told when to come back"
+        );
+        outlet.post_or_replace(None, &Message::notice(&lang.busy(busy))).await;
+        return None;
+    }
     // A question asked by a message leaves the queue if that message is deleted.
     let mut withdrawal = outlet.asking_message().map(|message| data.withdrawals.watch(message));
     // The search reads the conversation as it is now: the instant answer does not wait.
@@ -83,11 +121,12 @@ pub async fn answer_question(
         false => None,
     };
     let mut shown = None;
-    let slot = match data.queue.enter() {
+    let slot = match admission {
         Admission::Now(slot) => slot,
         Admission::Queued(waiting) => {
             asking.wait_for_turn(waiting, &mut shown, withdrawal.as_mut(), preparing.as_mut()).await?
         }
+        Admission::Busy(_) => return None,
     };
     // Started: deleting the question no longer stops it (its answer is on its way).
     drop(withdrawal.take());
@@ -125,7 +164,10 @@ impl Preparing {
         let worker = asking.data.worker.clone();
         let oracle = Arc::clone(&asking.desk.oracle);
         let (question, audience) = (asking.question.to_string(), asking.audience);
+        let turns = Arc::clone(&asking.data.preparations);
         let handle = tokio::spawn(async move {
+            // In the order asked; a closed semaphore (never closed) would only skip the wait.
+            let _turn = turns.acquire_owned().await.ok();
             worker
                 .run("answers", move || async move {
                     let request = AskRequest { question: &question, history: &history, audience };

@@ -72,6 +72,20 @@ pub enum Outlet<'a> {
     Command { ctx: Context<'a>, original_used: std::sync::atomic::AtomicBool },
     /// A message in one of the bot's threads: the first message replies to it.
     Thread { http: &'a serenity::Http, channel: serenity::ChannelId, reply_to: serenity::MessageId },
+    /// A question a restart interrupted, answered by the next start: through its interaction
+    /// while the token lives (the deferred response is edited, as if nothing happened), else
+    /// in its channel, replying to the asking message when a message asked it, or saying which
+    /// question it answers when a slash command did.
+    Resumed {
+        http: &'a serenity::Http,
+        channel: serenity::ChannelId,
+        /// The interaction's id and token (a slash command).
+        interaction: Option<(u64, &'a str)>,
+        reply_to: Option<serenity::MessageId>,
+        /// The first line of a channel message that answers a slash command's question.
+        preface: String,
+        original_used: std::sync::atomic::AtomicBool,
+    },
 }
 
 /// A message the bot posted, to edit later.
@@ -90,13 +104,14 @@ impl<'a> Outlet<'a> {
         match self {
             Outlet::Command { .. } => None,
             Outlet::Thread { reply_to, .. } => Some(reply_to.get()),
+            Outlet::Resumed { reply_to, .. } => reply_to.map(serenity::MessageId::get),
         }
     }
 
     /// Deletes a notice the bot posted (the queue position of a withdrawn question).
     pub(super) async fn retract(&self, notice: Option<Posted<'a>>) {
         let deleted = match (self, notice) {
-            (Outlet::Thread { http, .. }, Some(Posted::Channel(channel, message))) => {
+            (Outlet::Thread { http, .. } | Outlet::Resumed { http, .. }, Some(Posted::Channel(channel, message))) => {
                 channel.delete_message(http, message).await
             }
             (Outlet::Command { ctx, .. }, Some(Posted::Channel(channel, message))) => {
@@ -114,13 +129,16 @@ impl<'a> Outlet<'a> {
         match self {
             Outlet::Command { ctx, .. } => interaction_token_usable(ctx.id(), SystemTime::now()),
             Outlet::Thread { .. } => false,
+            Outlet::Resumed { interaction, .. } => {
+                interaction.is_some_and(|(id, _)| interaction_token_usable(id, SystemTime::now()))
+            }
         }
     }
 
     fn http(&self) -> &serenity::Http {
         match self {
             Outlet::Command { ctx, .. } => ctx.http(),
-            Outlet::Thread { http, .. } => http,
+            Outlet::Thread { http, .. } | Outlet::Resumed { http, .. } => http,
         }
     }
 
@@ -142,6 +160,19 @@ impl<'a> Outlet<'a> {
             }
             Outlet::Thread { http, channel, reply_to } => {
                 let reference = first.then(|| embeds::reply_reference(*channel, *reply_to));
+                let sent = channel.send_message(*http, message.to_create_message(reference)).await?;
+                Ok(Posted::Channel(sent.channel_id, sent.id))
+            }
+            Outlet::Resumed { http, interaction: Some((_, token)), original_used, .. }
+                if self.token_usable() && !original_used.swap(true, Ordering::SeqCst) =>
+            {
+                use serenity::Builder as _;
+                let sent = message.to_edit_response().execute(*http, token).await?;
+                Ok(Posted::Original(sent.id))
+            }
+            Outlet::Resumed { http, channel, reply_to, .. } => {
+                let reference = reply_to.filter(|_| first).map(|asking| embeds::reply_reference(*channel, asking));
+                let message = self.prefaced(message);
                 let sent = channel.send_message(*http, message.to_create_message(reference)).await?;
                 Ok(Posted::Channel(sent.channel_id, sent.id))
             }
@@ -167,14 +198,35 @@ impl<'a> Outlet<'a> {
                 let edited = app.interaction.edit_response(app.http(), message.to_edit_response()).await.map(|_| ());
                 (Some(Posted::Original(id)), edited)
             }
+            (Outlet::Resumed { http, interaction: Some((_, token)), .. }, Posted::Original(id))
+                if self.token_usable() =>
+            {
+                use serenity::Builder as _;
+                let edited = message.to_edit_response().execute(*http, token).await.map(|_| ());
+                (Some(Posted::Original(id)), edited)
+            }
             (_, Posted::Interaction(_) | Posted::Original(_)) => match self.post(message, true).await {
                 Ok(posted) => (Some(posted), Ok(())),
                 Err(err) => (None, Err(err)),
             },
             (_, Posted::Channel(channel, id)) => {
+                let message = self.prefaced(message);
                 let edited = channel.edit_message(self.http(), id, message.to_edit_message()).await.map(|_| ());
                 (Some(Posted::Channel(channel, id)), edited)
             }
+        }
+    }
+
+    /// A resumed slash command's question answered in its channel says, above every message
+    /// (its edits included), which question it answers; anything else is `message` itself.
+    fn prefaced<'m>(&self, message: &'m Message) -> std::borrow::Cow<'m, Message> {
+        match self {
+            Outlet::Resumed { reply_to: None, preface, .. } if !preface.is_empty() => {
+                let mut prefaced = message.clone();
+                prefaced.content = format!("{preface}\n{}", message.content).trim_end().to_string();
+                std::borrow::Cow::Owned(prefaced)
+            }
+            _ => std::borrow::Cow::Borrowed(message),
         }
     }
 
@@ -269,4 +321,3 @@ mod tests {
         assert!(!interaction_token_usable(id, created + Duration::from_secs(16 * 60)));
     }
 }
-
