@@ -170,6 +170,7 @@ pub(super) async fn commit(
     };
     index.store.apply_ingest(&changes)?;
     summary.extractive_annotations = annotate_extractively(index, &matcher)?;
+    summary.annotations_pruned = index.store.prune_orphaned_annotations()?;
 
     let keep: HashSet<String> = index.store.content_hashes()?.into_iter().collect();
     summary.vectors_dropped = index.vectors.drop_orphans(table, &keep).await?;

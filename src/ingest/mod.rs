@@ -101,6 +101,9 @@ pub struct IngestSummary {
     /// Extractive annotations made (a fragment's most central sentences, no model): one for
     /// every new fragment, so the summaries have a headline where no model wrote one.
     pub extractive_annotations: usize,
+    /// Annotations of texts no fragment holds any more, removed
+    /// ([`crate::index::store::Store::prune_orphaned_annotations`]).
+    pub annotations_pruned: usize,
     /// The annotation pass that followed, when one ran.
     pub annotations: Option<AnnotationReport>,
     pub seconds: f64,

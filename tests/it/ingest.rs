@@ -187,3 +187,44 @@ async fn ollama_retries_a_transient_error() {
     let err = oraculo::llm::embed::ollama::OllamaEmbedder::connect(cfg).await.unwrap_err();
     assert!(err.to_string().contains("does not parse"), "{err}");
 }
+
+/// A note saved many times leaves no trail of annotations: the extractive ones of texts no
+/// fragment holds are removed at each ingest, and the model's orphans are kept only up to a
+/// bound (an edit undone still finds its annotation).
+#[tokio::test]
+async fn annotations_of_texts_gone_do_not_pile_up() {
+    let scratch = Scratch::new(&[("Sesión 1.md", "# Sesión 1\nEl faro de Norkiel, la primera vez.\n")]);
+    let fake = FakeOllama::start(&["bge-m3"]).await;
+    let embedder = ollama_embedder(&fake, "bge-m3").await;
+    let config = campaign_config(&[]);
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, &embedder).await.unwrap();
+    let count = |model: &str| -> i64 {
+        let sqlite = rusqlite::Connection::open(scratch.index_dir().join("index.sqlite")).unwrap();
+        sqlite.query_row("SELECT count(*) FROM annotations WHERE model = ?1", [model], |row| row.get(0)).unwrap()
+    };
+    // A model annotated the first version.
+    {
+        let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+        let hashes = index.store.content_hashes().unwrap();
+        index.store.put_annotation(&hashes[0], "qwen2.5:14b", "annotate.v1", "El faro de Norkiel.").unwrap();
+    }
+    let mut pruned = 0;
+    for save in 2..=80 {
+        scratch.write("Sesión 1.md", &format!("# Sesión 1\nEl faro de Norkiel, guardado {save} veces.\n"));
+        let summary = ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, &embedder).await.unwrap();
+        pruned += summary.annotations_pruned;
+    }
+    assert_eq!(count(oraculo::index::store::EXTRACTIVE_ANNOTATOR), 1, "one extractive annotation, the current text's");
+    assert_eq!(count("qwen2.5:14b"), 1, "the model's orphan is kept, under the bound");
+    assert_eq!(pruned, 79, "each save removed the extractive annotation of the text it replaced");
+    // A hundred more orphans (texts long gone): the oldest beyond the bound are removed.
+    {
+        let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
+        for gone in 0..100 {
+            index.store.put_annotation(&format!("gone-{gone}"), "qwen2.5:14b", "annotate.v1", "…").unwrap();
+        }
+    }
+    scratch.write("Sesión 1.md", "# Sesión 1\nEl faro de Norkiel, por última vez.\n");
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, &embedder).await.unwrap();
+    assert_eq!(count("qwen2.5:14b"), oraculo::index::store::ORPHANED_ANNOTATIONS_KEPT as i64);
+}

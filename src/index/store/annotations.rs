@@ -17,7 +17,37 @@ pub const EXTRACTIVE_ANNOTATOR: &str = "extractive";
 /// The version of the extractive annotation's rule, part of its cache key.
 pub const EXTRACTIVE_ANNOTATION_VERSION: &str = "central-sentences.v1";
 
+/// Orphaned model annotations (of a text no fragment holds any more) kept, at least: an edit
+/// undone or a note moved back finds the annotation a CPU spent a minute on. The cache keeps
+/// as many orphans as the campaign has fragments, and never fewer than this.
+pub const ORPHANED_ANNOTATIONS_KEPT: usize = 64;
+
 impl Store {
+    /// Removes the annotations of texts no fragment holds any more, so a note saved a thousand
+    /// times does not leave a thousand annotations behind: every orphaned extractive one (made
+    /// again in milliseconds should its text come back), and the oldest orphaned model ones
+    /// beyond as many as the campaign has fragments (at least [`ORPHANED_ANNOTATIONS_KEPT`]).
+    /// How many were removed.
+    pub fn prune_orphaned_annotations(&mut self) -> Result<usize, IndexError> {
+        let transaction = self.connection.transaction()?;
+        let orphaned = "NOT EXISTS (SELECT 1 FROM fragments f WHERE f.content_hash = annotations.content_hash)";
+        let extractive = transaction.execute(
+            &format!("DELETE FROM annotations WHERE model = ?1 AND {orphaned}"),
+            params![EXTRACTIVE_ANNOTATOR],
+        )?;
+        let fragments: i64 = transaction.query_row("SELECT count(*) FROM fragments", [], |row| row.get(0))?;
+        let kept = fragments.max(ORPHANED_ANNOTATIONS_KEPT as i64);
+        let by_model = transaction.execute(
+            &format!(
+                "DELETE FROM annotations WHERE {orphaned} AND rowid NOT IN (
+                     SELECT rowid FROM annotations WHERE {orphaned} ORDER BY rowid DESC LIMIT ?1)"
+            ),
+            params![kept],
+        )?;
+        transaction.commit()?;
+        Ok(extractive + by_model)
+    }
+
     /// Cached annotations of `hashes` by `model` under `prompt_version` (for the extractive
     /// ones, [`EXTRACTIVE_ANNOTATOR`] and [`EXTRACTIVE_ANNOTATION_VERSION`]): hash → text.
     pub fn annotations(

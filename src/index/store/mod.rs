@@ -20,7 +20,7 @@ use super::IndexError;
 use crate::compendium::{Compendium, EntityKind};
 use crate::corpus::{Diagnostic, Fragment, Link, NoteKind, SessionNumber, Visibility};
 
-pub use annotations::{EXTRACTIVE_ANNOTATION_VERSION, EXTRACTIVE_ANNOTATOR};
+pub use annotations::{EXTRACTIVE_ANNOTATION_VERSION, EXTRACTIVE_ANNOTATOR, ORPHANED_ANNOTATIONS_KEPT};
 
 /// The schema, in order. Each is applied once and recorded in `schema_migrations`.
 const MIGRATIONS: &[(&str, &str)] = &[
