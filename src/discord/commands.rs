@@ -81,6 +81,11 @@ pub async fn oraculo(
         return Ok(());
     }
     let desk = data.desk(ctx.author().id.get(), where_asked.location)?;
+    // No room in the queue: told to the asker alone, before anything is posted in the channel.
+    if let Some(busy) = data.queue.busy_for(where_asked.place.id()) {
+        tell(ctx, &lang.busy(&busy)).await;
+        return Ok(());
+    }
     // Written down before Discord is told the question was taken: a restart answers it.
     let delivery = super::resume::Delivery {
         user: ctx.author().id.get(),

@@ -346,6 +346,23 @@ impl Queue {
         self
     }
 
+    /// Whether a question asked in `place` now would be told the queue has no room: a look
+    /// before the slash command is acknowledged, so the refusal can be the asker's alone.
+    /// [`Queue::enter`] decides again (a question may take the last place between the two).
+    pub fn busy_for(&self, place: u64) -> Option<Busy> {
+        let mut state = lock(&self.slots);
+        state.renumber();
+        if state.running < state.capacity && state.waiters.is_empty() {
+            return None;
+        }
+        let wait = state.expected_wait();
+        if state.waiters.len() >= state.room() {
+            return Some(Busy { waiting: state.waiters.len(), wait, place_full: false });
+        }
+        let in_place = state.waiters.iter().filter(|waiter| waiter.place == place).count();
+        (in_place >= state.place_room()).then_some(Busy { waiting: in_place, wait, place_full: true })
+    }
+
     /// Takes a slot now, a place at the end of the queue, or is told the queue is full (or
     /// that `place`, the channel, thread or direct message asked in, holds its share of it).
     pub fn enter(&self, place: u64) -> Admission {
@@ -355,14 +372,11 @@ impl Queue {
             state.running += 1;
             return Admission::Now(Slot { slots: Some(Arc::clone(&self.slots)), taken: Some(Instant::now()) });
         }
-        let wait = state.expected_wait();
-        if state.waiters.len() >= state.room() {
-            return Admission::Busy(Busy { waiting: state.waiters.len(), wait, place_full: false });
+        drop(state);
+        if let Some(busy) = self.busy_for(place) {
+            return Admission::Busy(busy);
         }
-        let in_place = state.waiters.iter().filter(|waiter| waiter.place == place).count();
-        if in_place >= state.place_room() {
-            return Admission::Busy(Busy { waiting: in_place, wait, place_full: true });
-        }
+        let mut state = lock(&self.slots);
         let (sender, receiver) = oneshot::channel();
         let (position_sender, position) = watch::channel(state.waiters.len() + 1);
         state.waiters.push_back(Waiter { slot: sender, position: position_sender, place });
@@ -616,7 +630,10 @@ mod tests {
         let Admission::Queued(_a) = queue.enter(channel) else { panic!("room for two of this channel") };
         let Admission::Queued(_b) = queue.enter(channel) else { panic!("room for two of this channel") };
         // This channel holds half the room: its third question is told to come back…
+        assert_eq!(queue.busy_for(thread), None, "a look: another place has room");
+        let looked = queue.busy_for(channel).expect("a look: this channel's share is full");
         let Admission::Busy(busy) = queue.enter(channel) else { panic!("the channel's share is full") };
+        assert_eq!(looked, busy, "the look and the entry agree");
         assert!(busy.place_full);
         assert_eq!(busy.waiting, 2);
         assert_eq!(busy.wait, Duration::from_secs(60), "two answers ahead at the first guess of 30 s each");
