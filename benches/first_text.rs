@@ -184,8 +184,8 @@ async fn measure_the_instant_answer_on_the_sample_campaign() {
     let (mut facts, mut instant_found, mut extractive_found, mut same_text) = (0, 0, 0, 0);
     for question in bank.iter().filter(|q| !q.key_facts.is_empty()) {
         let request = AskRequest { question: &question.question, history: &[], audience: Audience::Player };
-        let prepared = oracle.prepare_without_model(&request).await.unwrap();
-        let instant = oracle.instant_answer(&prepared).map(|a| a.text).unwrap_or_default();
+        let settled = oracle.answer(&request, &oraculo::oracle::no_events, None).await.unwrap();
+        let instant = settled.instant.map(|a| a.text).unwrap_or_default();
         let made = extractive.ask(&request, None).await.unwrap().text;
         facts += question.key_facts.len();
         instant_found += AnswerScore::new(question, &instant, vec![], vec![]).key_facts_found.len();

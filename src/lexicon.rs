@@ -2,7 +2,7 @@
 //!
 //! BM25 retrieval drops them from questions so that "¿qué pasó con Baika?" ranks by
 //! "Baika", not by "qué" and "con"; the compendium ignores an alias made only of them.
-//! Every word is stored folded (`crate::corpus::fold`: lowercase, no accents), so callers
+//! Every word is stored folded (`crate::text::fold`: lowercase, no accents), so callers
 //! fold first and then ask [`is_stopword`].
 //!
 //! The lists keep to function words and the handful of verbs questions are built from
@@ -15,7 +15,8 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use crate::corpus::{LabelLanguage, fold};
+use crate::corpus::LabelLanguage;
+use crate::text::fold;
 
 /// Whether `folded_word` (already folded: lowercase, no accents) is a Spanish or English
 /// stopword.

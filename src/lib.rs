@@ -1,6 +1,8 @@
 //! Oráculo answers a tabletop campaign's questions from the game master's own notes, and only
 //! from them, citing the note behind every claim. The crate reads as its pipeline:
 //!
+//! - [`text`]: the ground floor: folding, words, word windows, where a sentence ends,
+//!   shortening; the one home of each.
 //! - [`corpus`]: Markdown notes → labelled, session-sized fragments. Pure; bad input becomes
 //!   diagnostics, never an abort.
 //! - [`compendium`]: entities (PCs, NPCs, places, gods…) and their aliases from sheets, world
@@ -60,3 +62,4 @@ pub mod eval;
 pub mod mcp;
 pub mod sample;
 pub mod secret;
+pub mod text;

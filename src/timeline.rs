@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::answer::AnswerMode;
-use crate::answer::passages::{EXCERPT_MAX_CHARS, recap_excerpts, render_extractive, sentences, shorten};
+use crate::answer::passages::{EXCERPT_MAX_CHARS, recap_excerpts, render_extractive, sentences};
 use crate::corpus::{LabelLanguage, SessionNumber};
 use crate::index::IndexError;
 use crate::llm::chat::TokenSink;
@@ -20,6 +20,7 @@ use crate::oracle::{Answer, AskError, AskRequest, Oracle};
 use crate::prompt::ANNOTATE_PROMPT_VERSION;
 use crate::retrieve::time::{SessionFragments, TimeDiagnostics, TimeReference, entity_session_fragments};
 use crate::retrieve::{Audience, Candidate, CompendiumIndex, PathRanks, SearchResult, SearchTimings};
+use crate::text::shorten;
 
 /// Names offered when the one asked for is not in the compendium.
 const MAX_SUGGESTIONS: usize = 5;

@@ -12,8 +12,9 @@
 //! scores them against the question (its terms, and the embedder's similarity); this module
 //! picks and renders.
 
-use crate::answer::passages::{EXCERPT_MAX_CHARS, sentences, shorten};
+use crate::answer::passages::{EXCERPT_MAX_CHARS, sentences};
 use crate::corpus::SessionNumber;
+use crate::text::shorten;
 
 /// Other names the block's title gives at most: enough for the titles a story turns on.
 pub const ARC_MAX_ALIASES: usize = 4;

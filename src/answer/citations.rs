@@ -25,7 +25,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
-use crate::corpus::fold;
+use crate::text::fold;
 
 /// What replaces a bracket none of whose labels was shown: the claim before it has no
 /// verifiable source. Digit-free and not label-like, so validating again leaves it alone.

@@ -314,10 +314,10 @@ fn full_block_title() -> String {
 fn arc_block_title(entity: &str, aliases: &[String]) -> String {
     let also = {
         // A part of the name («Leandro» of «Leandro de Valdemora») says nothing new.
-        let name = crate::corpus::fold(entity);
+        let name = crate::text::fold(entity);
         let shown: Vec<&str> = aliases
             .iter()
-            .filter(|alias| !name.split(' ').any(|word| word == crate::corpus::fold(alias)))
+            .filter(|alias| !name.split(' ').any(|word| word == crate::text::fold(alias)))
             .take(ARC_MAX_ALIASES)
             .map(String::as_str)
             .collect();

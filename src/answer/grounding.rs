@@ -29,8 +29,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::corpus::{LabelLanguage, fold};
+use crate::corpus::LabelLanguage;
 use crate::lexicon::{is_stopword, language_of};
+use crate::text::fold;
 
 /// Labels one sentence may cite (the answer schema's `maxItems`).
 pub const MAX_SOURCES: usize = 3;

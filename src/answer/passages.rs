@@ -13,11 +13,11 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use crate::corpus::{LabelLanguage, fold};
+use crate::corpus::LabelLanguage;
 use crate::lexicon::is_stopword;
+use crate::text::fold;
 
-/// The one text-shortening helper, here where answers and excerpts use it.
-pub use crate::corpus::text::shorten;
+use crate::text::{ends_sentence, sentence_ends, shorten};
 
 /// Excerpts an extractive answer gives at most: enough to show where the answer is, few
 /// enough to read at a glance.
@@ -41,8 +41,6 @@ const DENSE_MATCH_WEIGHT: u32 = 1;
 /// ~250 tokens then showed only the opening of the one paragraph that fit, cut at a word,
 /// while the sentence naming the answer lay further on. About three sentences of notes.
 const PIECE_MAX_WORDS: usize = 80;
-/// The marks that end a sentence (followed by a space or the end of the text).
-const SENTENCE_ENDS: [char; 4] = ['.', '!', '?', '…'];
 /// What a gap between two selected paragraphs looks like in the material.
 pub const GAP_MARK: &str = "(…)";
 
@@ -230,12 +228,6 @@ fn pieces(paragraphs: Vec<Paragraph<'_>>, max_words: usize) -> Vec<Paragraph<'_>
         }
     }
     found
-}
-
-/// Whether `word` closes a sentence: its last letter is followed by `.`, `!`, `?` or `…`,
-/// perhaps inside closing quotes, brackets or emphasis.
-fn ends_sentence(word: &str) -> bool {
-    word.trim_end_matches(['»', '"', '\'', ')', '*', '_']).ends_with(SENTENCE_ENDS)
 }
 
 /// `words[range]` of `paragraph` as a piece: its lines kept, its words placed in the fragment.
@@ -584,14 +576,9 @@ pub(crate) fn sentences(text: &str) -> Vec<String> {
             .collect();
         let joined = plain.join(" ");
         let mut start = 0;
-        let chars: Vec<(usize, char)> = joined.char_indices().collect();
-        for (position, &(offset, c)) in chars.iter().enumerate() {
-            let next_is_space = chars.get(position + 1).is_none_or(|(_, next)| next.is_whitespace());
-            if SENTENCE_ENDS.contains(&c) && next_is_space {
-                let end = offset + c.len_utf8();
-                push_sentence(&mut found, &joined[start..end]);
-                start = end;
-            }
+        for end in sentence_ends(&joined) {
+            push_sentence(&mut found, &joined[start..end]);
+            start = end;
         }
         push_sentence(&mut found, &joined[start..]);
     }

@@ -261,7 +261,7 @@ impl Repeats {
     }
 
     fn words(text: &str) -> std::collections::HashSet<String> {
-        crate::corpus::fold(text)
+        crate::text::fold(text)
             .split(|c: char| !c.is_alphanumeric())
             .filter(|word| word.chars().count() >= 3 && !crate::lexicon::is_stopword(word))
             .map(str::to_string)

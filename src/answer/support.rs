@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use crate::corpus::text::word_windows;
+use crate::text::word_windows;
 
 use super::grounding::Ungrounded;
 

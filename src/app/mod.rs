@@ -6,8 +6,9 @@
 //! - [`open_oracle`]: the CLI's campaign, its models connected; [`open_searcher`]: the same
 //!   oracle with no chat model loaded, for `oraculo search` (it never asks one);
 //!   [`campaign_searcher`]: any campaign's, over an embedder already connected.
-//! - [`ask_settled`]: one question answered as `oraculo ask` answers it, and
-//!   [`answer_json`], as `--json` prints it (the MCP server's `ask` gives the same).
+//! - [`ask_settled`]: one question answered through the oracle's one entry
+//!   ([`Oracle::answer`]), and [`answer_json`], as `oraculo ask --json` prints it (the MCP
+//!   server's `ask` gives the same).
 //! - [`render_error`]: an error and its causes on one line, for the CLI and the MCP server.
 //! - [`connect_embedder`], [`connect_chat`]: the models the configuration names (the only
 //!   place that picks a backend; stages receive trait objects).
@@ -37,7 +38,7 @@ use crate::ingest::{
 };
 use crate::llm::chat::ChatModel;
 use crate::llm::{Embedder, LlmError};
-use crate::oracle::{Answer, AnswerSettings, AskError, AskRequest, Oracle, Settled};
+use crate::oracle::{AnswerSettings, AskError, AskRequest, Oracle, Settled};
 
 /// The campaign folder an ingest reads: the configured one, or the embedded sample written
 /// out under the data dir.
@@ -109,59 +110,31 @@ pub fn campaign_oracle(
     Ok(Oracle::new(&index_dir, embedder, chat, AnswerSettings::from_config(config.chat_max_tokens, &config.answer)))
 }
 
-/// One question answered as `oraculo ask` answers it: the notes' own sentences first (with
-/// `chat.instant_answer`), then the model's answer, and what stays of the two.
-#[derive(Debug)]
-pub struct Asked {
-    /// The model's answer (extractive when no model answered).
-    pub model: Answer,
-    /// The notes' own sentences shown first, when there were any.
-    pub instant: Option<Answer>,
-    /// What stays once the model is done (`None` without the instant answer).
-    pub settled: Option<Settled>,
+/// Answers `request` through the oracle's one entry with nothing streamed: `oraculo ask
+/// --json` and the MCP server's `ask`.
+pub async fn ask_settled(oracle: &Oracle, request: &AskRequest<'_>) -> Result<Settled, AskError> {
+    oracle.answer(request, &crate::oracle::no_events, None).await
 }
 
-impl Asked {
-    /// The answer that stays: the settled one, else the model's.
-    pub fn final_answer(&self) -> &Answer {
-        self.settled.as_ref().map_or(&self.model, |settled| &settled.answer)
+/// `oraculo ask --json`'s object: the model's own answer (the notes' sentences when it failed
+/// after them), with `instant` (the notes' own sentences shown first, or null), `instant_kept`
+/// (why they stand instead of the model's answer, or null) and `settled` (what stays: `text`
+/// and `notes_added`, the instant answer's sentences kept under the model's answer) beside
+/// its fields.
+pub fn settled_json(settled: &Settled) -> serde_json::Result<serde_json::Value> {
+    let mut json = serde_json::to_value(settled.model.as_ref().unwrap_or(&settled.answer))?;
+    if let Some(object) = json.as_object_mut() {
+        object.insert("instant".into(), serde_json::to_value(&settled.instant)?);
+        object.insert("instant_kept".into(), serde_json::to_value(settled.instant_kept)?);
+        let stays = serde_json::json!({ "text": settled.answer.text, "notes_added": settled.notes_added });
+        object.insert("settled".into(), stays);
     }
-
-    /// `oraculo ask --json`: the model's answer as always, with `instant` (the notes' own
-    /// sentences shown first, or null), `instant_kept` (why they stand instead of the model's
-    /// answer, or null) and `settled` (what stays: `text` and `notes_added`, the instant
-    /// answer's sentences kept under the model's answer) beside its fields.
-    pub fn to_json(&self) -> serde_json::Result<serde_json::Value> {
-        let mut json = serde_json::to_value(&self.model)?;
-        if let Some(object) = json.as_object_mut() {
-            object.insert("instant".into(), serde_json::to_value(&self.instant)?);
-            let kept = self.settled.as_ref().and_then(|settled| settled.instant_kept);
-            object.insert("instant_kept".into(), serde_json::to_value(kept)?);
-            let stays = self
-                .settled
-                .as_ref()
-                .map(|settled| serde_json::json!({ "text": settled.answer.text, "notes_added": settled.notes_added }));
-            object.insert("settled".into(), serde_json::to_value(stays)?);
-        }
-        Ok(json)
-    }
+    Ok(json)
 }
 
-/// Answers `request` as `oraculo ask` does, with nothing streamed: the instant answer and the
-/// model's when `chat.instant_answer` is on, the model's alone otherwise.
-pub async fn ask_settled(oracle: &Oracle, request: &AskRequest<'_>) -> Result<Asked, AskError> {
-    if oracle.instant_enabled() {
-        let (instant, model) = oracle.ask_instant_first(request, &|_| {}, &|_| {}, None).await?;
-        let settled = crate::oracle::settle(instant.clone(), model.clone());
-        Ok(Asked { model, instant, settled: Some(settled) })
-    } else {
-        Ok(Asked { model: oracle.ask(request, None).await?, instant: None, settled: None })
-    }
-}
-
-/// `oraculo ask --json`'s object ([`Asked::to_json`]).
+/// `oraculo ask --json`'s object ([`settled_json`]).
 pub async fn answer_json(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<serde_json::Value> {
-    Ok(ask_settled(oracle, request).await?.to_json()?)
+    Ok(settled_json(&ask_settled(oracle, request).await?)?)
 }
 
 /// An error and its causes on one line, each said once. Several of the crate's errors carry

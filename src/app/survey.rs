@@ -127,7 +127,7 @@ pub fn survey_campaign(campaign_dir: &Path, campaign: &CampaignConfig) -> anyhow
 fn language_words<'t>(texts: impl Iterator<Item = &'t str>) -> LanguageWords {
     let mut counted = LanguageWords::default();
     for text in texts {
-        let folded = corpus::fold(text);
+        let folded = crate::text::fold(text);
         for word in folded.split(|c: char| !c.is_alphanumeric()) {
             if SPANISH_WORDS.contains(&word) {
                 counted.spanish += 1;

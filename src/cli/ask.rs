@@ -4,7 +4,7 @@
 use anyhow::Context;
 
 use super::{ChatArgs, SearchArgs, open_oracle, render_error};
-use crate::oracle::{AskRequest, Oracle};
+use crate::oracle::{AnswerEvent, AskRequest, Oracle};
 use crate::retrieve::{Audience, Turn, TurnRole};
 
 pub(super) async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
@@ -43,17 +43,15 @@ pub(super) async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
 async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Result<crate::oracle::Answer> {
     use std::io::Write;
     let echo = super::Echo::default();
-    let sink = |token: &str| echo.print(token);
-    let on_instant = |instant: &crate::oracle::Answer| {
-        println!("{}\n\n{}\n\n{}", INSTANT_HEADING, instant.text.trim(), MODEL_HEADING);
-        let _ = std::io::stdout().flush();
+    let on_event = |event: AnswerEvent<'_>| match event {
+        AnswerEvent::Instant(Some(instant)) => {
+            println!("{}\n\n{}\n\n{}", INSTANT_HEADING, instant.text.trim(), MODEL_HEADING);
+            let _ = std::io::stdout().flush();
+        }
+        AnswerEvent::Text(piece) => echo.print(piece),
+        AnswerEvent::Stage(_) | AnswerEvent::Prepared(_) | AnswerEvent::Instant(None) => {}
     };
-    let settled = if oracle.instant_enabled() {
-        let (instant, model) = oracle.ask_instant_first(request, &|_| {}, &on_instant, Some(&sink)).await?;
-        crate::oracle::settle(instant, model)
-    } else {
-        crate::oracle::Settled::model_alone(oracle.ask(request, Some(&sink)).await?)
-    };
+    let settled = oracle.answer(request, &on_event, None).await?;
     let streamed = echo.into_printed();
     if let Some(why) = settled.instant_kept {
         println!("\n(the model's answer is not used: {}; the notes' sentences above stand)", instant_kept_reason(why));

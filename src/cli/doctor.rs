@@ -1,7 +1,7 @@
 //! `oraculo doctor` and `oraculo bot`: the install's checks, and the bot they check for.
 
 use super::CampaignArgs;
-use crate::config::{CliOverrides, Config};
+use crate::config::Config;
 
 /// `oraculo bot`: the same oracle as `ask`, behind Discord, until a shutdown signal.
 pub(super) async fn bot(args: &crate::discord::BotArgs) -> anyhow::Result<()> {
@@ -12,11 +12,7 @@ pub(super) async fn bot(args: &crate::discord::BotArgs) -> anyhow::Result<()> {
 /// `oraculo doctor`: every check printed (or one JSON object), then an error when one failed,
 /// so the exit status says it.
 pub(super) async fn doctor(args: &CampaignArgs) -> anyhow::Result<()> {
-    let overrides = CliOverrides {
-        config_file: args.config.clone(),
-        data_dir: args.data.clone(),
-        campaign_dir: args.campaign.clone(),
-    };
+    let overrides = args.location.overrides();
     let options = crate::doctor::Options { probe_models: true, discord_client: None };
     let report = crate::doctor::run(&overrides, &options).await;
     if args.json {

@@ -17,8 +17,8 @@ pub use crate::app::render_error;
 mod ask;
 mod doctor;
 mod eval;
-mod init;
 mod ingest;
+mod init;
 mod listing;
 mod search;
 mod timeline;
@@ -154,16 +154,9 @@ pub struct EvalArgs {
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
-    /// The campaign's notes folder, or a [[campaigns]] entry's name: that campaign alone
-    /// (default: every campaign of the config, else the embedded sample campaign).
-    #[arg(long)]
-    pub campaign: Option<PathBuf>,
-    /// Where indexes and models live (default: ORACULO_DATA, else ~/.local/share/oraculo).
-    #[arg(long)]
-    pub data: Option<PathBuf>,
-    /// A config.toml (default: ORACULO_CONFIG, else none).
-    #[arg(long)]
-    pub config: Option<PathBuf>,
+    /// The campaign (default: every campaign of the config, else the embedded sample campaign).
+    #[command(flatten)]
+    pub location: LocationArgs,
     /// Serve the GM's view: GM-only notes included. Without it, the players' view.
     #[arg(long)]
     pub gm: bool,
@@ -257,10 +250,12 @@ pub struct SearchArgs {
     pub question: String,
 }
 
-/// Where the campaign, its index and the configuration are.
+/// Which campaign, and where its index and the configuration are: the flags of every command
+/// that reads a campaign.
 #[derive(Debug, Args)]
-pub struct CampaignArgs {
-    /// The campaign's notes folder (default: the config's, else the embedded sample campaign).
+pub struct LocationArgs {
+    /// The campaign's notes folder, or a [[campaigns]] entry's name (default: the config's,
+    /// else the embedded sample campaign).
     #[arg(long)]
     pub campaign: Option<PathBuf>,
     /// Where indexes and models live (default: ORACULO_DATA, else ~/.local/share/oraculo).
@@ -269,6 +264,24 @@ pub struct CampaignArgs {
     /// A config.toml (default: ORACULO_CONFIG, else none).
     #[arg(long)]
     pub config: Option<PathBuf>,
+}
+
+impl LocationArgs {
+    /// The flags as the configuration's overrides.
+    fn overrides(&self) -> CliOverrides {
+        CliOverrides {
+            config_file: self.config.clone(),
+            data_dir: self.data.clone(),
+            campaign_dir: self.campaign.clone(),
+        }
+    }
+}
+
+/// A command over one campaign, printing text or one JSON object.
+#[derive(Debug, Args)]
+pub struct CampaignArgs {
+    #[command(flatten)]
+    pub location: LocationArgs,
     /// Print one JSON object on stdout instead of text.
     #[arg(long)]
     pub json: bool,
@@ -276,11 +289,7 @@ pub struct CampaignArgs {
 
 impl CampaignArgs {
     fn load_config(&self) -> anyhow::Result<Config> {
-        Config::load(&CliOverrides {
-            config_file: self.config.clone(),
-            data_dir: self.data.clone(),
-            campaign_dir: self.campaign.clone(),
-        })
+        Config::load(&self.location.overrides())
     }
 }
 
@@ -308,20 +317,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 /// `oraculo mcp`: the configuration as every command loads it, then the server until the
 /// client ends the session.
 async fn mcp(args: &McpArgs) -> anyhow::Result<()> {
-    let config = Config::load(&CliOverrides {
-        config_file: args.config.clone(),
-        data_dir: args.data.clone(),
-        campaign_dir: args.campaign.clone(),
-    })?;
+    let location = &args.location;
+    let config = Config::load(&location.overrides())?;
     let mut flags = Vec::new();
-    for (flag, value) in [("--config", &args.config), ("--data", &args.data)] {
+    for (flag, value) in [("--config", &location.config), ("--data", &location.data)] {
         if let Some(value) = value {
             flags.push(flag.to_string());
             flags.push(value.display().to_string());
         }
     }
     // `ORACULO_CAMPAIGN` is `--campaign` from the environment, for this command as for the others.
-    let campaign_flag = args
+    let campaign_flag = location
         .campaign
         .as_ref()
         .map(|campaign| campaign.display().to_string())

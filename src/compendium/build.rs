@@ -8,8 +8,9 @@ use super::{
     Compendium, DESCRIPTION_MAX_CHARS, Entity, EntityKind, EntitySource, ExtractedEntity, MIN_ALIAS_CHARS,
     MIN_LINKING_NOTES,
 };
-use crate::corpus::{CorpusConfig, Note, NoteKind, SecretNotes, Visibility, fold, session_from_file_name};
+use crate::corpus::{CorpusConfig, Note, NoteKind, SecretNotes, Visibility, session_from_file_name};
 use crate::lexicon::is_stopword;
+use crate::text::fold;
 
 impl Compendium {
     /// The entities the notes themselves declare: sheets, named world documents, link
@@ -471,14 +472,7 @@ fn first_paragraph(markdown: &str) -> String {
 /// sentence longer than that is cut before a word (not after a stopword) and ends in "…".
 fn first_sentences(text: &str) -> String {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let sentence_ends: Vec<usize> = text
-        .char_indices()
-        .filter(|&(offset, c)| {
-            matches!(c, '.' | '!' | '?' | '…')
-                && text[offset + c.len_utf8()..].chars().next().is_none_or(char::is_whitespace)
-        })
-        .map(|(offset, c)| offset + c.len_utf8())
-        .collect();
+    let sentence_ends = crate::text::sentence_ends(&text);
     let fits = |end: usize| text[..end].chars().count() <= DESCRIPTION_MAX_CHARS;
     let end = match sentence_ends.as_slice() {
         [_, second, ..] if fits(*second) => *second,

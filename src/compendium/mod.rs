@@ -237,18 +237,11 @@ mod tests {
     use super::*;
     use crate::corpus::tests::read_campaign;
     use crate::corpus::{
-        CorpusConfig, Fragment, Note, Visibility, default_kind_folders, fragment_campaign, parse_campaign,
+        CorpusConfig, Fragment, Note, Visibility, fragment_campaign, parse_campaign,
     };
 
     pub(super) fn config() -> CorpusConfig {
-        CorpusConfig {
-            label_language: LabelLanguage::Es,
-            kind_folders: default_kind_folders(),
-            secret_paths: vec!["Secretos".to_string()],
-            secret_words: crate::corpus::default_secret_words(),
-            player_paths: Vec::new(),
-            session_patterns: crate::corpus::SessionPattern::defaults(),
-        }
+        CorpusConfig::for_tests()
     }
 
     /// Parses `(path, text)` notes and fragments them, as the ingest does.

@@ -10,8 +10,9 @@ use serde::Deserialize;
 
 use super::{CliOverrides, DiscordConfig};
 use crate::corpus::{
-    CorpusConfig, DEFAULT_SECRET_WORDS, LabelLanguage, NoteKind, SessionPattern, default_kind_folders, fold,
+    CorpusConfig, DEFAULT_SECRET_WORDS, LabelLanguage, NoteKind, SessionPattern, default_kind_folders,
 };
+use crate::text::fold;
 
 /// Folders never read: Obsidian's settings and trash, and template folders whose notes are
 /// placeholders, not campaign facts.

@@ -180,7 +180,7 @@ mod tests {
         assert!(discord.token.is_none(), "the example must not carry a token");
         match config.chat {
             ChatConfig::Ollama(chat) => {
-                assert_eq!(chat.model, DEFAULT_OLLAMA_CHAT_MODEL);
+                assert_eq!(chat.server.model, DEFAULT_OLLAMA_CHAT_MODEL);
                 assert_eq!(chat.keep_alive, DEFAULT_KEEP_ALIVE);
             }
             other => panic!("the example's chat backend is Ollama, got {other:?}"),

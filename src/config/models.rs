@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 
 use crate::answer::AnswerMode;
+use crate::llm::ModelServer;
 use crate::llm::chat::ollama::OllamaChatConfig;
 use crate::llm::chat::openai::{ApiKey, OpenAiChatConfig};
 use crate::llm::embed::ollama::OllamaEmbedderConfig;
@@ -152,10 +153,12 @@ pub(super) fn embedder_config(
                 bail!("ollama.url = {url:?}: expected an http:// or https:// address");
             }
             EmbedderConfig::Ollama(OllamaEmbedderConfig {
-                url,
-                model: embedder_raw.model.unwrap_or_else(|| DEFAULT_OLLAMA_EMBED_MODEL.into()),
-                timeout: Duration::from_secs(ollama_raw.timeout_secs.unwrap_or(120)),
-                retries: ollama_raw.retries.unwrap_or(3),
+                server: ModelServer {
+                    url,
+                    model: embedder_raw.model.unwrap_or_else(|| DEFAULT_OLLAMA_EMBED_MODEL.into()),
+                    timeout: Duration::from_secs(ollama_raw.timeout_secs.unwrap_or(120)),
+                    retries: ollama_raw.retries.unwrap_or(3),
+                },
                 batch_size,
                 window_words: embedder_raw.window_words,
             })
@@ -226,10 +229,12 @@ pub(super) fn chat_config(
                 bail!("chat.keep_alive is empty: use a duration such as \"30m\", or \"-1\" to keep the model loaded");
             }
             ChatConfig::Ollama(OllamaChatConfig {
-                url,
-                model: chat.model.unwrap_or_else(|| DEFAULT_OLLAMA_CHAT_MODEL.into()),
-                timeout: Duration::from_secs(ollama.timeout_secs.unwrap_or(120)),
-                retries: ollama.retries.unwrap_or(3),
+                server: ModelServer {
+                    url,
+                    model: chat.model.unwrap_or_else(|| DEFAULT_OLLAMA_CHAT_MODEL.into()),
+                    timeout: Duration::from_secs(ollama.timeout_secs.unwrap_or(120)),
+                    retries: ollama.retries.unwrap_or(3),
+                },
                 keep_alive,
                 n_ctx: chat.n_ctx,
             })
@@ -241,11 +246,13 @@ pub(super) fn chat_config(
                 "chat.model is required with backend \"openai\": the name the server serves the model under",
             )?;
             ChatConfig::OpenAi(OpenAiChatConfig {
-                url,
-                model,
+                server: ModelServer {
+                    url,
+                    model,
+                    timeout: Duration::from_secs(chat.timeout_secs.unwrap_or(120)),
+                    retries: chat.retries.unwrap_or(3),
+                },
                 api_key: env("ORACULO_OPENAI_API_KEY").map(ApiKey::new),
-                timeout: Duration::from_secs(chat.timeout_secs.unwrap_or(120)),
-                retries: chat.retries.unwrap_or(3),
                 n_ctx: chat.n_ctx,
             })
         }

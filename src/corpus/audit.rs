@@ -130,50 +130,5 @@ fn word_count(text: &str) -> usize {
 }
 
 fn clip(line: &str) -> String {
-    if line.chars().count() <= CHECK_LINE_MAX_CHARS {
-        return line.to_string();
-    }
-    let cut: String = line.chars().take(CHECK_LINE_MAX_CHARS).collect();
-    format!("{cut}…")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::corpus::{CorpusConfig, LabelLanguage, SessionPattern, default_kind_folders, default_secret_words};
-
-    #[test]
-    fn the_audit_names_each_hidden_thing_and_the_lines_to_check() {
-        let config = CorpusConfig {
-            label_language: LabelLanguage::Es,
-            kind_folders: default_kind_folders(),
-            secret_paths: Vec::new(),
-            secret_words: default_secret_words(),
-            player_paths: Vec::new(),
-            session_patterns: SessionPattern::defaults(),
-        };
-        let (notes, _) = crate::corpus::parse_campaign(
-            &[
-                ("PNJs/Baika.md", "# Baika\nTeje redes.\n## Notas del DJ\nEs la espía.\n"),
-                ("_Secretos/Plan.md", "El golpe será en invierno.\n"),
-                ("Sesiones/Sesión 1.md", "# Sesión 1\nEncuentran un pasadizo secreto.\n"),
-            ],
-            &config,
-        );
-        let audit = audit(&notes, &config);
-        assert_eq!(audit.notes_read, 3);
-        let whole: Vec<(&str, &str, &str)> = audit
-            .hidden_notes
-            .iter()
-            .map(|note| (note.path.as_str(), note.because.thing.as_str(), note.because.word.as_str()))
-            .collect();
-        assert_eq!(whole, [("_Secretos/Plan.md", "folder", "Secretos")]);
-        let passages: Vec<(u32, u32, String)> =
-            audit.hidden_passages.iter().map(|p| (p.line_start, p.line_end, describe(&p.because))).collect();
-        assert_eq!(passages, [(3, 4, "heading «## Notas del DJ» (GM word «DJ»)".to_string())]);
-        let check: Vec<(&str, u32, &str)> =
-            audit.check.iter().map(|line| (line.path.as_str(), line.line, line.word.as_str())).collect();
-        assert_eq!(check, [("Sesiones/Sesión 1.md", 2, "secreto")]);
-        assert_eq!((audit.player_words, audit.gm_words), (9, 11));
-    }
+    crate::text::shorten(line, CHECK_LINE_MAX_CHARS)
 }

@@ -6,7 +6,7 @@
 //! and the rest of the note is kept.
 //!
 //! The stages, one file each, in the order a note goes through them:
-//! - `text`: accent folding, word counts and content hashes shared by the others.
+//! - `windows`: the embedder's overlapping word windows over a fragment.
 //! - `session`: session numbers from header lines and file names.
 //! - `audit`: what is hidden and why, and the visible lines that hold a GM word (`oraculo secrets`).
 //! - `secrets`: the GM words, and the campaign's secret notes a link must not name.
@@ -23,13 +23,15 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::text::fold;
+
 pub mod audit;
 mod markdown;
 mod note;
 mod secrets;
 mod session;
 mod split;
-pub mod text;
+pub mod windows;
 
 pub use note::{parse_campaign, parse_note};
 pub(crate) use secrets::phrase_words;
@@ -38,8 +40,7 @@ pub use session::{
     CAMPAIGN_SESSION_STRIDE, EPISODE_CODE_PATTERN, SessionPattern, detect_session_header, session_from_file_name,
     session_from_patterns,
 };
-pub use split::{fragment_campaign, split_block};
-pub use text::{content_hash, fold};
+pub use split::{content_hash, fragment_campaign, split_block};
 
 /// A session is one fragment unless it exceeds this, about what a GM writes for one session:
 /// most sessions stay whole, so what happened in one is retrieved together rather than in parts.
@@ -319,6 +320,20 @@ pub fn is_campaign_note(path: &str) -> bool {
 }
 
 impl CorpusConfig {
+    /// The configuration the unit tests of the pure stages read notes with: Spanish labels,
+    /// the default folders, words and patterns, and `Secretos/` secret as a whole.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> CorpusConfig {
+        CorpusConfig {
+            label_language: LabelLanguage::Es,
+            kind_folders: default_kind_folders(),
+            secret_paths: vec!["Secretos".to_string()],
+            secret_words: default_secret_words(),
+            player_paths: Vec::new(),
+            session_patterns: SessionPattern::defaults(),
+        }
+    }
+
     /// Whether the note at `path` is GM-only by its path alone ([`Self::path_hidden_because`]).
     pub fn is_secret_path(&self, path: &str) -> bool {
         self.path_hidden_because(path).is_some()

@@ -12,11 +12,11 @@ use std::ops::RangeInclusive;
 use super::markdown::{self, Body, TextMarkers, diagnostic};
 use super::secrets::SecretNotes;
 use super::session::{session_from_file_name, session_from_patterns};
-use super::text::{file_stem, fold, normalize_line_endings};
 use super::{
     Block, CorpusConfig, Diagnostic, HiddenBecause, LabelLanguage, Note, NoteKind, SecretPassage, SessionNumber,
     Visibility,
 };
+use crate::text::{file_stem, fold, normalize_line_endings};
 
 /// Inline tags decide a note's kind only among its first lines: a sheet starts with its
 /// `#NPC`, while a session that tags an NPC halfway through is still a session.

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::text::fold;
+use crate::text::fold;
 use super::{CorpusConfig, Visibility};
 
 /// The GM words out of the box (`campaign.secret_words` adds to them, `"!word"` drops one):

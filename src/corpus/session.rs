@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::SessionNumber;
-use super::text::{file_stem, fold, word_count};
+use crate::text::{file_stem, fold, word_count};
 
 /// A header that is not a Markdown heading (a bold line, or a line on its own) may carry a
 /// title of at most this many words; longer lines are running text that starts with

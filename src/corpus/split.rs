@@ -7,9 +7,12 @@
 
 use std::collections::BTreeMap;
 
+use sha2::{Digest, Sha256};
+
 use super::markdown::{diagnostic, is_fence};
-use super::text::{content_hash, word_count, word_spans};
+
 use super::{Block, CorpusConfig, Diagnostic, Fragment, Note, NoteKind, OVERLAP_WORDS, SESSION_MAX_WORDS, Visibility};
+use crate::text::{word_count, word_spans};
 
 /// Labels and sizes every block of every note. Labels shared by several blocks become
 /// `"{label} ({disambiguator})"` for all of them, with a diagnostic on each; nothing is
@@ -319,6 +322,16 @@ fn unique_labels(entries: &[(&Note, &Block)]) -> (Vec<String>, Vec<Diagnostic>) 
     (labels, diagnostics)
 }
 
+/// sha256 (hex) over `visibility.as_str() + "\n" + text`: what decides re-embedding.
+/// The visibility is part of it so that a passage becoming secret is re-indexed.
+pub fn content_hash(visibility: Visibility, text: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(visibility.as_str().as_bytes());
+    hasher.update(b"\n");
+    hasher.update(text.as_bytes());
+    hex::encode(hasher.finalize())
+}
+
 #[cfg(test)]
 mod tests {
     use std::fmt::Write;
@@ -330,14 +343,7 @@ mod tests {
     /// renders every fragment on one line: label, part, visibility, span, words, headings and
     /// the first and last words of its text; then the diagnostics.
     fn check(notes: &[(&str, &str)], expect: &str) {
-        let config = CorpusConfig {
-            label_language: LabelLanguage::Es,
-            kind_folders: default_kind_folders(),
-            secret_paths: vec!["Secretos".to_string()],
-            secret_words: crate::corpus::default_secret_words(),
-            player_paths: Vec::new(),
-            session_patterns: crate::corpus::SessionPattern::defaults(),
-        };
+        let config = CorpusConfig::for_tests();
         let notes: Vec<Note> =
             notes.iter().map(|(path, text)| parse_note(path, text, &config, &Default::default()).0).collect();
         let (fragments, diagnostics) = fragment_campaign(&notes, &config);
@@ -519,5 +525,18 @@ diagnostic b/Sesion 3.md 1: session 3 also claimed by a/Crónica.md (l. 1); kept
         let reversed: Vec<Note> = notes.iter().rev().cloned().collect();
         assert_eq!(fragment_campaign(&notes, &config), fragment_campaign(&reversed, &config));
         assert_eq!(fragment_campaign(&notes, &config).0[0].session, Some(SessionNumber(1)));
+    }
+
+    #[test]
+    fn the_hash_covers_the_visibility() {
+        // sha256("player\nhola") and sha256("dm_only\nhola"): a passage turned secret is re-indexed.
+        assert_eq!(
+            content_hash(Visibility::Player, "hola"),
+            "521b9f8a942e081a18445aa6b1938bdad6bf93eb2e36a0de60f43870036339be"
+        );
+        assert_eq!(
+            content_hash(Visibility::DmOnly, "hola"),
+            "14d7b23efa02174fe7c29bd8d9b946f130124cef1f2b4fe868f0eb8bd880ea45"
+        );
     }
 }

@@ -26,10 +26,10 @@ use super::locale::Lang;
 use super::place::Place;
 use super::reply::{Outlet, answer_question, interaction_token_usable, refuse_question, source_messages_for};
 use super::{Context, Data, Desk, Error, Job, ReingestSetup};
-use crate::corpus::fold;
 use crate::ingest::{IngestError, IngestOptions, IngestSummary, Quiet, Removal};
 use crate::oracle::Oracle;
 use crate::retrieve::{Audience, Turn, TurnRole};
+use crate::text::fold;
 
 /// Every command, in the order `/` lists them.
 pub fn commands() -> Vec<poise::Command<Data, Error>> {
@@ -193,27 +193,26 @@ pub async fn fuente(
 
 /// Labels the asker may read that contain what was typed (accents and case ignored).
 async fn autocomplete_label(ctx: Context<'_>, partial: &str) -> Vec<String> {
-    let location = command_place(ctx).location;
-    let desk = match ctx.data().desk(ctx.author().id.get(), location) {
-        Ok(desk) => desk,
-        Err(barred) => {
-            refuse_barred(barred, ctx.author().id.get());
-            return Vec::new();
-        }
-    };
-    let audience = desk.access.audience(ctx.author().id.get(), location);
-    let oracle = Arc::clone(&desk.oracle);
-    let listed = ctx.data().worker.run("answers", move || async move { oracle.sources(audience).await.ok() }).await;
-    let Ok(Some(sources)) = listed else {
-        return Vec::new();
-    };
     let typed = fold(partial.trim());
-    sources
-        .into_iter()
-        .map(|source| source.label)
-        .filter(|label| embeds::discord_len(label) <= 100 && fold(label).contains(&typed))
-        .take(25)
-        .collect()
+    let listed = on_the_askers_oracle(ctx, move |oracle, audience| async move { oracle.sources(audience).await.ok() });
+    let labels = listed.await.into_iter().flatten().map(|source| source.label);
+    labels.filter(|label| embeds::discord_len(label) <= 100 && fold(label).contains(&typed)).take(25).collect()
+}
+
+/// What an autocompletion reads from the asker's campaign, as the asker's audience sees it, on
+/// the worker; `None` where the asker is barred (logged) or the worker is gone.
+async fn on_the_askers_oracle<T, F, Fut>(ctx: Context<'_>, read: F) -> Option<T>
+where
+    T: Send + 'static,
+    F: FnOnce(Arc<Oracle>, Audience) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Option<T>> + 'static,
+{
+    let location = command_place(ctx).location;
+    let user = ctx.author().id.get();
+    let desk = ctx.data().desk(user, location).map_err(|barred| refuse_barred(barred, user)).ok()?;
+    let audience = desk.access.audience(user, location);
+    let oracle = Arc::clone(&desk.oracle);
+    ctx.data().worker.run("answers", move || read(oracle, audience)).await.ok().flatten()
 }
 
 // --- /reingest -----------------------------------------------------------------------------
@@ -442,26 +441,11 @@ pub async fn cronologia(
 /// Compendium names and aliases containing what was typed (accents and case ignored), as
 /// the asker's audience may read them: a player is offered no GM-only entity or alias.
 async fn autocomplete_entity(ctx: Context<'_>, partial: &str) -> Vec<String> {
-    let location = command_place(ctx).location;
-    let desk = match ctx.data().desk(ctx.author().id.get(), location) {
-        Ok(desk) => desk,
-        Err(barred) => {
-            refuse_barred(barred, ctx.author().id.get());
-            return Vec::new();
-        }
-    };
-    let oracle = Arc::clone(&desk.oracle);
     let typed = partial.to_string();
-    let audience = desk.access.audience(ctx.author().id.get(), location);
-    let listed = ctx
-        .data()
-        .worker
-        .run("answers", move || async move { oracle.entity_names_matching(&typed, 25, audience).await.ok() })
-        .await;
-    match listed {
-        Ok(Some(names)) => names.into_iter().filter(|name| embeds::discord_len(name) <= 100).collect(),
-        _ => Vec::new(),
-    }
+    let listed = on_the_askers_oracle(ctx, move |oracle, audience| async move {
+        oracle.entity_names_matching(&typed, 25, audience).await.ok()
+    });
+    listed.await.into_iter().flatten().filter(|name| embeds::discord_len(name) <= 100).collect()
 }
 
 /// Resume una sesión (por defecto, la última) para empezar la partida, citando las notas.

@@ -361,7 +361,6 @@ fn prefix_within(text: &str, limit: usize) -> usize {
 }
 
 static PARAGRAPH: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\n[ \t]*\n").expect("a valid regex"));
-static SENTENCE_END: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"[.!?…][)"'»”’\]]*\s"#).expect("a valid regex"));
 
 /// The latest good cut in `text[start..end]`, by preference tier; `None` if there is none.
 fn best_boundary(text: &str, start: usize, end: usize, inside_citation: &dyn Fn(usize) -> bool) -> Option<usize> {
@@ -375,17 +374,14 @@ fn best_boundary(text: &str, start: usize, end: usize, inside_citation: &dyn Fn(
     if let Some(cut) = lines.rev().find(|&p| good(p)) {
         return Some(cut);
     }
-    // After the punctuation (and any closing quote or bracket), before the space.
-    let sentences = SENTENCE_END.find_iter(window).map(|m| start + m.end() - last_char_len(m.as_str()));
+    // After the punctuation (and any closing quote or bracket), before the space: a sentence
+    // end at the window's edge may be a number cut in two («3.» of «3.5»).
+    let sentences = crate::text::sentence_ends(window).into_iter().filter(|&p| p < window.len()).map(|p| start + p);
     if let Some(cut) = sentences.filter(|&p| good(p)).last() {
         return Some(cut);
     }
     let spaces = window.char_indices().filter(|(_, c)| c.is_whitespace()).map(|(i, _)| start + i);
     spaces.rev().find(|&p| good(p))
-}
-
-fn last_char_len(text: &str) -> usize {
-    text.chars().next_back().map_or(0, char::len_utf8)
 }
 
 /// Valid citations, one per label, in the answer's order: the only ones shown as sources.

@@ -53,19 +53,19 @@ impl Lang {
     }
 
     pub fn invented_footer(self, n_invented: usize) -> String {
-        match self {
-            Lang::Es => format!("{n_invented} cita(s) sin fuente verificable quedaron marcadas con [?]."),
-            Lang::En => format!("{n_invented} citation(s) with no verifiable source were marked [?]."),
-        }
+        self.pick(
+            &format!("{n_invented} cita(s) sin fuente verificable quedaron marcadas con [?]."),
+            &format!("{n_invented} citation(s) with no verifiable source were marked [?]."),
+        )
     }
 
     /// The footer of an answer searched without some retrieval paths (`dense`, `bm25`…).
     pub fn partial_search_footer(self, paths: &[&str]) -> String {
         let paths = paths.join(", ");
-        match self {
-            Lang::Es => format!("Búsqueda parcial: la vía {paths} no respondió; la respuesta sale de las demás."),
-            Lang::En => format!("Partial search: the {paths} path failed; the answer comes from the others."),
-        }
+        self.pick(
+            &format!("Búsqueda parcial: la vía {paths} no respondió; la respuesta sale de las demás."),
+            &format!("Partial search: the {paths} path failed; the answer comes from the others."),
+        )
     }
 
     pub fn empty_answer(self) -> String {
@@ -112,17 +112,17 @@ impl Lang {
     }
 
     pub fn rate_limited(self, wait_secs: u64) -> String {
-        match self {
-            Lang::Es => format!("Demasiadas preguntas seguidas: espera {wait_secs} s y vuelve a preguntar."),
-            Lang::En => format!("Too many questions in a row: wait {wait_secs} s and ask again."),
-        }
+        self.pick(
+            &format!("Demasiadas preguntas seguidas: espera {wait_secs} s y vuelve a preguntar."),
+            &format!("Too many questions in a row: wait {wait_secs} s and ask again."),
+        )
     }
 
     pub fn sources_rate_limited(self, wait_secs: u64) -> String {
-        match self {
-            Lang::Es => format!("Demasiadas fuentes seguidas: espera {wait_secs} s y vuelve a pedirla."),
-            Lang::En => format!("Too many sources in a row: wait {wait_secs} s and ask again."),
-        }
+        self.pick(
+            &format!("Demasiadas fuentes seguidas: espera {wait_secs} s y vuelve a pedirla."),
+            &format!("Too many sources in a row: wait {wait_secs} s and ask again."),
+        )
     }
 
     /// The status of an answer before its first words (searching and choosing the notes).
@@ -132,10 +132,10 @@ impl Lang {
 
     /// The model reads the notes it was shown and writes (before its first word).
     pub fn reading_notes(self, notes: usize) -> String {
-        match self {
-            Lang::Es => format!("📚 Leyendo {notes} notas y escribiendo la respuesta…"),
-            Lang::En => format!("📚 Reading {notes} notes and writing the answer…"),
-        }
+        self.pick(
+            &format!("📚 Leyendo {notes} notas y escribiendo la respuesta…"),
+            &format!("📚 Reading {notes} notes and writing the answer…"),
+        )
     }
 
     /// The footer of an answer while it is written.
@@ -235,10 +235,10 @@ impl Lang {
     /// The first line of an answer a restart delayed, posted in the channel (the slash
     /// command's token had expired): which question it answers.
     pub fn resumed_answer(self, user: u64, question: &str) -> String {
-        match self {
-            Lang::Es => format!("↩️ El oráculo se reinició mientras respondía a <@{user}>: «{question}»"),
-            Lang::En => format!("↩️ The oracle restarted while answering <@{user}>: «{question}»"),
-        }
+        self.pick(
+            &format!("↩️ El oráculo se reinició mientras respondía a <@{user}>: «{question}»"),
+            &format!("↩️ The oracle restarted while answering <@{user}>: «{question}»"),
+        )
     }
 
     /// A question a restart interrupted more than once, or too long ago, given up.
@@ -268,10 +268,10 @@ impl Lang {
     }
 
     pub fn question_too_long(self, chars: usize, max: usize) -> String {
-        match self {
-            Lang::Es => format!("La pregunta es demasiado larga ({chars} caracteres; como mucho {max}): acórtala."),
-            Lang::En => format!("The question is too long ({chars} characters; at most {max}): shorten it."),
-        }
+        self.pick(
+            &format!("La pregunta es demasiado larga ({chars} caracteres; como mucho {max}): acórtala."),
+            &format!("The question is too long ({chars} characters; at most {max}): shorten it."),
+        )
     }
 
     pub fn not_built(self) -> String {
@@ -443,36 +443,25 @@ impl Lang {
             (Lang::Es, n) => format!("\n{n} aviso(s): `oraculo sources` los lista."),
             (Lang::En, n) => format!("\n{n} warning(s): `oraculo sources` lists them."),
         };
-        let head = match self {
-            Lang::Es => format!(
-                "✅ Notas reindexadas en {:.1} s: {} archivos ({} cambiados, {} eliminados), {} fragmentos ({} solo para el DM), {} entidades.",
-                summary.seconds,
-                summary.files,
-                summary.files_changed,
-                summary.files_removed,
-                summary.fragments,
-                summary.dm_only_fragments,
-                summary.entities
+        let IngestSummary {
+            seconds, files, files_changed, files_removed, fragments, dm_only_fragments, entities, ..
+        } = summary;
+        let head = self.pick(
+            &format!(
+                "✅ Notas reindexadas en {seconds:.1} s: {files} archivos ({files_changed} cambiados, {files_removed} eliminados), {fragments} fragmentos ({dm_only_fragments} solo para el DM), {entities} entidades."
             ),
-            Lang::En => format!(
-                "✅ Notes reindexed in {:.1} s: {} files ({} changed, {} removed), {} fragments ({} DM-only), {} entities.",
-                summary.seconds,
-                summary.files,
-                summary.files_changed,
-                summary.files_removed,
-                summary.fragments,
-                summary.dm_only_fragments,
-                summary.entities
+            &format!(
+                "✅ Notes reindexed in {seconds:.1} s: {files} files ({files_changed} changed, {files_removed} removed), {fragments} fragments ({dm_only_fragments} DM-only), {entities} entities."
             ),
-        };
+        );
         format!("{head}{}{warnings}", annotations.unwrap_or_default())
     }
 
     pub fn source_not_found(self, label: &str) -> String {
-        match self {
-            Lang::Es => format!("No hay ninguna nota con la etiqueta «{label}» que se pueda mostrar aquí."),
-            Lang::En => format!("There is no note labelled “{label}” that can be shown here."),
-        }
+        self.pick(
+            &format!("No hay ninguna nota con la etiqueta «{label}» que se pueda mostrar aquí."),
+            &format!("There is no note labelled “{label}” that can be shown here."),
+        )
     }
 
     pub fn thread_fallback_name(self) -> String {
@@ -483,10 +472,7 @@ impl Lang {
 
     pub fn timeline_title(self, entity: &str, page: usize, n_pages: usize) -> String {
         let pages = if n_pages > 1 { format!(" ({page}/{n_pages})") } else { String::new() };
-        match self {
-            Lang::Es => format!("Cronología: {entity}{pages}"),
-            Lang::En => format!("Timeline: {entity}{pages}"),
-        }
+        self.pick(&format!("Cronología: {entity}{pages}"), &format!("Timeline: {entity}{pages}"))
     }
 
     pub fn first_appearance(self) -> String {
@@ -502,10 +488,7 @@ impl Lang {
     }
 
     pub fn also_in(self, labels: &[String]) -> String {
-        match self {
-            Lang::Es => format!("También en: {}", labels.join("; ")),
-            Lang::En => format!("Also in: {}", labels.join("; ")),
-        }
+        self.pick(&format!("También en: {}", labels.join("; ")), &format!("Also in: {}", labels.join("; ")))
     }
 
     /// `items` joined by `separator` between the language's (opening, closing) text;
@@ -523,18 +506,18 @@ impl Lang {
 
     pub fn entity_in_no_session(self, entity: &str, other_labels: &[String]) -> String {
         let elsewhere = self.listed(other_labels, "; ", (" (sale en: ", ")"), (" (it is in: ", ")"));
-        match self {
-            Lang::Es => format!("{entity} no aparece en ninguna sesión que se pueda mostrar aquí{elsewhere}."),
-            Lang::En => format!("{entity} appears in no session that can be shown here{elsewhere}."),
-        }
+        self.pick(
+            &format!("{entity} no aparece en ninguna sesión que se pueda mostrar aquí{elsewhere}."),
+            &format!("{entity} appears in no session that can be shown here{elsewhere}."),
+        )
     }
 
     pub fn unknown_entity(self, name: &str, suggestions: &[String]) -> String {
         let hint = self.listed(suggestions, ", ", (" ¿Quizá: ", "?"), (" Did you mean: ", "?"));
-        match self {
-            Lang::Es => format!("No hay nadie ni nada llamado «{name}» en el compendio.{hint}"),
-            Lang::En => format!("Nothing called “{name}” is in the compendium.{hint}"),
-        }
+        self.pick(
+            &format!("No hay nadie ni nada llamado «{name}» en el compendio.{hint}"),
+            &format!("Nothing called “{name}” is in the compendium.{hint}"),
+        )
     }
 
     pub fn no_sessions(self) -> String {
@@ -545,10 +528,10 @@ impl Lang {
     }
 
     pub fn missing_session(self, asked: u32, highest: u32) -> String {
-        match self {
-            Lang::Es => format!("La sesión {asked} no está en las notas: la última que hay es la {highest}."),
-            Lang::En => format!("Session {asked} is not in the notes: the last session there is {highest}."),
-        }
+        self.pick(
+            &format!("La sesión {asked} no está en las notas: la última que hay es la {highest}."),
+            &format!("Session {asked} is not in the notes: the last session there is {highest}."),
+        )
     }
 
     pub fn recap_heading(self, session: u32, is_last: bool) -> String {

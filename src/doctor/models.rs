@@ -36,10 +36,10 @@ struct Wanted<'a> {
 async fn ollama_checks(config: &Config) -> Vec<Check> {
     let mut wanted = Vec::new();
     if let EmbedderConfig::Ollama(embedder) = &config.embedder {
-        wanted.push(Wanted { url: &embedder.url, model: &embedder.model, essential: true });
+        wanted.push(Wanted { url: &embedder.server.url, model: &embedder.server.model, essential: true });
     }
     if let ChatConfig::Ollama(chat) = &config.chat {
-        wanted.push(Wanted { url: &chat.url, model: &chat.model, essential: false });
+        wanted.push(Wanted { url: &chat.server.url, model: &chat.server.model, essential: false });
     }
     let mut checks = Vec::new();
     let mut urls: Vec<&str> = wanted.iter().map(|w| w.url).collect();

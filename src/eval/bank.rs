@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::corpus::fold;
 use crate::retrieve::Turn;
+use crate::text::fold;
 
 /// What a question tests (see `eval/README.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::index::Index;
-use crate::oracle::{AnswerTimings, AskRequest, Oracle, Pipeline, Prepared};
+use crate::oracle::{AnswerEvent, AnswerTimings, AskRequest, Oracle, Pipeline, Prepared};
 use crate::retrieve::bm25::Bm25Scoring;
 use crate::retrieve::rerank::RerankDecision;
 use crate::retrieve::{Audience, CompendiumIndex, PathSet, RetrievalPath};
@@ -206,29 +206,45 @@ async fn eval_question(
     let request = AskRequest { question: &question.question, history: &question.history, audience: Audience::Player };
     let mut variants = BTreeMap::new();
 
-    // The full pipeline, timed as a player would wait for it.
+    // The full pipeline, timed as a player would wait for it: answered through the one entry
+    // every front end calls, what it prepared kept for scoring (the fusion's choice first; the
+    // rerank's, when it chose again, last).
     let full_started = Instant::now();
-    let full = oracle.prepare(index, compendium, &request, Pipeline::default()).await?;
+    let (full, fusion, settled) = if answer {
+        let seen = std::sync::Mutex::new(Vec::new());
+        let on_event = |event: AnswerEvent<'_>| {
+            if let (AnswerEvent::Prepared(prepared), Ok(mut seen)) = (event, seen.lock()) {
+                seen.push(prepared.clone());
+            }
+        };
+        let settled = oracle.answer(&request, &on_event, None).await?;
+        if let (None, Some(failure)) = (&settled.model, &settled.model_failure) {
+            anyhow::bail!("the model's answer failed: {failure}");
+        }
+        let mut seen = seen.into_inner().unwrap_or_default();
+        let full = seen.pop().ok_or_else(|| anyhow::anyhow!("the answer prepared nothing"))?;
+        (full, seen.pop(), Some(settled))
+    } else {
+        (oracle.prepare(index, compendium, &request, Pipeline::default()).await?, None, None)
+    };
     variants.insert(FULL_PIPELINE.to_string(), found_in(&expected, &full));
     let mut timings = AnswerTimings::before_generation(&full);
-    let model_answer = if answer {
-        let answer = oracle.generate(&full, None).await?;
-        timings.generation_ms = answer.timings.generation_ms;
-        Some(answer)
-    } else {
-        None
-    };
+    if let Some(model) = settled.as_ref().and_then(|settled| settled.model.as_ref()) {
+        timings.generation_ms = model.timings.generation_ms;
+    }
     timings.total_ms = full_started.elapsed().as_secs_f64() * 1000.0;
 
     // The same pool with the rerank off (no second search): what the instant answer quotes.
-    let fusion = oracle.prepare_from_search(index, compendium, &request, full.search.clone(), false).await?;
+    let fusion = match fusion {
+        Some(fusion) => fusion,
+        None => oracle.prepare_from_search(index, compendium, &request, full.search.clone(), false).await?,
+    };
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
-    let answer = model_answer.map(|answer| {
+    let answer = settled.map(|settled| {
         // What a player reads once the model is done: its answer with the notes' sentences
         // shown first that it did not say, or those sentences when it could not answer.
-        let instant = if oracle.instant_enabled() { oracle.instant_answer(&fusion) } else { None };
-        let settled = crate::oracle::settle(instant, answer.clone());
         let stays = &settled.answer;
+        let answer = settled.model.as_ref().unwrap_or(stays);
         // Citations are distinct per label already (`answer::validate_citations`).
         let valid = stays.citations.iter().filter(|citation| citation.valid).map(|c| c.label.clone()).collect();
         let mut score = score::AnswerScore::new(question, &stays.text, valid, stays.invented_citations.clone());
@@ -238,7 +254,8 @@ async fn eval_question(
         score.cut_short = answer.cut_short.is_some();
         (score.model_sentences, score.recited, score.dropped) =
             (answer.model_sentences, answer.recited.len(), answer.ungrounded.len());
-        let answer_shown = expected.iter().any(|label| answer.fragments_shown.iter().any(|shown| shown.label == *label));
+        let answer_shown =
+            expected.iter().any(|label| answer.fragments_shown.iter().any(|shown| shown.label == *label));
         score.abstained_with_answer_shown =
             question.kind != bank::QuestionKind::Unanswerable && score.abstained && answer_shown;
         score.seconds = Some(answer.timings.generation_ms / 1000.0);

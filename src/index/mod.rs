@@ -16,7 +16,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 pub use store::{
-    CompendiumRecords, EntityListing, EntityMention, FileRecord, FragmentHead, IngestChanges, MentionRecord,
+    Bm25Unit, CompendiumRecords, EntityListing, EntityMention, FileRecord, FragmentHead, IngestChanges, MentionRecord,
     SourceSummary, Store, StoredFragment,
 };
 pub use vectors::{VectorHit, VectorRow, VectorStore, vector_table_name};

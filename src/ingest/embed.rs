@@ -7,7 +7,7 @@ use tracing::{Instrument, info_span};
 
 use super::{IngestError, IngestProgress};
 use crate::corpus::Fragment;
-use crate::corpus::text::embedding_windows;
+use crate::corpus::windows::embedding_windows;
 use crate::index::{FileRecord, Index, VectorRow};
 use crate::llm::{EmbedRole, Embedder, LlmError};
 
@@ -91,7 +91,7 @@ async fn embed_fragments<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::corpus::text::window_word_range;
+    use crate::corpus::windows::window_word_range;
 
     fn check_windows(n_words: usize, window: usize, expected: &[(usize, usize)]) {
         let text: Vec<String> = (0..n_words).map(|i| format!("w{i}")).collect();

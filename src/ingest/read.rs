@@ -10,7 +10,7 @@ use tracing::info;
 
 use super::IngestError;
 use crate::config::CampaignConfig;
-use crate::corpus::{self, Diagnostic};
+use crate::corpus::Diagnostic;
 
 /// Bytes read to decide whether a file is binary: a NUL in the first 8 KiB means it is.
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
@@ -112,10 +112,10 @@ pub(super) fn read_campaign(
         return Err(campaign_error(std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a folder")));
     }
     let root = std::fs::canonicalize(campaign_dir).map_err(campaign_error)?;
-    let ignored: Vec<String> = config.ignore.iter().map(|i| corpus::fold(i)).collect();
+    let ignored: Vec<String> = config.ignore.iter().map(|i| crate::text::fold(i)).collect();
     // Hidden folders and files (`.trash/`, `.obsidian/`, `.git/`) are never read, whatever
     // `ignore` says: a deleted note must not come back as campaign text.
-    let is_read = |name: &str| !name.starts_with('.') && !ignored.contains(&corpus::fold(name));
+    let is_read = |name: &str| !name.starts_with('.') && !ignored.contains(&crate::text::fold(name));
     let mut read = CampaignRead { files: Vec::new(), unreadable: Vec::new(), unlisted: Vec::new() };
     let mut seen: HashSet<String> = HashSet::new();
     let mut links_out: Vec<Diagnostic> = Vec::new();
@@ -238,7 +238,8 @@ fn linked_note_path(
 pub fn reads_path(relative: &Path, config: &CampaignConfig) -> bool {
     relative.components().all(|component| {
         let name = component.as_os_str().to_string_lossy();
-        !name.starts_with('.') && !config.ignore.iter().any(|ignored| corpus::fold(ignored) == corpus::fold(&name))
+        !name.starts_with('.')
+            && !config.ignore.iter().any(|ignored| crate::text::fold(ignored) == crate::text::fold(&name))
     })
 }
 

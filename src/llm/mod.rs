@@ -16,6 +16,21 @@ pub use http::ollama_pulled_models;
 
 use async_trait::async_trait;
 
+/// How to reach a model on a server: what every server backend's configuration starts with.
+#[derive(Debug, Clone)]
+pub struct ModelServer {
+    /// Base URL, e.g. `http://127.0.0.1:11434`.
+    pub url: String,
+    /// The name the server serves the model under.
+    pub model: String,
+    /// The longest the server may stay silent: before the first byte (a model loading, a long
+    /// prompt being read) and between two streamed lines; for embeddings, each request whole.
+    pub timeout: std::time::Duration,
+    /// Extra attempts after the first on connection errors, timeouts and 5xx answers, only
+    /// while nothing has streamed to the caller yet.
+    pub retries: u32,
+}
+
 /// A model server, as an error names it: who failed, and what usually fixes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Server {
@@ -31,6 +46,22 @@ impl Server {
         match self {
             Server::Ollama => "Is it running? Start it with `ollama serve`",
             Server::OpenAi => "Is it running (llama-server, vLLM, LM Studio)? Check chat.url",
+        }
+    }
+
+    /// The prefix of a backend's id (`ollama:bge-m3`, `openai:smollm`).
+    pub fn backend_prefix(self) -> &'static str {
+        match self {
+            Server::Ollama => "ollama",
+            Server::OpenAi => "openai",
+        }
+    }
+
+    /// The setting that raises how long the server may stay silent.
+    pub fn timeout_setting(self) -> &'static str {
+        match self {
+            Server::Ollama => "ollama.timeout_secs",
+            Server::OpenAi => "chat.timeout_secs",
         }
     }
 }

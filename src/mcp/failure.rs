@@ -4,8 +4,8 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
 
+use super::campaign::Campaign;
 use super::params::SessionAsked;
-use super::server::Campaign;
 use crate::corpus::SessionNumber;
 use crate::oracle::AskError;
 use crate::timeline::TimeError;

@@ -12,6 +12,7 @@
 //!
 //! Stdout is the protocol: logs go to stderr (`logging`), and nothing here prints.
 
+mod campaign;
 mod failure;
 mod output;
 mod params;
@@ -57,7 +58,7 @@ pub async fn serve(config: Config, options: McpOptions) -> anyhow::Result<()> {
         let searcher = crate::app::campaign_searcher(&config, &campaign, Arc::clone(&embedder))
             .with_context(|| format!("campaign {name}"))?;
         let ingest = ingest_command(&options, several.then_some(name.as_str()));
-        campaigns.push(server::Campaign::new(name, campaign, searcher, ingest));
+        campaigns.push(campaign::Campaign::new(name, campaign, searcher, ingest));
     }
     let names: Vec<&str> = campaigns.iter().map(|campaign| campaign.name.as_str()).collect();
     tracing::info!(campaigns = %names.join(", "), audience = ?options.audience, "serving MCP on stdin and stdout");

@@ -24,6 +24,7 @@ use rmcp::{
 use serde_json::json;
 use tracing::Instrument;
 
+use super::campaign::Campaign;
 use super::failure::{Failure, session_asked};
 use super::output::{
     CompendiumOutput, EntityEntry, OtherSource, SearchOutput, SessionEntry, SessionsOutput, SourceOutput, SourcePart,
@@ -36,7 +37,7 @@ use super::params::{
 };
 use super::uri::{TEMPLATE, parse_source_uri, source_uri};
 use crate::app::worker::LocalWorker;
-use crate::config::{CampaignConfig, Config};
+use crate::config::Config;
 use crate::corpus::{LabelLanguage, NoteKind, SessionNumber};
 use crate::llm::Embedder;
 use crate::llm::chat::ChatModel;
@@ -45,28 +46,6 @@ use crate::retrieve::Audience;
 
 /// Labels offered when the one asked for is not there.
 const MAX_SUGGESTIONS: usize = 5;
-
-/// One campaign the server serves.
-pub struct Campaign {
-    pub name: String,
-    /// Its labels' language: the answers' when no question says otherwise.
-    pub language: LabelLanguage,
-    pub config: CampaignConfig,
-    /// For everything that asks no model: search, sources, listings, extractive answers.
-    pub searcher: Oracle,
-    /// The same campaign answering with the chat model, made on the first question that
-    /// needs it.
-    answerer: tokio::sync::OnceCell<Oracle>,
-    /// The command that builds its index, with the server's own flags (the fix for «no index»).
-    pub ingest_command: String,
-}
-
-impl Campaign {
-    pub fn new(name: String, config: CampaignConfig, searcher: Oracle, ingest_command: String) -> Campaign {
-        let language = config.corpus.label_language;
-        Campaign { name, language, config, searcher, answerer: tokio::sync::OnceCell::new(), ingest_command }
-    }
-}
 
 /// What every request reads.
 pub struct State {
@@ -253,14 +232,14 @@ impl OraculoServer {
             if std::ptr::eq(oracle, &campaign.searcher) { None } else { Some(self.state.answer_turn.lock().await) };
         let asked = crate::app::ask_settled(oracle, &request).await.map_err(|err| Failure::of_ask(err, campaign))?;
         let language = question_language(&params.question);
-        let mut json =
-            asked.to_json().map_err(|err| Failure::new("failed", format!("the answer could not be encoded: {err}")))?;
+        let mut json = crate::app::settled_json(&asked)
+            .map_err(|err| Failure::new("failed", format!("the answer could not be encoded: {err}")))?;
         if let Some(object) = json.as_object_mut() {
             object.insert("campaign".into(), json!(campaign.name));
             object.insert("view".into(), json!(self.state.view()));
             object.insert("no_model".into(), json!(no_model));
         }
-        Ok(answered(answer_text(asked.final_answer(), no_model.as_deref(), language), json))
+        Ok(answered(answer_text(&asked.answer, no_model.as_deref(), language), json))
     }
 
     async fn timeline_tool(&self, params: TimelineParams) -> Result<ToolAnswer, Failure> {

@@ -5,12 +5,13 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::answer::passages::{GAP_MARK, shorten};
+use crate::answer::passages::GAP_MARK;
 use crate::answer::{AnswerMode, Context, ValidatedAnswer};
 use crate::corpus::{NoteKind, SessionNumber};
 use crate::index::StoredFragment;
 use crate::retrieve::rerank::RerankDecision;
-use crate::retrieve::{Candidate, DetectedEntity};
+use crate::retrieve::{Candidate, DetectedEntity, SearchTimings};
+use crate::text::shorten;
 
 use super::Prepared;
 use super::plan::ContextPlan;
@@ -42,15 +43,11 @@ pub struct ShownSource {
     pub session: Option<SessionNumber>,
 }
 
-/// Milliseconds per stage.
+/// Milliseconds per stage: the search's, then the rerank's and the model's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct AnswerTimings {
-    pub embed_query_ms: f64,
-    pub dense_ms: f64,
-    pub bm25_ms: f64,
-    pub entity_ms: f64,
-    pub fuse_ms: f64,
-    pub time_ms: f64,
+    #[serde(flatten)]
+    pub search: SearchTimings,
     pub rerank_ms: f64,
     pub generation_ms: f64,
     pub total_ms: f64,
@@ -59,14 +56,8 @@ pub struct AnswerTimings {
 impl AnswerTimings {
     /// The search's and the rerank's stages; generation and total still to come.
     pub fn before_generation(prepared: &Prepared) -> AnswerTimings {
-        let t = &prepared.search.timings;
         AnswerTimings {
-            embed_query_ms: t.embed_query_ms,
-            dense_ms: t.dense_ms,
-            bm25_ms: t.bm25_ms,
-            entity_ms: t.entity_ms,
-            fuse_ms: t.fuse_ms,
-            time_ms: t.time_ms,
+            search: prepared.search.timings.clone(),
             rerank_ms: prepared.rerank_ms,
             generation_ms: 0.0,
             total_ms: 0.0,
@@ -130,7 +121,7 @@ pub struct Answer {
     /// Sentences the model wrote in a structured answer, before any was dropped or re-cited.
     pub model_sentences: usize,
     /// The notes' sentences an extractive answer quotes, each with its label (empty for the
-    /// model's own answer): what [`crate::oracle::settle`] keeps under the model's answer.
+    /// model's own answer): what the oracle keeps under the model's answer once it is done (`Settled`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub quoted: Vec<crate::answer::passages::Excerpt>,
 }

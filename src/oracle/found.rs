@@ -68,8 +68,9 @@ impl Oracle {
             .enumerate()
             .map(|(position, (candidate, stored))| {
                 let budget = if position < self.settings.k { PASSAGE_WORDS } else { GLIMPSE_WORDS };
-                let dense_match =
-                    candidate.dense_window.map(|window| crate::corpus::text::window_word_range(window, window_words));
+                let dense_match = candidate
+                    .dense_window
+                    .map(|window| crate::corpus::windows::window_word_range(window, window_words));
                 FoundPassage {
                     rank: position + 1,
                     label: candidate.label.clone(),

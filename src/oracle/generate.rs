@@ -615,7 +615,9 @@ impl<'a> SentenceJudge<'a> {
         let judged = reply.sentences.len();
         for sentence in reply.sentences {
             let verdict = match self.by_the_letter(&sentence) {
-                Ok(attributed) => self.by_meaning(&attributed).await.map(|()| attributed).map_err(|r| Dropped::from(&r)),
+                Ok(attributed) => {
+                    self.by_meaning(&attributed).await.map(|()| attributed).map_err(|r| Dropped::from(&r))
+                }
                 Err(reason) => Err(reason),
             };
             match verdict {
@@ -632,7 +634,11 @@ impl<'a> SentenceJudge<'a> {
                             "a sentence is cited to the notes that back it"
                         );
                         tracing::debug!(sentence = %sentence.text, from = ?sentence.sources, to = ?attributed.sources, "the sentence re-cited");
-                        recited.push(format!("{} (the model cited {})", render_sentence(&attributed), sentence.sources.join("; ")));
+                        recited.push(format!(
+                            "{} (the model cited {})",
+                            render_sentence(&attributed),
+                            sentence.sources.join("; ")
+                        ));
                     }
                     kept.push(attributed);
                 }

@@ -33,7 +33,8 @@ pub enum InstantKept {
     ModelAbstained,
 }
 
-/// What is shown once the model is done.
+/// What is shown once the model is done: what [`Oracle::answer`] ends with, and what the CLI
+/// prints, the bot posts, the evaluation scores and the MCP server returns.
 #[derive(Debug, Clone)]
 pub struct Settled {
     /// The model's answer (with the notes' sentences it did not say under it), or the
@@ -42,6 +43,12 @@ pub struct Settled {
     pub instant_kept: Option<InstantKept>,
     /// The instant answer's sentences kept under the model's answer: it did not say them.
     pub notes_added: Vec<Excerpt>,
+    /// The notes' own sentences shown before the model's turn, when there were any.
+    pub instant: Option<Answer>,
+    /// The model's own answer as it came back; `None` when it failed (`model_failure`).
+    pub model: Option<Answer>,
+    /// Why the model gave no answer, when it failed and the notes' sentences stand for it.
+    pub model_failure: Option<String>,
     /// The model's own answer, without the sentences added under it: what a follow-up
     /// builds on.
     turn_text: String,
@@ -50,13 +57,29 @@ pub struct Settled {
 impl Settled {
     /// The model's answer as it is, with no instant answer beside it.
     pub fn model_alone(answer: Answer) -> Settled {
-        let turn_text = answer.text.clone();
-        Settled { answer, instant_kept: None, notes_added: Vec::new(), turn_text }
+        Settled {
+            turn_text: answer.text.clone(),
+            model: Some(answer.clone()),
+            answer,
+            instant_kept: None,
+            notes_added: Vec::new(),
+            instant: None,
+            model_failure: None,
+        }
     }
 
-    /// The instant answer stays where the model's would have gone, for `why`.
-    pub fn instant_kept(instant: Answer, why: InstantKept) -> Settled {
-        Settled { turn_text: instant.text.clone(), answer: instant, instant_kept: Some(why), notes_added: Vec::new() }
+    /// The instant answer stays where the model's would have gone, because the model failed
+    /// for `failure` (a server down, a worker gone).
+    pub fn model_failed(instant: Answer, failure: String) -> Settled {
+        Settled {
+            turn_text: instant.text.clone(),
+            answer: instant.clone(),
+            instant_kept: Some(InstantKept::ModelFailed),
+            notes_added: Vec::new(),
+            instant: Some(instant),
+            model: None,
+            model_failure: Some(failure),
+        }
     }
 
     /// Whether this exchange becomes a turn of the conversation: only the model's own answer
@@ -82,7 +105,7 @@ impl Oracle {
     /// Everything before the model, with no call to the chat model: the search, the
     /// fragments in fusion order (the sessions the question names first) and the context.
     /// Nothing here waits for a generation that is running.
-    pub async fn prepare_without_model(&self, request: &AskRequest<'_>) -> Result<Prepared, AskError> {
+    pub(super) async fn prepare_without_model(&self, request: &AskRequest<'_>) -> Result<Prepared, AskError> {
         let question = check_question(request.question)?;
         let index = self.open_index().await?;
         let compendium = self.compendium(&index, request.audience)?;
@@ -92,7 +115,11 @@ impl Oracle {
 
     /// The fragments chosen again by the rerank over the same search (one call to the chat
     /// model, so run with the model's turn); `prepared` as it is when the rerank is off.
-    pub async fn choose_with_model(&self, request: &AskRequest<'_>, prepared: Prepared) -> Result<Prepared, AskError> {
+    pub(super) async fn choose_with_model(
+        &self,
+        request: &AskRequest<'_>,
+        prepared: Prepared,
+    ) -> Result<Prepared, AskError> {
         if !Pipeline::default().rerank {
             return Ok(prepared);
         }
@@ -122,7 +149,8 @@ impl Oracle {
                 });
             }
             let started = prepared.started;
-            self.prepare_from_choice(&index, &compendium, question, request, prepared.search, choice, started).await
+            let asked = super::InFlight { index: &index, compendium: &compendium, question, request, started };
+            self.prepare_from_choice(&asked, prepared.search, choice).await
         }
         .instrument(tracing::info_span!("answer.choose_with_model"))
         .await
@@ -131,7 +159,7 @@ impl Oracle {
     /// The notes' own sentences for what was prepared, cited and checked like any answer;
     /// `None` when the chosen notes hold no sentence for the question, or when the
     /// answer needs no model at all (only sessions that are not there were asked about).
-    pub fn instant_answer(&self, prepared: &Prepared) -> Option<Answer> {
+    pub(super) fn instant_answer(&self, prepared: &Prepared) -> Option<Answer> {
         let started = Instant::now();
         if prepared.search.time.answers_alone() || self.extractive_excerpts(prepared).is_empty() {
             return None;
@@ -162,7 +190,7 @@ pub fn question_language(question: &str) -> LabelLanguage {
 /// sentences it did not say, quoted and cited: a player who read the notes' sentences first
 /// never loses one when the model's answer replaces them (a 1.5B on a CPU writes one or two
 /// sentences and leaves an arc's last session out).
-pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
+pub(super) fn settle(instant: Option<Answer>, model: Answer) -> Settled {
     let Some(mut instant) = instant else {
         return Settled::model_alone(model);
     };
@@ -179,10 +207,19 @@ pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
     match kept {
         Some(why) => {
             tracing::info!(?why, "the model's answer is not used; the notes' own sentences stay");
+            let shown_first = instant.clone();
             if why == InstantKept::ModelAbstained {
                 instant.text = format!("{}\n\n{}", not_said_as_such(language), instant.text);
             }
-            Settled::instant_kept(instant, why)
+            Settled {
+                turn_text: instant.text.clone(),
+                answer: instant,
+                instant_kept: Some(why),
+                notes_added: Vec::new(),
+                instant: Some(shown_first),
+                model: Some(model),
+                model_failure: None,
+            }
         }
         None => {
             // An extractive answer is the notes' own sentences already (`ask --extractive`, or
@@ -199,9 +236,12 @@ pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
                 unsaid(&instant.quoted, &model.text, asked.as_ref())
             };
             let turn_text = model.text.clone();
-            let mut answer = model;
+            let mut answer = model.clone();
             if !also.is_empty() {
-                tracing::debug!(n_added = also.len(), "the notes' sentences the model did not say stay under its answer");
+                tracing::debug!(
+                    n_added = also.len(),
+                    "the notes' sentences the model did not say stay under its answer"
+                );
                 answer.text = render_with_notes_also(&answer.text, &also, language);
                 for excerpt in &also {
                     let cited = answer.citations.iter().any(|c| c.valid && c.label == excerpt.label);
@@ -211,7 +251,15 @@ pub fn settle(instant: Option<Answer>, model: Answer) -> Settled {
                     }
                 }
             }
-            Settled { answer, instant_kept: None, notes_added: also, turn_text }
+            Settled {
+                answer,
+                instant_kept: None,
+                notes_added: also,
+                instant: Some(instant),
+                model: Some(model),
+                model_failure: None,
+                turn_text,
+            }
         }
     }
 }
@@ -270,48 +318,6 @@ fn unsaid_lines(quoted: &[Excerpt], said: &str) -> Vec<Excerpt> {
     kept
 }
 
-impl Oracle {
-    /// [`Oracle::ask_in_stages`] with the notes' own sentences first: `on_instant` gets them
-    /// as soon as the search and the context are done, then the model answers (the rerank
-    /// first, when it runs). The instant answer and the model's, for [`settle`] to decide
-    /// what stays.
-    pub async fn ask_instant_first(
-        &self,
-        request: &AskRequest<'_>,
-        on_stage: &(dyn Fn(super::Stage) + Send + Sync),
-        on_instant: &(dyn Fn(&Answer) + Send + Sync),
-        on_token: Option<crate::llm::chat::TokenSink<'_>>,
-    ) -> Result<(Option<Answer>, Answer), AskError> {
-        let span = tracing::info_span!("answer", audience = ?request.audience, instant = true);
-        async move {
-            on_stage(super::Stage::Searching);
-            let prepared = self.prepare_without_model(request).await?;
-            let instant = self.instant_answer(&prepared);
-            if let Some(instant) = &instant {
-                on_instant(instant);
-            }
-            let answer = self.answer_prepared(request, prepared, on_stage, on_token).await?;
-            Ok((instant, answer))
-        }
-        .instrument(span)
-        .await
-    }
-
-    /// The model's answer to a question prepared without it: the rerank (when it runs), then
-    /// the generation.
-    pub async fn answer_prepared(
-        &self,
-        request: &AskRequest<'_>,
-        prepared: Prepared,
-        on_stage: &(dyn Fn(super::Stage) + Send + Sync),
-        on_token: Option<crate::llm::chat::TokenSink<'_>>,
-    ) -> Result<Answer, AskError> {
-        let prepared = self.choose_with_model(request, prepared).await?;
-        on_stage(super::Stage::Writing { notes: prepared.context.shown_labels.len() });
-        self.generate(&prepared, on_token).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,7 +351,8 @@ mod tests {
             "a line that repeats the answer, in whole or in part, goes; a line of no words goes"
         );
         // Two lines that say the same: the second is not kept either.
-        let twice = [quoted[3].clone(), excerpt("Sesión 32", "El Heraldo de la Marea Baja sube a la tarima ante la multitud.")];
+        let twice =
+            [quoted[3].clone(), excerpt("Sesión 32", "El Heraldo de la Marea Baja sube a la tarima ante la multitud.")];
         assert_eq!(unsaid(&twice, "", None).len(), 1);
         assert_eq!(unsaid(&[], said, None), Vec::new());
     }

@@ -1,10 +1,13 @@
-//! The oracle: one question in, one cited answer out. The façade the CLI and the bot call.
+//! The oracle: one question in, one cited answer out. [`Oracle::answer`] is the one entry the
+//! CLI, the bot, the evaluation and the MCP server call (`ask.rs`): events while the answer is
+//! made, the settled answer at the end.
 //!
 //! search (three paths + fusion) → annotations → rerank → context (8 full fragments + one-line
-//! summaries) → prompt → chat model → citation check. Each step is its own module; this one
-//! only strings them together and keeps the timings.
+//! summaries) → prompt → chat model → citation check → what stays. Each step is its own
+//! module; this one only strings them together and keeps the timings.
 
 mod answer;
+mod ask;
 mod found;
 mod generate;
 mod instant;
@@ -16,25 +19,28 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::{Instrument, debug};
+use tracing::debug;
 
 use crate::answer::grounding::NameBook;
 use crate::answer::passages::QueryTerms;
 use crate::answer::{AnswerMode, Context, ContextFragment};
 use crate::index::store::SourceSummary;
 use crate::index::{Index, IndexError, StoredFragment};
-use crate::llm::chat::{ChatMessage, ChatModel, TokenSink};
+use crate::llm::chat::{ChatMessage, ChatModel};
 use crate::llm::{Embedder, LlmError};
 use crate::prompt::ANNOTATE_PROMPT_VERSION;
-use crate::retrieve::rerank::{RERANK_MEASURE_TIMEOUT, RERANK_SHARE, RerankDecision, RerankReads, RerankSkip, rerank_by_annotation};
+use crate::retrieve::rerank::{
+    RERANK_MEASURE_TIMEOUT, RERANK_SHARE, RerankDecision, RerankReads, RerankSkip, rerank_by_annotation,
+};
 use crate::retrieve::{
     Audience, Candidate, CompendiumIndex, DEFAULT_K, PathSet, RetrieveError, SearchRequest, SearchResult, Turn,
     TurnRole,
 };
 
 pub use answer::{Answer, AnswerTimings, CitationSource, EXCERPT_CHARS, ShownSource};
+pub use ask::{AnswerEvent, AnswerEvents, ModelTurn, no_events};
 pub use found::{FoundPassage, GLIMPSE_WORDS, PASSAGE_WORDS};
-pub use instant::{InstantKept, Settled, question_language, settle};
+pub use instant::{InstantKept, Settled, question_language};
 pub use plan::{ContextPlan, DEADLINE_SLACK, FrameCost, PlanInputs, plan_answer};
 pub use story::ArcStory;
 
@@ -151,6 +157,19 @@ struct Choice {
     annotations: HashMap<i64, String>,
     /// The pool's extractive annotations (made at ingest), by content hash.
     extractive: HashMap<String, String>,
+}
+
+/// A question checked and on its way through one index: what its preparation reads, in one
+/// place instead of in every step's parameters.
+#[derive(Clone, Copy)]
+struct InFlight<'q> {
+    index: &'q Index,
+    compendium: &'q CompendiumIndex,
+    /// The question, checked ([`check_question`]).
+    question: &'q str,
+    request: &'q AskRequest<'q>,
+    /// When the asker's clock started.
+    started: Instant,
 }
 
 /// Where an answer is before its first word.
@@ -392,33 +411,6 @@ impl Oracle {
         SearchRequest { question, history: request.history, audience: request.audience, k: self.settings.k, paths }
     }
 
-    /// Answers one question; `on_token` receives the answer as it streams.
-    pub async fn ask(&self, request: &AskRequest<'_>, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
-        self.ask_in_stages(request, &|_| {}, on_token).await
-    }
-
-    /// [`Oracle::ask`], telling `on_stage` where the answer is before any text exists (on a
-    /// CPU the model reads for a minute before it writes a word: the reader sees why).
-    pub async fn ask_in_stages(
-        &self,
-        request: &AskRequest<'_>,
-        on_stage: &(dyn Fn(Stage) + Send + Sync),
-        on_token: Option<TokenSink<'_>>,
-    ) -> Result<Answer, AskError> {
-        let span = tracing::info_span!("answer", audience = ?request.audience);
-        async move {
-            let question = check_question(request.question)?;
-            on_stage(Stage::Searching);
-            let index = self.open_index().await?;
-            let compendium = self.compendium(&index, request.audience)?;
-            let prepared = self.prepare_checked(&index, &compendium, question, request, Pipeline::default()).await?;
-            on_stage(Stage::Writing { notes: prepared.context.shown_labels.len() });
-            self.generate(&prepared, on_token).await
-        }
-        .instrument(span)
-        .await
-    }
-
     /// Everything before the model writes: the pool, the rerank's choice and the context.
     /// `ask` runs it with [`Pipeline::default`]; the evaluation varies the pipeline and scores
     /// what was prepared without generating.
@@ -442,10 +434,10 @@ impl Oracle {
         request: &AskRequest<'_>,
         pipeline: Pipeline,
     ) -> Result<Prepared, AskError> {
-        let started = Instant::now();
+        let asked = InFlight { index, compendium, question, request, started: Instant::now() };
         let search_request = self.search_request(question, request, pipeline.paths);
         let search = crate::retrieve::search(index, compendium, self.embedder.as_ref(), &search_request).await?;
-        self.prepare_from_pool(index, compendium, question, request, search, pipeline.rerank, started).await
+        self.prepare_from_pool(&asked, search, pipeline.rerank).await
     }
 
     /// What [`Oracle::prepare`] does after the search, from a pool already searched: the
@@ -459,38 +451,29 @@ impl Oracle {
         rerank: bool,
     ) -> Result<Prepared, AskError> {
         let question = check_question(request.question)?;
-        self.prepare_from_pool(index, compendium, question, request, search, rerank, Instant::now()).await
+        let asked = InFlight { index, compendium, question, request, started: Instant::now() };
+        self.prepare_from_pool(&asked, search, rerank).await
     }
 
-    /// Rerank (or the fusion order), then the context. `started`: when the caller's clock for
-    /// this question started.
-    #[allow(clippy::too_many_arguments)]
+    /// Rerank (or the fusion order), then the context.
     async fn prepare_from_pool(
         &self,
-        index: &Index,
-        compendium: &CompendiumIndex,
-        question: &str,
-        request: &AskRequest<'_>,
+        asked: &InFlight<'_>,
         search: SearchResult,
         rerank: bool,
-        started: Instant,
     ) -> Result<Prepared, AskError> {
-        let choice = self.choose(index, &search, rerank).await?;
-        self.prepare_from_choice(index, compendium, question, request, search, choice, started).await
+        let choice = self.choose(asked.index, &search, rerank).await?;
+        self.prepare_from_choice(asked, search, choice).await
     }
 
     /// The context for the fragments `choice` holds, from `search`'s pool.
-    #[allow(clippy::too_many_arguments)]
     async fn prepare_from_choice(
         &self,
-        index: &Index,
-        compendium: &CompendiumIndex,
-        question: &str,
-        request: &AskRequest<'_>,
+        asked: &InFlight<'_>,
         search: SearchResult,
         choice: Choice,
-        started: Instant,
     ) -> Result<Prepared, AskError> {
+        let InFlight { index, compendium, question, request, started } = *asked;
         let Choice { mut chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations, extractive } = choice;
 
         // The context: chosen in full (or as their passages, when a CPU has no time for the
@@ -521,7 +504,7 @@ impl Oracle {
             annotation: headline(candidate),
             dense_match: candidate
                 .dense_window
-                .map(|window| crate::corpus::text::window_word_range(window, self.embedder.window_words())),
+                .map(|window| crate::corpus::windows::window_word_range(window, self.embedder.window_words())),
         };
         let chosen_context: Vec<ContextFragment> = chosen.iter().map(|c| to_context(c, true)).collect();
         let leftovers: Vec<ContextFragment> = search
@@ -667,9 +650,11 @@ pub(crate) fn checked_texts(
 /// The campaign's names by entity (its name and aliases), what the letter check backs a name
 /// by: the answer stage and the eval's judged citations read the same book.
 pub fn name_book(compendium: &CompendiumIndex) -> NameBook {
-    NameBook::new(compendium.compendium.entities.iter().map(|entity| {
-        std::iter::once(entity.name.as_str()).chain(entity.aliases.iter().map(String::as_str)).collect()
-    }))
+    NameBook::new(
+        compendium.compendium.entities.iter().map(|entity| {
+            std::iter::once(entity.name.as_str()).chain(entity.aliases.iter().map(String::as_str)).collect()
+        }),
+    )
 }
 
 /// The question, trimmed, when it can be asked at all: the one rule, which the bot also applies

@@ -6,9 +6,10 @@
 
 use serde::Serialize;
 
-use crate::corpus::{Visibility, fold};
-use crate::index::{IndexError, Store};
+use crate::corpus::Visibility;
+use crate::index::{Bm25Unit, IndexError, Store};
 use crate::lexicon::is_stopword;
+use crate::text::fold;
 
 /// The words of `question` worth matching: folded, stopwords (Spanish and English) and
 /// one-letter words dropped, each once.
@@ -134,9 +135,11 @@ pub fn search_bm25(
         return Ok(Bm25Hits::default());
     };
     let ids: Vec<i64> = match scoring {
-        Bm25Scoring::Fragment => store.match_fts(&query, visibility, depth)?.into_iter().map(|(id, _)| id).collect(),
+        Bm25Scoring::Fragment => {
+            store.match_fts(Bm25Unit::Fragment, &query, visibility, depth)?.into_iter().map(|(id, _)| id).collect()
+        }
         Bm25Scoring::BestPassage | Bm25Scoring::BestTwoPassages => {
-            let passages = store.match_fts_windows(&query, visibility, depth * PASSAGES_PER_FRAGMENT)?;
+            let passages = store.match_fts(Bm25Unit::Window, &query, visibility, depth * PASSAGES_PER_FRAGMENT)?;
             let best = if scoring == Bm25Scoring::BestPassage { 1 } else { 2 };
             rank_by_passages(&passages, best, depth)
         }

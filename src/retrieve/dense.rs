@@ -16,7 +16,7 @@ const WINDOWS_PER_FRAGMENT: usize = 3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DenseHit {
     pub fragment_id: i64,
-    /// 0-based window index, as `corpus::text::embedding_windows` cut the fragment.
+    /// 0-based window index, as `corpus::windows::embedding_windows` cut the fragment.
     pub window: u32,
 }
 

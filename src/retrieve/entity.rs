@@ -17,10 +17,11 @@ use tracing::Instrument as _;
 
 use super::MAX_POOL;
 use crate::compendium::{Compendium, EntityMatcher, TranslatableName};
-use crate::corpus::{LabelLanguage, SessionNumber, Visibility, fold};
+use crate::corpus::{LabelLanguage, SessionNumber, Visibility};
 use crate::index::{EntityMention, IndexError, Store};
 use crate::lexicon::{article_language, is_stopword};
 use crate::llm::{EmbedRole, Embedder, LlmError, NameFloor, cosine};
+use crate::text::fold;
 
 /// An entity the question names.
 #[derive(Debug, Clone, Serialize)]
@@ -132,10 +133,16 @@ impl CompendiumIndex {
     pub fn new(compendium: Compendium, entity_ids: Vec<i64>) -> CompendiumIndex {
         let matcher = EntityMatcher::new(&compendium);
         let translatable = compendium.translatable_names();
-        let holds_gm_only =
-            compendium.entities.iter().any(|entity| entity.gm_only || !entity.gm_aliases.is_empty());
+        let holds_gm_only = compendium.entities.iter().any(|entity| entity.gm_only || !entity.gm_aliases.is_empty());
         let audience = if holds_gm_only { super::Audience::Gm } else { super::Audience::Player };
-        CompendiumIndex { compendium, entity_ids, matcher, translatable, translatable_vectors: OnceCell::new(), audience }
+        CompendiumIndex {
+            compendium,
+            entity_ids,
+            matcher,
+            translatable,
+            translatable_vectors: OnceCell::new(),
+            audience,
+        }
     }
 
     /// The titles `question` names in another language than the notes write them («How much
@@ -235,16 +242,16 @@ impl CompendiumIndex {
     /// Entity names and aliases containing what was typed (accents and case ignored), names
     /// first: an autocomplete, or a suggestion for a name the compendium does not know.
     pub fn names_matching(&self, typed: &str, limit: usize) -> Vec<String> {
-        let typed = crate::corpus::fold(typed.trim());
+        let typed = crate::text::fold(typed.trim());
         let mut names: Vec<String> = Vec::new();
         for entity in &self.compendium.entities {
-            if crate::corpus::fold(&entity.name).contains(&typed) && !names.contains(&entity.name) {
+            if crate::text::fold(&entity.name).contains(&typed) && !names.contains(&entity.name) {
                 names.push(entity.name.clone());
             }
         }
         for entity in &self.compendium.entities {
             for alias in &entity.aliases {
-                if crate::corpus::fold(alias).contains(&typed) && !names.contains(alias) {
+                if crate::text::fold(alias).contains(&typed) && !names.contains(alias) {
                     names.push(alias.clone());
                 }
             }
@@ -383,7 +390,7 @@ pub struct EntityEvidence {
 /// Whether `question` asks about an entity's whole story (see [`ARC_PHRASES`]).
 pub fn is_arc_question(question: &str) -> bool {
     let folded: String =
-        crate::corpus::fold(question).chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect();
+        crate::text::fold(question).chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect();
     let joined = format!(" {} ", folded.split_whitespace().collect::<Vec<_>>().join(" "));
     ARC_PHRASES.iter().any(|phrase| joined.contains(&format!(" {phrase} ")))
 }

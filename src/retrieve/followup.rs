@@ -9,8 +9,8 @@
 
 use serde::Serialize;
 
-use crate::corpus::fold;
 use crate::llm::chat::{Turn, TurnRole};
+use crate::text::fold;
 
 /// Words that open a question leaning on the previous one.
 const CONNECTORS: &[&str] = &[

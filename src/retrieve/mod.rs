@@ -240,7 +240,7 @@ pub struct SearchRequest<'a> {
 }
 
 /// Milliseconds per stage.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SearchTimings {
     pub embed_query_ms: f64,
     pub dense_ms: f64,

@@ -168,7 +168,7 @@ pub async fn rerank_by_annotation(
 fn parse_ids(text: &str) -> Result<Vec<i64>, String> {
     let trimmed = text.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```").trim();
     let output: RerankOutput =
-        serde_json::from_str(trimmed).map_err(|err| format!("{err}: {}", crate::corpus::text::shorten(text, 200)))?;
+        serde_json::from_str(trimmed).map_err(|err| format!("{err}: {}", crate::text::shorten(text, 200)))?;
     Ok(output
         .ids
         .iter()

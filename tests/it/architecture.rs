@@ -1,18 +1,23 @@
 //! The crate's layering (ARCHITECTURE.md, "Who may import whom"), read from the source's own
 //! `crate::` paths, so that it cannot rot again: every top-level module is placed in
 //! [`LAYERS`], imports only the modules listed for it, and lists only modules placed before it
-//! (so the layering has no cycle by construction).
+//! (so the layering has no cycle by construction). Below the modules, the files: no circle of
+//! imports between files, no import between two backends of `llm`, and no caller of `settle`
+//! outside the oracle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Each module with the modules it may import, lowest layer first.
+/// `text` (folding, words, sentence ends, shortening) is the ground floor: placed first, and
+/// every module may import it.
 const LAYERS: &[(&str, &[&str])] = &[
+    ("text", &[]),
     ("corpus", &[]),
     ("lexicon", &["corpus"]),
     ("compendium", &["corpus", "lexicon"]),
     ("secret", &[]),
-    ("llm", &["corpus", "secret"]),
+    ("llm", &["secret"]),
     ("answer", &["corpus", "lexicon", "llm"]),
     ("prompt", &["answer", "llm"]),
     ("logging", &[]),
@@ -54,6 +59,9 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
 ];
+
+/// The module every other may import.
+const GROUND_FLOOR: &str = "text";
 
 /// The top-level module each source file belongs to, with the `crate::` modules it names in
 /// code (comments do not count).
@@ -120,7 +128,7 @@ fn every_module_imports_only_the_layers_below_it() {
             continue;
         };
         for target in named {
-            if !allowed.contains(&target.as_str()) {
+            if target != GROUND_FLOOR && !allowed.contains(&target.as_str()) {
                 crossings.push(format!("{module} imports {target}"));
             }
         }
@@ -156,4 +164,205 @@ fn every_module_imports_only_the_layers_below_it() {
             );
         }
     }
+}
+
+/// What stays of an answer (the model's, the notes' sentences under it, or those sentences
+/// instead) is decided once, in the oracle: the CLI, the bot, the eval and the MCP server call
+/// `Oracle::answer` and render the `Settled` it ends in (ARCHITECTURE.md, `oracle/`).
+#[test]
+fn no_caller_settles_an_answer_outside_the_oracle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![src.clone()];
+    let mut callers = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if path != src.join("oracle") {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if path.extension().is_none_or(|ext| ext != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (number, line) in text.lines().enumerate() {
+                let code = line.trim();
+                if code.starts_with("//") {
+                    continue;
+                }
+                let calls = code
+                    .match_indices("settle(")
+                    .any(|(at, _)| !code[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_'));
+                if calls {
+                    callers.push(format!("{}:{}: {code}", path.strip_prefix(&src).unwrap().display(), number + 1));
+                }
+            }
+        }
+    }
+    assert!(callers.is_empty(), "only the oracle settles an answer (call Oracle::answer):\n{}", callers.join("\n"));
+}
+
+/// Every source file under `src/`, as its path relative to `src/` (`llm/chat/ollama.rs`), with
+/// its lines of code (comments left out).
+fn source_files() -> BTreeMap<String, Vec<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                let relative = path.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = text.lines().map(str::trim).filter(|line| !line.starts_with("//")).map(String::from);
+                files.insert(relative, code.collect());
+            }
+        }
+    }
+    files
+}
+
+/// The module path of a file (`llm/chat/ollama.rs` → `["llm", "chat", "ollama"]`;
+/// `llm/chat/mod.rs` → `["llm", "chat"]`).
+fn module_of(file: &str) -> Vec<String> {
+    let mut parts: Vec<String> = file.trim_end_matches(".rs").split('/').map(String::from).collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file that holds the deepest module of `path` (module segments from the crate's root)
+/// that is a file of `files`.
+fn file_of(path: &[String], files: &BTreeMap<String, Vec<String>>) -> Option<String> {
+    (1..=path.len()).rev().find_map(|depth| {
+        let joined = path[..depth].join("/");
+        [format!("{joined}.rs"), format!("{joined}/mod.rs")].into_iter().find(|file| files.contains_key(file))
+    })
+}
+
+/// Each file with the files its `crate::` and `super::` paths lead to (itself, its parent
+/// module's file and its own child modules' files left out: a `mod.rs` and the files it
+/// declares are one room).
+fn file_imports(files: &BTreeMap<String, Vec<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut found = BTreeMap::new();
+    for (file, lines) in files {
+        let module = module_of(file);
+        let mut named = BTreeSet::new();
+        for line in lines {
+            for (at, _) in line.match_indices("crate::").chain(line.match_indices("super::")) {
+                if line[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                let rest = &line[at..];
+                let mut segments: Vec<String> = Vec::new();
+                let mut path = rest.split("::").map(|segment| {
+                    segment.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>()
+                });
+                let first = path.next().unwrap_or_default();
+                if first == "super" {
+                    // A `mod.rs`'s module is its folder; a file's module is its own name.
+                    let mut base = module.clone();
+                    base.pop();
+                    segments.extend(base);
+                    for segment in path.by_ref() {
+                        if segment == "super" {
+                            segments.pop();
+                        } else {
+                            segments.push(segment);
+                            break;
+                        }
+                    }
+                }
+                segments.extend(path.take_while(|segment| !segment.is_empty()));
+                let Some(target) = file_of(&segments, files) else { continue };
+                let target_module = module_of(&target);
+                let parent = module.len() == target_module.len() + 1 && module.starts_with(&target_module);
+                let child = target_module.len() == module.len() + 1 && target_module.starts_with(&module);
+                if target != *file && !parent && !child {
+                    named.insert(target);
+                }
+            }
+        }
+        found.insert(file.clone(), named);
+    }
+    found
+}
+
+/// No file reaches back to itself through the files it imports: each step of a question's walk
+/// leans on the ones below it.
+#[test]
+fn no_circle_of_imports_between_files() {
+    let files = source_files();
+    let graph = file_imports(&files);
+    assert!(
+        graph.get("llm/chat/ollama.rs").is_some_and(|named| named.contains("llm/http.rs")),
+        "the file graph is read (a backend's edge import is seen)"
+    );
+    // Depth-first, with the path walked so far: a file met again on its own path is a circle.
+    fn walk<'g>(
+        file: &'g str,
+        graph: &'g BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<&'g str>,
+        done: &mut BTreeSet<&'g str>,
+        circles: &mut Vec<String>,
+    ) {
+        if let Some(at) = path.iter().position(|on_path| *on_path == file) {
+            circles.push(format!("{} -> {file}", path[at..].join(" -> ")));
+            return;
+        }
+        if !done.insert(file) {
+            return;
+        }
+        path.push(file);
+        for next in graph.get(file).into_iter().flatten() {
+            walk(next, graph, path, done, circles);
+        }
+        path.pop();
+    }
+    let mut circles = Vec::new();
+    let mut done = BTreeSet::new();
+    for file in graph.keys() {
+        walk(file, &graph, &mut Vec::new(), &mut done, &mut circles);
+    }
+    assert!(circles.is_empty(), "circles of imports between files:\n{}", circles.join("\n"));
+}
+
+/// The model servers' backends share `llm/http.rs` (the one HTTP edge) and the traits of
+/// `llm/`, never each other: a fix to sending, timeouts or status mapping is made once.
+#[test]
+fn no_backend_imports_another() {
+    const BACKENDS: [&str; 5] =
+        ["llm/chat/ollama", "llm/chat/openai", "llm/chat/llama_cpp", "llm/embed/ollama", "llm/embed/e5"];
+    let backend_of = |file: &str| BACKENDS.iter().find(|backend| file.trim_end_matches(".rs").starts_with(*backend));
+    let files = source_files();
+    let mut crossings = Vec::new();
+    for (file, named) in file_imports(&files) {
+        let Some(own) = backend_of(&file) else { continue };
+        for target in named {
+            if let Some(other) = backend_of(&target)
+                && other != own
+            {
+                crossings.push(format!("{file} imports {target}"));
+            }
+        }
+    }
+    assert!(crossings.is_empty(), "backends borrow from each other (use llm/http.rs):\n{}", crossings.join("\n"));
+}
+
+/// ARCHITECTURE.md reads in a terminal and a diff: no line of 200 characters or more.
+#[test]
+fn the_architecture_reads_in_short_lines() {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md")).unwrap();
+    let long: Vec<String> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.chars().count() >= 200)
+        .map(|(number, line)| format!("{}: {}…", number + 1, line.chars().take(60).collect::<String>()))
+        .collect();
+    assert!(long.is_empty(), "ARCHITECTURE.md lines of 200 characters or more:\n{}", long.join("\n"));
 }

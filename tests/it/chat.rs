@@ -21,10 +21,7 @@ const MODEL: &str = "qwen2.5:14b";
 
 fn ollama_config(url: String) -> OllamaChatConfig {
     OllamaChatConfig {
-        url,
-        model: MODEL.into(),
-        timeout: Duration::from_secs(10),
-        retries: 0,
+        server: oraculo::llm::ModelServer { url, model: MODEL.into(), timeout: Duration::from_secs(10), retries: 0 },
         keep_alive: "30m".into(),
         n_ctx: Some(32768),
     }
@@ -32,11 +29,8 @@ fn ollama_config(url: String) -> OllamaChatConfig {
 
 fn openai_config(url: String, api_key: Option<&str>) -> OpenAiChatConfig {
     OpenAiChatConfig {
-        url,
-        model: MODEL.into(),
+        server: oraculo::llm::ModelServer { url, model: MODEL.into(), timeout: Duration::from_secs(10), retries: 0 },
         api_key: api_key.map(|key| ApiKey::new(key.to_string())),
-        timeout: Duration::from_secs(10),
-        retries: 0,
         n_ctx: Some(32768),
     }
 }
@@ -155,8 +149,12 @@ async fn ollama_errors_read_as_fixes() {
 
     // Silence: name the setting to raise.
     let fake = FakeOllama::start(&[MODEL]).await;
-    let chat =
-        OllamaChat::new(OllamaChatConfig { timeout: Duration::from_millis(300), ..ollama_config(fake.url()) }).unwrap();
+    let chat = OllamaChat::new({
+        let mut config = ollama_config(fake.url());
+        config.server.timeout = Duration::from_millis(300);
+        config
+    })
+    .unwrap();
     fake.enqueue(Fault::Delay(Duration::from_secs(30)));
     let err = chat.chat(&request("hola"), None).await.unwrap_err();
     assert!(matches!(err, LlmError::Timeout { .. }), "{err:?}");
@@ -190,7 +188,12 @@ async fn ollama_broken_streams_are_errors_not_short_answers() {
 #[tokio::test]
 async fn ollama_retries_a_failure_before_anything_streamed() {
     let fake = FakeOllama::start(&[MODEL]).await;
-    let chat = OllamaChat::new(OllamaChatConfig { retries: 1, ..ollama_config(fake.url()) }).unwrap();
+    let chat = OllamaChat::new({
+        let mut config = ollama_config(fake.url());
+        config.server.retries = 1;
+        config
+    })
+    .unwrap();
     fake.enqueue(Fault::Status(503, "loading model".into()));
     fake.enqueue_reply("ya cargado");
     let answer = chat.chat(&request("hola"), None).await.unwrap();
@@ -261,9 +264,12 @@ async fn openai_errors_read_as_fixes() {
     assert!(err.to_string().contains("ORACULO_OPENAI_API_KEY"), "{err}");
     assert!(!err.to_string().contains("sk-wrong"), "{err}");
 
-    let chat =
-        OpenAiChat::new(OpenAiChatConfig { model: "llama-70b".into(), ..openai_config(fake.url(), Some("sk-right")) })
-            .unwrap();
+    let chat = OpenAiChat::new({
+        let mut config = openai_config(fake.url(), Some("sk-right"));
+        config.server.model = "llama-70b".into();
+        config
+    })
+    .unwrap();
     let err = chat.chat(&request("hola"), None).await.unwrap_err();
     assert!(matches!(err, LlmError::ModelMissing { .. }), "{err:?}");
     assert!(err.to_string().contains("chat.model"), "{err}");

@@ -311,9 +311,10 @@ async fn no_canary_reaches_a_player_through_discord() {
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &vault_config(), &embedder).await.unwrap();
     let index = oraculo::index::Index::open_existing(&scratch.index_dir()).await.unwrap();
     let chat_config = crate::harness::chat_config(ollama.url(), std::time::Duration::from_secs(10));
-    let chat = oraculo::llm::chat::ollama::OllamaChat::new(oraculo::llm::chat::ollama::OllamaChatConfig {
-        model: CHAT_MODEL.to_string(),
-        ..chat_config
+    let chat = oraculo::llm::chat::ollama::OllamaChat::new({
+        let mut config = chat_config;
+        config.server.model = CHAT_MODEL.to_string();
+        config
     })
     .unwrap();
     let annotated = oraculo::ingest::annotate_fragments(&index, &chat, &oraculo::ingest::Quiet).await;
@@ -942,5 +943,55 @@ async fn what_a_player_sees_on_the_sample_campaign() {
     std::fs::create_dir_all(&pictured).unwrap();
     std::fs::write(pictured.join("1-instant.json"), serde_json::to_string_pretty(&instant.body).unwrap()).unwrap();
     std::fs::write(pictured.join("2-answer.json"), serde_json::to_string_pretty(&answer.body).unwrap()).unwrap();
+    bot.stop().await;
+}
+
+/// One way to answer (issue 40): `oraculo ask` and `/oraculo` call the same entry, so the same
+/// question over the same notes and the same model's words settles into the same answer: the
+/// same text (the model's, with the notes' sentences it did not say under it) and the same
+/// sources.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_and_the_bot_settle_the_same_answer() {
+    let (scratch, ollama) = indexed_campaign(&[("Crónica.md", CRONICA), PLAN], &["Secretos"]).await;
+    let discord = FakeDiscord::start().await;
+    let campaign =
+        format!("[campaign]\ndir = \"{}\"\nsecret_paths = [\"Secretos\"]\n", scratch.campaign.path().display());
+    let toml = config_toml(scratch.data.path(), &campaign, &ollama, &discord, "");
+    let config_path = scratch.data.path().join("same-answer.toml");
+    std::fs::write(&config_path, &toml).unwrap();
+    const SAID: &str = "El archiduque Ardo huyó al norte tras la feria [Sesión 1].";
+
+    ollama.enqueue_reply(SAID);
+    let mut ask = std::process::Command::new(env!("CARGO_BIN_EXE_oraculo"));
+    ask.args(["ask", "--json", "--config"]).arg(&config_path).arg(FIRST_QUESTION);
+    for (name, _) in std::env::vars().filter(|(name, _)| name.starts_with("ORACULO_")) {
+        ask.env_remove(name);
+    }
+    let output = tokio::task::spawn_blocking(move || ask.output().unwrap()).await.unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let cli_text = json["settled"]["text"].as_str().expect("the settled answer").trim().to_string();
+    assert!(cli_text.starts_with(SAID), "the model's words first: {cli_text}");
+    // The sources the bot lists are the valid citations of what stays.
+    let cli_sources: Vec<String> = json["citations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["valid"] == true)
+        .filter_map(|c| c["label"].as_str().map(str::to_string))
+        .collect();
+
+    ollama.enqueue_reply(SAID);
+    let bot = RunningBot::start(parse_config(&toml));
+    wait_for_guild_commands(&discord).await;
+    let token = ask_first_question(&discord);
+    let answer = discord.wait_for("the answer's final layout", is_final_answer_for(&token)).await;
+    let bot_text = answer.body["embeds"][0]["description"].as_str().unwrap_or_default().trim().to_string();
+    assert_eq!(bot_text, cli_text, "the bot posts what the CLI prints");
+    let bot_sources = field_names(&answer.body);
+    for source in &bot_sources {
+        assert!(cli_sources.contains(source) || cli_text.contains(&format!("[{source}]")), "{source}: {cli_sources:?}");
+    }
+    assert!(bot_sources.contains(&"Sesión 1".to_string()), "{bot_sources:?}");
     bot.stop().await;
 }

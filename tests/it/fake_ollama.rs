@@ -160,7 +160,7 @@ impl FakeOllama {
 pub fn fake_embedding(text: &str) -> Vec<f32> {
     let mut vector = vec![0.0f32; FAKE_DIMENSION];
     for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        let folded = oraculo::corpus::fold(word);
+        let folded = oraculo::text::fold(word);
         let hash = folded.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
         vector[(hash % FAKE_DIMENSION as u64) as usize] += 1.0;
     }

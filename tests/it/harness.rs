@@ -79,10 +79,12 @@ impl Scratch {
 
 pub async fn ollama_embedder(fake: &FakeOllama, model: &str) -> OllamaEmbedder {
     OllamaEmbedder::connect(OllamaEmbedderConfig {
-        url: fake.url(),
-        model: model.to_string(),
-        timeout: Duration::from_secs(10),
-        retries: 0,
+        server: oraculo::llm::ModelServer {
+            url: fake.url(),
+            model: model.to_string(),
+            timeout: Duration::from_secs(10),
+            retries: 0,
+        },
         batch_size: 4,
         window_words: Some(250),
     })
@@ -102,10 +104,7 @@ pub async fn ingest_dir(
 
 pub fn chat_config(url: String, timeout: Duration) -> OllamaChatConfig {
     OllamaChatConfig {
-        url,
-        model: "qwen2.5:14b".into(),
-        timeout,
-        retries: 0,
+        server: oraculo::llm::ModelServer { url, model: "qwen2.5:14b".into(), timeout, retries: 0 },
         keep_alive: "30m".into(),
         n_ctx: Some(8192),
     }

@@ -1,6 +1,7 @@
 //! Ingest into real SQLite + LanceDB: labels, FTS, vectors, GM flags, incremental re-ingest.
 
 use oraculo::corpus::Visibility;
+use oraculo::index::Bm25Unit;
 use oraculo::index::Index;
 
 use crate::fake_ollama::{FAKE_DIMENSION, FakeOllama};
@@ -64,9 +65,9 @@ async fn ingest_labels_fragments_fts_vectors_and_gm_flags() {
     assert_eq!(session_2.session.map(|s| s.0), Some(2));
 
     // Accent-less queries find accented text.
-    let hits = index.store.match_fts("dragon", None, 10).unwrap();
+    let hits = index.store.match_fts(Bm25Unit::Fragment, "dragon", None, 10).unwrap();
     assert_eq!(hits.len(), 1);
-    let hits = index.store.match_fts("tormenta", None, 10).unwrap();
+    let hits = index.store.match_fts(Bm25Unit::Fragment, "tormenta", None, 10).unwrap();
     assert_eq!(hits.len(), 1);
 
     // GM flags: the secret comment is stored apart from the player text, flagged.
@@ -80,8 +81,8 @@ async fn ingest_labels_fragments_fts_vectors_and_gm_flags() {
             .any(|f| f.fragment.text.contains("trabaja para el archiduque") && f.fragment.label == "Sesión 2")
     );
     assert!(dm_only.iter().any(|f| f.fragment.text.contains("quiere el trono")));
-    assert!(index.store.match_fts("trono", Some(Visibility::Player), 10).unwrap().is_empty());
-    assert_eq!(index.store.match_fts("trono", None, 10).unwrap().len(), 1);
+    assert!(index.store.match_fts(Bm25Unit::Fragment, "trono", Some(Visibility::Player), 10).unwrap().is_empty());
+    assert_eq!(index.store.match_fts(Bm25Unit::Fragment, "trono", None, 10).unwrap().len(), 1);
 
     // One vector row per window: every fragment here is one window.
     let table = index.vector_table().unwrap().expect("the ingest recorded its vector table");
@@ -115,7 +116,7 @@ async fn reingest_embeds_only_what_changed_and_forgets_deleted_files() {
     assert_eq!(embedder.texts() - texts_before, 1);
     assert_eq!(touched.vectors_dropped, 1, "the old Galerna vector is an orphan now");
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    assert_eq!(index.store.match_fts("llamas", None, 10).unwrap().len(), 1);
+    assert_eq!(index.store.match_fts(Bm25Unit::Fragment, "llamas", None, 10).unwrap().len(), 1);
 
     // Delete a file: its fragments, FTS rows and vectors go.
     std::fs::remove_file(scratch.campaign.path().join("Sesiones/Sesion 4.md")).unwrap();
@@ -123,7 +124,7 @@ async fn reingest_embeds_only_what_changed_and_forgets_deleted_files() {
     assert_eq!(deleted.files_removed, 1);
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     assert!(index.store.sources().unwrap().iter().all(|s| s.label != "Sesión 4"));
-    assert!(index.store.match_fts("larga5", None, 10).unwrap().is_empty());
+    assert!(index.store.match_fts(Bm25Unit::Fragment, "larga5", None, 10).unwrap().is_empty());
     let table = index.vector_table().unwrap().unwrap();
     assert_eq!(index.vectors.count_rows(&table).await.unwrap(), deleted.fragments);
 }
@@ -149,10 +150,12 @@ async fn switching_embedder_reembeds_cleanly() {
 async fn ollama_down_or_model_missing_reads_as_a_fix() {
     let fake = FakeOllama::start(&["bge-m3"]).await;
     let config = |url: String, model: &str| oraculo::llm::embed::ollama::OllamaEmbedderConfig {
-        url,
-        model: model.into(),
-        timeout: std::time::Duration::from_secs(5),
-        retries: 0,
+        server: oraculo::llm::ModelServer {
+            url,
+            model: model.into(),
+            timeout: std::time::Duration::from_secs(5),
+            retries: 0,
+        },
         batch_size: 4,
         window_words: None,
     };
@@ -171,10 +174,12 @@ async fn ollama_down_or_model_missing_reads_as_a_fix() {
 async fn ollama_retries_a_transient_error() {
     let fake = FakeOllama::start(&["bge-m3"]).await;
     let mut cfg = oraculo::llm::embed::ollama::OllamaEmbedderConfig {
-        url: fake.url(),
-        model: "bge-m3".into(),
-        timeout: std::time::Duration::from_secs(5),
-        retries: 2,
+        server: oraculo::llm::ModelServer {
+            url: fake.url(),
+            model: "bge-m3".into(),
+            timeout: std::time::Duration::from_secs(5),
+            retries: 2,
+        },
         batch_size: 4,
         window_words: None,
     };
@@ -182,7 +187,7 @@ async fn ollama_retries_a_transient_error() {
     let embedder =
         oraculo::llm::embed::ollama::OllamaEmbedder::connect(cfg.clone()).await.expect("second attempt succeeds");
     assert_eq!(oraculo::llm::Embedder::dimension(&embedder), FAKE_DIMENSION);
-    cfg.retries = 0;
+    cfg.server.retries = 0;
     fake.enqueue(crate::fake_ollama::Fault::BadJson);
     let err = oraculo::llm::embed::ollama::OllamaEmbedder::connect(cfg).await.unwrap_err();
     assert!(err.to_string().contains("does not parse"), "{err}");

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use oraculo::oracle::{AnswerSettings, AskRequest, InstantKept, settle};
+use oraculo::oracle::{AnswerEvent, AnswerSettings, AskRequest, InstantKept, Stage, no_events};
 use oraculo::retrieve::Audience;
 use serde_json::Value;
 
@@ -82,7 +82,11 @@ async fn the_notes_sentences_stay_with_why_when_the_model_fails_or_abstains() {
     let done = table.discord.wait_for("the answer after an abstention", is_final_answer_for(&abstained)).await;
     assert!(is_cited_notes(&done.body), "{}", done.body);
     assert!(!embed_text(&done.body).contains("No lo sé"), "{}", done.body);
-    assert!(embed_text(&done.body).contains("Las notas no dicen la respuesta tal cual.\n\nEsto es lo que dicen"), "{}", done.body);
+    assert!(
+        embed_text(&done.body).contains("Las notas no dicen la respuesta tal cual.\n\nEsto es lo que dicen"),
+        "{}",
+        done.body
+    );
     assert!(footers(&done.body).contains("el modelo no encontró en ellas la respuesta"), "{}", footers(&done.body));
     table.bot.stop().await;
 }
@@ -141,14 +145,19 @@ async fn a_model_out_of_time_leaves_the_notes_sentences() {
     let (_port, _slow, oracle) = port_oracle_out_of_time().await;
     let request =
         AskRequest { question: "¿Qué le pasó a Tomás en el puente?", history: &[], audience: Audience::Player };
-    let shown = std::sync::Mutex::new(None);
-    let on_instant = |instant: &oraculo::oracle::Answer| *shown.lock().unwrap() = Some(instant.text.clone());
-    let (instant, model) = oracle.ask_instant_first(&request, &|_| {}, &on_instant, None).await.unwrap();
-    let instant = instant.expect("the notes hold sentences on Tomás");
-    assert_eq!(shown.lock().unwrap().as_deref(), Some(instant.text.as_str()), "shown before the model answered");
+    let shown = std::sync::Mutex::new(Vec::new());
+    let on_event = |event: AnswerEvent<'_>| match event {
+        AnswerEvent::Instant(instant) => shown.lock().unwrap().push(instant.map(|instant| instant.text.clone())),
+        AnswerEvent::Stage(Stage::Writing { .. }) => shown.lock().unwrap().push(Some("writing".into())),
+        _ => {}
+    };
+    let settled = oracle.answer(&request, &on_event, None).await.unwrap();
+    let instant = settled.instant.clone().expect("the notes hold sentences on Tomás");
+    let shown = shown.into_inner().unwrap();
+    assert_eq!(shown, [Some(instant.text.clone()), Some("writing".into())], "shown before the model answered");
     assert!(instant.citations.iter().any(|c| c.valid), "{}", instant.text);
+    let model = settled.model.clone().expect("the model answered, late");
     assert!(model.out_of_time, "{:?}", model.fallback);
-    let settled = settle(Some(instant.clone()), model);
     assert_eq!(settled.instant_kept, Some(InstantKept::ModelOutOfTime));
     assert_eq!(settled.answer.text, instant.text);
     assert!(!settled.joins_history(), "the notes' words are not an answer to follow up on");
@@ -164,13 +173,12 @@ async fn the_notes_sentences_the_model_did_not_say_stay_under_its_answer() {
     port.fake.enqueue_reply(said);
     let oracle = port.oracle(port.ollama(), AnswerSettings::new(256));
     let request = AskRequest { question: "¿Qué le pasó a Tomás?", history: &[], audience: Audience::Player };
-    let (instant, model) = oracle.ask_instant_first(&request, &|_| {}, &|_| {}, None).await.unwrap();
+    let settled = oracle.answer(&request, &no_events, None).await.unwrap();
+    let (instant, model) = (settled.instant.clone(), settled.model.clone().unwrap());
     let instant = instant.expect("the notes hold sentences on Tomás");
     let quoted: Vec<&str> = instant.quoted.iter().map(|excerpt| excerpt.label.as_str()).collect();
     assert!(quoted.contains(&"Sesión 7") && quoted.contains(&"Sesión 8"), "{quoted:?}");
     assert_eq!(model.text, said);
-
-    let settled = settle(Some(instant.clone()), model.clone());
     assert_eq!(settled.instant_kept, None);
     let added: Vec<&str> = settled.notes_added.iter().map(|excerpt| excerpt.label.as_str()).collect();
     assert!(added.contains(&"Sesión 8"), "the funeral, which the model did not say, stays: {added:?}");
@@ -188,9 +196,8 @@ async fn the_notes_sentences_the_model_did_not_say_stay_under_its_answer() {
 
     // The model says nothing the notes hold: their sentences stay, headed by why.
     port.fake.enqueue_reply("No lo sé.");
-    let (instant, model) = oracle.ask_instant_first(&request, &|_| {}, &|_| {}, None).await.unwrap();
-    let instant = instant.unwrap();
-    let settled = settle(Some(instant.clone()), model);
+    let settled = oracle.answer(&request, &no_events, None).await.unwrap();
+    let instant = settled.instant.clone().unwrap();
     assert_eq!(settled.instant_kept, Some(InstantKept::ModelAbstained));
     assert_eq!(settled.answer.text, format!("Las notas no dicen la respuesta tal cual.\n\n{}", instant.text));
     assert!(settled.notes_added.is_empty() && !settled.joins_history());
@@ -221,6 +228,9 @@ async fn ask_json_records_the_instant_answer_beside_the_model_s() {
     assert_eq!(json["instant_kept"], Value::Null, "{json}");
     // What stays: the model's answer first, the notes' sentences it did not say under it.
     let settled = &json["settled"];
-    assert!(settled["text"].as_str().is_some_and(|text| text.starts_with("Vende redes encantadas [Sesión 1].")), "{json}");
+    assert!(
+        settled["text"].as_str().is_some_and(|text| text.starts_with("Vende redes encantadas [Sesión 1].")),
+        "{json}"
+    );
     assert!(settled["notes_added"].as_array().is_some(), "{json}");
 }

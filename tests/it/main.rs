@@ -5,8 +5,8 @@
 mod bot;
 mod fake_discord;
 mod fake_ollama;
-mod http;
 mod harness;
+mod http;
 
 mod answer;
 mod architecture;
@@ -18,12 +18,13 @@ mod docs;
 mod doctor;
 mod embedded;
 mod eval;
-mod guard;
 mod first_answer;
+mod guard;
 mod ingest;
 mod init;
 mod instant;
 mod mcp;
+mod pin;
 mod restart;
 mod retrieve;
 mod robustness;

@@ -375,8 +375,13 @@ async fn a_title_asked_in_english_names_the_npc_the_spanish_notes_call_by_it() {
     assert!(regent.entities.is_empty(), "Player: {:?}", regent.entities);
     let regent = ask("Who is the Regent?", Audience::Gm).await;
     assert_eq!(named(&regent), [("Mirela".into(), "la Regente".into(), Some("the Regent".into()))]);
-    let request =
-        SearchRequest { question: "Who is the Regent?", history: &[], audience: Audience::Player, k: 8, paths: PathSet::ALL };
+    let request = SearchRequest {
+        question: "Who is the Regent?",
+        history: &[],
+        audience: Audience::Player,
+        k: 8,
+        paths: PathSet::ALL,
+    };
     let refused = search(&index, &gm, &embedder, &request).await;
     assert!(matches!(refused, Err(oraculo::retrieve::RetrieveError::CompendiumForTheGm)), "{:?}", refused.err());
 }

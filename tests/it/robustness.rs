@@ -4,6 +4,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use oraculo::index::Bm25Unit;
 use oraculo::index::Index;
 
 use crate::fake_ollama::{FakeOllama, Fault};
@@ -64,10 +65,10 @@ async fn bad_input_is_reported_by_file_and_the_ingest_goes_on() {
     assert_ne!(session_2[0], session_2[1]);
     // The broken front matter's text, the headerless note, the deep note and the Latin-1
     // note are all kept.
-    assert_eq!(index.store.match_fts("conserva", None, 5).unwrap().len(), 1);
-    assert_eq!(index.store.match_fts("prosa", None, 5).unwrap().len(), 1);
-    assert_eq!(index.store.match_fts("escondida", None, 5).unwrap().len(), 1);
-    assert_eq!(index.store.match_fts("puerto", None, 5).unwrap().len(), 1);
+    assert_eq!(index.store.match_fts(Bm25Unit::Fragment, "conserva", None, 5).unwrap().len(), 1);
+    assert_eq!(index.store.match_fts(Bm25Unit::Fragment, "prosa", None, 5).unwrap().len(), 1);
+    assert_eq!(index.store.match_fts(Bm25Unit::Fragment, "escondida", None, 5).unwrap().len(), 1);
+    assert_eq!(index.store.match_fts(Bm25Unit::Fragment, "puerto", None, 5).unwrap().len(), 1);
     // The stored diagnostics are what `sources` shows later.
     assert_eq!(index.store.diagnostics().unwrap().len(), summary.warnings.len());
 }
@@ -90,8 +91,8 @@ async fn a_failure_midway_leaves_the_old_index_and_the_next_run_completes_it() {
 
     // The old index answers exactly as before: old text found, new text not visible.
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    assert_eq!(index.store.match_fts("viejo3", None, 5).unwrap().len(), 1);
-    assert!(index.store.match_fts("nuevo3", None, 5).unwrap().is_empty());
+    assert_eq!(index.store.match_fts(Bm25Unit::Fragment, "viejo3", None, 5).unwrap().len(), 1);
+    assert!(index.store.match_fts(Bm25Unit::Fragment, "nuevo3", None, 5).unwrap().is_empty());
     assert_eq!(index.store.sources().unwrap().len(), 6);
     drop(index);
 
@@ -101,7 +102,7 @@ async fn a_failure_midway_leaves_the_old_index_and_the_next_run_completes_it() {
     assert_eq!(dying.texts(), 4, "the first batch was committed before the failure");
     assert_eq!(summary.windows_embedded, 2, "only the two windows the failed run never stored");
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    assert_eq!(index.store.match_fts("nuevo3", None, 5).unwrap().len(), 1);
+    assert_eq!(index.store.match_fts(Bm25Unit::Fragment, "nuevo3", None, 5).unwrap().len(), 1);
     let table = index.vector_table().unwrap().unwrap();
     assert_eq!(index.vectors.count_rows(&table).await.unwrap(), 6, "the old vectors were dropped");
 }
@@ -154,8 +155,8 @@ async fn killing_the_ingest_process_midway_leaves_a_usable_index() {
 
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
     assert_eq!(index.store.sources().unwrap().len(), 6, "the killed run made nothing visible");
-    assert_eq!(index.store.match_fts("marea3", None, 5).unwrap().len(), 1);
-    assert!(index.store.match_fts("marea9", None, 5).unwrap().is_empty());
+    assert_eq!(index.store.match_fts(Bm25Unit::Fragment, "marea3", None, 5).unwrap().len(), 1);
+    assert!(index.store.match_fts(Bm25Unit::Fragment, "marea9", None, 5).unwrap().is_empty());
     drop(index);
 
     let resumed = run(true).output().await.unwrap();

@@ -65,11 +65,13 @@ impl Bench {
     fn openai(&self, n_ctx: Option<usize>) -> Arc<dyn ChatModel> {
         Arc::new(
             OpenAiChat::new(OpenAiChatConfig {
-                url: self.fake.url(),
-                model: MODEL.into(),
+                server: oraculo::llm::ModelServer {
+                    url: self.fake.url(),
+                    model: MODEL.into(),
+                    timeout: Duration::from_secs(10),
+                    retries: 0,
+                },
                 api_key: None,
-                timeout: Duration::from_secs(10),
-                retries: 0,
                 n_ctx,
             })
             .unwrap(),
@@ -79,10 +81,12 @@ impl Bench {
     fn ollama(&self, n_ctx: Option<usize>) -> Arc<dyn ChatModel> {
         Arc::new(
             OllamaChat::new(OllamaChatConfig {
-                url: self.fake.url(),
-                model: MODEL.into(),
-                timeout: Duration::from_secs(10),
-                retries: 0,
+                server: oraculo::llm::ModelServer {
+                    url: self.fake.url(),
+                    model: MODEL.into(),
+                    timeout: Duration::from_secs(10),
+                    retries: 0,
+                },
                 keep_alive: "30m".into(),
                 n_ctx,
             })

@@ -41,11 +41,13 @@ impl Ingested {
     fn openai(&self) -> Arc<dyn ChatModel> {
         Arc::new(
             OpenAiChat::new(OpenAiChatConfig {
-                url: self.fake.url(),
-                model: "qwen2.5:14b".into(),
+                server: oraculo::llm::ModelServer {
+                    url: self.fake.url(),
+                    model: "qwen2.5:14b".into(),
+                    timeout: Duration::from_secs(10),
+                    retries: 0,
+                },
                 api_key: None,
-                timeout: Duration::from_secs(10),
-                retries: 0,
                 n_ctx: Some(32768),
             })
             .unwrap(),

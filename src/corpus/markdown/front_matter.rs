@@ -5,8 +5,8 @@ use serde_yaml_ng::Value;
 
 use super::diagnostic;
 use crate::corpus::secrets::phrase_words;
-use crate::corpus::text::fold;
 use crate::corpus::{CorpusConfig, Diagnostic, HiddenBecause, NoteKind, SessionNumber};
+use crate::text::fold;
 
 /// `visibility:` values that leave a note to the players; a GM word marks it GM-only, and
 /// anything else is read as GM-only too, with a diagnostic (a value not understood fails closed).

@@ -3,8 +3,8 @@
 
 use super::{OpenSecret, SecretForm, close_secret};
 use crate::corpus::secrets::phrase_words;
-use crate::corpus::text::fold;
 use crate::corpus::{CorpusConfig, SecretPassage};
+use crate::text::fold;
 
 /// The first word of a comment that closes a GM block without a `/` (`<!-- end gm -->`,
 /// `<!-- fin DJ -->`).

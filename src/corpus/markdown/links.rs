@@ -8,8 +8,8 @@ use regex::{Captures, Regex};
 
 use super::TextMarkers;
 use crate::corpus::secrets::SecretNotes;
-use crate::corpus::text::fold;
 use crate::corpus::{CorpusConfig, Link};
+use crate::text::fold;
 
 /// `[[target|shown]]` and `![[embed]]`.
 static WIKILINK: LazyLock<Regex> =

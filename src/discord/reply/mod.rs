@@ -3,16 +3,18 @@
 //! layout with its checked citations, sources and buttons. Where the answer goes and how fast
 //! its message may change is `outlet`.
 //!
-//! Only the model's work takes a queue slot: the search and the context run at once on the
-//! answer worker (the embedder and the index, not the chat model), so a question waiting for
-//! the model shows its instant answer while another answer is written.
+//! The question is answered by the oracle's one entry ([`crate::oracle::Oracle::answer`]) on
+//! the answer worker, from the moment it is admitted; its events come back here to be shown.
+//! Only the model's work takes a queue slot (the slot is the entry's `ModelTurn`): the search
+//! and the context run at once (the embedder and the index, not the chat model), so a question
+//! waiting for the model shows its instant answer while another answer is written.
 
 mod outlet;
 
 use std::sync::{Arc, Mutex};
 
 use poise::serenity_prelude as serenity;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::embeds::{self, Message};
 use super::errors::{ask_error_text, log_ask_error, log_discord_error};
@@ -20,7 +22,7 @@ use super::locale::Lang;
 use super::place::Place;
 use super::queue::{Admission, QueueEvent, Slot, Waiting, Withdrawal, WorkerGone};
 use super::{Data, Desk};
-use crate::oracle::{Answer, AskError, AskRequest, InstantKept, Prepared, Settled, Stage, settle};
+use crate::oracle::{Answer, AnswerEvent, AskError, AskRequest, ModelTurn, Settled, Stage};
 use crate::retrieve::{Audience, Turn};
 use outlet::EditPace;
 pub use outlet::{
@@ -54,9 +56,6 @@ pub struct Answered {
 /// What the answer worker returns: the work's own result, or that the worker is gone.
 type Made<T> = Result<Result<T, AskError>, WorkerGone>;
 
-/// A question prepared without the model, and the notes' own sentences for it.
-type Ready = (Prepared, Option<Answer>);
-
 /// Queues, answers and posts one question; every path ends with a message to the asker.
 /// `None` when no answer was posted (an error or an interruption was, instead). With
 /// `chat.instant_answer`, the notes' own sentences are shown as soon as they are found; while
@@ -76,7 +75,8 @@ pub async fn answer_question(
     lang: Lang,
     in_flight: Option<i64>,
 ) -> Option<Answered> {
-    let answered = answer_in_turn(data, desk, outlet, question, place, audience, lang).await;
+    let asking = Asking { data, desk, outlet, question, place, audience, lang, asked_in: Lang::of_question(question) };
+    let answered = asking.answer_in_turn().await;
     if let Some(id) = in_flight {
         desk.history.forget_question(id).await;
     }
@@ -88,56 +88,47 @@ pub async fn answer_question(
 /// fifty; the embedder is one either way, so more at once would not finish sooner.
 pub const PREPARED_AT_ONCE: usize = 2;
 
-async fn answer_in_turn(
-    data: &Data,
-    desk: &Arc<Desk>,
-    outlet: &Outlet<'_>,
-    question: &str,
-    place: Place,
-    audience: Audience,
-    lang: Lang,
-) -> Option<Answered> {
-    let Some(_job) = data.lifecycle.begin() else {
-        outlet.post_or_replace(None, &Message::notice(&lang.shutting_down())).await;
-        return None;
-    };
-    let asking = Asking { data, desk, outlet, question, place, audience, lang, asked_in: Lang::of_question(question) };
-    let admission = data.queue.enter(place.id());
-    if let Admission::Busy(busy) = &admission {
-        tracing::info!(
-            waiting = busy.waiting,
-            wait_s = busy.wait.as_secs(),
-            place_full = busy.place_full,
-            "no room in the queue: the asker is told when to come back"
-        );
-        outlet.post_or_replace(None, &Message::notice(&lang.busy(busy))).await;
-        return None;
-    }
-    // A question asked by a message leaves the queue if that message is deleted.
-    let mut withdrawal = outlet.asking_message().map(|message| data.withdrawals.watch(message));
-    // The search reads the conversation as it is now: the instant answer does not wait.
-    let mut preparing = match desk.oracle.instant_enabled() {
-        true => Some(Preparing::start(&asking, desk.history.recent(place, audience).await)),
-        false => None,
-    };
-    let mut shown = None;
-    let slot = match admission {
-        Admission::Now(slot) => slot,
-        Admission::Queued(waiting) => {
-            asking.wait_for_turn(waiting, &mut shown, withdrawal.as_mut(), preparing.as_mut()).await?
+impl Asking<'_, '_> {
+    /// [`answer_question`]: admitted or told the queue is full; answered, or told why not.
+    async fn answer_in_turn(&self) -> Option<Answered> {
+        let Asking { data, desk, outlet, place, audience, lang, .. } = *self;
+        let Some(_job) = data.lifecycle.begin() else {
+            outlet.post_or_replace(None, &Message::notice(&lang.shutting_down())).await;
+            return None;
+        };
+        let admission = data.queue.enter(place.id());
+        if let Admission::Busy(busy) = &admission {
+            tracing::info!(
+                waiting = busy.waiting,
+                wait_s = busy.wait.as_secs(),
+                place_full = busy.place_full,
+                "no room in the queue: the asker is told when to come back"
+            );
+            outlet.post_or_replace(None, &Message::notice(&lang.busy(busy))).await;
+            return None;
         }
-        Admission::Busy(_) => return None,
-    };
-    // Started: deleting the question no longer stops it (its answer is on its way).
-    drop(withdrawal.take());
-    let (settled, shown) = match preparing {
-        Some(preparing) => asking.instant_then_model(preparing, shown, slot).await?,
-        None => asking.model_alone(shown, slot).await?,
-    };
-    asking.deliver(settled, shown).await
+        // A question asked by a message leaves the queue if that message is deleted.
+        let mut withdrawal = outlet.asking_message().map(|message| data.withdrawals.watch(message));
+        // The oracle answers it on the worker from now: the search reads the conversation as it
+        // is now, and the instant answer does not wait for the queue; the model waits for the slot.
+        let mut answering = Answering::start(self, desk.history.recent(place, audience).await);
+        let mut shown = None;
+        let slot = match admission {
+            Admission::Now(slot) => slot,
+            Admission::Queued(waiting) => {
+                self.wait_for_turn(waiting, &mut shown, withdrawal.as_mut(), &mut answering).await?
+            }
+            Admission::Busy(_) => return None,
+        };
+        // Started: deleting the question no longer stops it (its answer is on its way).
+        drop(withdrawal.take());
+        let (settled, shown) = self.with_the_model(answering, shown, slot).await?;
+        self.deliver(settled, shown).await
+    }
 }
 
 /// One question on its way to its answer.
+#[derive(Clone, Copy)]
 struct Asking<'a, 'o> {
     data: &'a Data,
     desk: &'a Arc<Desk>,
@@ -151,36 +142,78 @@ struct Asking<'a, 'o> {
     asked_in: Lang,
 }
 
-/// The search and the context, running on the answer worker beside the queue wait.
-struct Preparing {
-    handle: Option<tokio::task::JoinHandle<Made<Ready>>>,
-    done: Option<Made<Ready>>,
+/// The question answered on the answer worker ([`crate::oracle::Oracle::answer`], whose
+/// future is not `Send`), its events brought back here as they come.
+struct Answering {
+    handle: Option<tokio::task::JoinHandle<Made<Settled>>>,
+    done: Option<Made<Settled>>,
+    events: mpsc::UnboundedReceiver<Heard>,
+    /// Sent when the question's turn comes: the model's work starts.
+    turn: Option<oneshot::Sender<()>>,
+    /// The notes' own sentences once the search has them (`Some(None)`: the notes hold none).
+    instant: Option<Option<Answer>>,
     /// The instant answer is on the question's message already (shown while it waited).
     shown: bool,
 }
 
-impl Preparing {
-    fn start(asking: &Asking<'_, '_>, history: Vec<Turn>) -> Preparing {
+/// An event of the answer as it crosses from the worker (what was prepared stays there).
+enum Heard {
+    Stage(Stage),
+    Instant(Option<Answer>),
+    Text(String),
+}
+
+impl Heard {
+    fn of(event: AnswerEvent<'_>) -> Option<Heard> {
+        match event {
+            AnswerEvent::Stage(stage) => Some(Heard::Stage(stage)),
+            AnswerEvent::Instant(instant) => Some(Heard::Instant(instant.cloned())),
+            AnswerEvent::Text(piece) => Some(Heard::Text(piece.to_string())),
+            AnswerEvent::Prepared(_) => None,
+        }
+    }
+}
+
+impl Answering {
+    fn start(asking: &Asking<'_, '_>, history: Vec<Turn>) -> Answering {
         let worker = asking.data.worker.clone();
         let oracle = Arc::clone(&asking.desk.oracle);
         let (question, audience) = (asking.question.to_string(), asking.audience);
-        let turns = Arc::clone(&asking.data.preparations);
+        // Only searches made before the turn are rationed; without the instant answer the
+        // search waits for the turn itself.
+        let turns = oracle.instant_enabled().then(|| Arc::clone(&asking.data.preparations));
+        let (heard, events) = mpsc::unbounded_channel();
+        let (turn, turn_comes) = oneshot::channel::<()>();
         let handle = tokio::spawn(async move {
             // In the order asked; a closed semaphore (never closed) would only skip the wait.
-            let _turn = turns.acquire_owned().await.ok();
+            let searching = match turns {
+                Some(turns) => turns.acquire_owned().await.ok(),
+                None => None,
+            };
             worker
                 .run("answers", move || async move {
+                    let on_event = move |event: AnswerEvent<'_>| {
+                        if let Some(event) = Heard::of(event) {
+                            let _ = heard.send(event);
+                        }
+                    };
+                    let model_turn: ModelTurn<'_> = Box::pin(async move {
+                        // The search is done: the next waiting question's may run.
+                        drop(searching);
+                        // A question that left (its sender dropped) never reaches the model.
+                        if turn_comes.await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    });
                     let request = AskRequest { question: &question, history: &history, audience };
-                    let prepared = oracle.prepare_without_model(&request).await?;
-                    let instant = oracle.instant_answer(&prepared);
-                    Ok((prepared, instant))
+                    oracle.answer(&request, &on_event, Some(model_turn)).await
                 })
                 .await
         });
-        Preparing { handle: Some(handle), done: None, shown: false }
+        Answering { handle: Some(handle), done: None, events, turn: Some(turn), instant: None, shown: false }
     }
 
-    /// Resolves once the preparation is done; at once when it already is.
+    /// Resolves once the answer is done (or failed); at once when it already is.
     async fn finish(&mut self) {
         if let Some(handle) = self.handle.as_mut() {
             let made = handle.await.unwrap_or(Err(WorkerGone("answers")));
@@ -189,20 +222,14 @@ impl Preparing {
         }
     }
 
-    fn is_running(&self) -> bool {
-        self.handle.is_some()
-    }
-
+    /// The notes' own sentences, once found.
     fn instant(&self) -> Option<&Answer> {
-        match &self.done {
-            Some(Ok(Ok((_, instant)))) => instant.as_ref(),
-            _ => None,
-        }
+        self.instant.as_ref().and_then(Option::as_ref)
     }
 }
 
-impl Drop for Preparing {
-    /// A question that leaves (withdrawn, interrupted) stops its search.
+impl Drop for Answering {
+    /// A question that leaves (withdrawn, interrupted) stops its answer.
     fn drop(&mut self) {
         if let Some(handle) = self.handle.take() {
             handle.abort();
@@ -213,14 +240,14 @@ impl Drop for Preparing {
 impl<'o> Asking<'_, 'o> {
     /// The slot, once the questions before this one are answered. Meanwhile its message
     /// follows the queue (its position, at the edit pace) and shows the instant answer the
-    /// moment `preparing` has it. `None`: the question left the queue (withdrawn, the bot
-    /// stopping), and the asker was told.
+    /// moment the search has it. `None`: the question left the queue (withdrawn, the bot
+    /// stopping, its search failed), and the asker was told.
     async fn wait_for_turn(
         &self,
         mut waiting: Waiting,
         shown: &mut Option<Posted<'o>>,
         mut withdrawal: Option<&mut Withdrawal>,
-        mut preparing: Option<&mut Preparing>,
+        answering: &mut Answering,
     ) -> Option<Slot> {
         let mut position = waiting.position();
         tracing::info!(position, "question queued");
@@ -234,12 +261,6 @@ impl<'o> Asking<'_, 'o> {
                 match moved {
                     true => pace.wait().await,
                     false => std::future::pending::<()>().await,
-                }
-            };
-            let prepared = async {
-                match preparing.as_deref_mut() {
-                    Some(preparing) if preparing.is_running() => preparing.finish().await,
-                    _ => std::future::pending::<()>().await,
                 }
             };
             let withdrawn = async {
@@ -258,24 +279,35 @@ impl<'o> Asking<'_, 'o> {
                     }
                 },
                 () = due => {
-                    let instant = preparing.as_deref().and_then(Preparing::instant);
-                    *shown = self.outlet.show_preview(shown.take(), &self.waiting_message(position, instant)).await;
+                    *shown = self.outlet.show_preview(shown.take(), &self.waiting_message(position, answering.instant())).await;
                     moved = false;
                     pace.edited();
                 }
-                () = prepared => {
-                    // The notes' sentences replace the queue notice at once; an edit refused
-                    // for a burst is tried again (they must arrive, not wait for the turn).
-                    if let Some(instant) = preparing.as_deref().and_then(Preparing::instant) {
-                        let message = self.waiting_message(position, Some(instant));
-                        *shown = self.outlet.post_or_replace(shown.take(), &message).await;
-                        moved = false;
-                        pace.edited();
+                heard = answering.events.recv() => match heard {
+                    Some(Heard::Instant(instant)) => {
+                        // The notes' sentences replace the queue notice at once; an edit refused
+                        // for a burst is tried again (they must arrive, not wait for the turn).
+                        if let Some(instant) = &instant {
+                            let message = self.waiting_message(position, Some(instant));
+                            *shown = self.outlet.post_or_replace(shown.take(), &message).await;
+                            (moved, answering.shown) = (false, true);
+                            pace.edited();
+                        }
+                        answering.instant = Some(instant);
                     }
-                    if let Some(preparing) = preparing.as_deref_mut() {
-                        preparing.shown = preparing.instant().is_some();
+                    Some(Heard::Stage(_) | Heard::Text(_)) => {}
+                    // The answer ended before its turn: its search failed. The asker is told
+                    // now, and the question leaves the queue.
+                    None => {
+                        answering.finish().await;
+                        let failure = match answering.done.take() {
+                            Some(Ok(Err(err))) => Ok(err),
+                            Some(Err(gone)) => Err(gone),
+                            Some(Ok(Ok(_))) | None => Err(WorkerGone("answers")),
+                        };
+                        return self.tell_failure(shown.take(), failure).await;
                     }
-                }
+                },
                 () = self.data.lifecycle.interrupted() => {
                     self.outlet.post_or_replace(shown.take(), &Message::notice(&self.lang.interrupted())).await;
                     return None;
@@ -299,33 +331,38 @@ impl<'o> Asking<'_, 'o> {
         }
     }
 
-    /// With its turn: the notes' sentences shown (when the search has finished), then the
-    /// model's answer streamed over them, then what stays ([`settle`]).
-    async fn instant_then_model(
+    /// With its turn: the model's work starts; the notes' sentences are shown (once the search
+    /// has them), then the model's answer streamed over them (or its stages, when there are
+    /// none), then what stays, as the oracle settled it.
+    async fn with_the_model(
         &self,
-        mut preparing: Preparing,
+        mut answering: Answering,
         shown: Option<Posted<'o>>,
         slot: Slot,
     ) -> Option<(Settled, Option<Posted<'o>>)> {
-        if preparing.is_running() {
+        if let Some(turn) = answering.turn.take() {
+            let _ = turn.send(());
+        }
+        let instant_first = self.desk.oracle.instant_enabled();
+        while instant_first && answering.instant.is_none() {
             tokio::select! {
-                () = preparing.finish() => {}
+                heard = answering.events.recv() => match heard {
+                    Some(Heard::Instant(instant)) => answering.instant = Some(instant),
+                    Some(Heard::Stage(_) | Heard::Text(_)) => {}
+                    // Ended before its instant answer: the failure is told below.
+                    None => answering.instant = Some(None),
+                },
                 () = self.data.lifecycle.interrupted() => {
                     self.outlet.post_or_replace(shown, &Message::notice(&self.lang.interrupted())).await;
                     return None;
                 }
             }
         }
-        let (prepared, instant) = match preparing.done.take() {
-            Some(Ok(Ok(ready))) => ready,
-            Some(Ok(Err(err))) => return self.tell_failure(shown, Ok(err)).await,
-            Some(Err(gone)) => return self.tell_failure(shown, Err(gone)).await,
-            None => return self.tell_failure(shown, Err(WorkerGone("answers"))).await,
-        };
+        let instant = answering.instant().cloned();
         let shown = match &instant {
             // Shown while it waited: only the line under it changes, and a refused edit may
             // be skipped.
-            Some(instant) if preparing.shown => {
+            Some(instant) if answering.shown => {
                 let message = embeds::instant_message(&instant.text, &self.asked_in.instant_writing());
                 self.outlet.show_preview(shown, &message).await
             }
@@ -336,49 +373,38 @@ impl<'o> Asking<'_, 'o> {
             }
             None => shown,
         };
+        // The preview owns the message while the model writes; the final layout replaces it.
         let shown = Mutex::new(shown);
         let (progress, progress_seen) = watch::channel(Progress::Waiting);
-        let history = self.desk.history.recent(self.place, self.audience).await;
-        let work = self.on_worker(history, Some(prepared), ProgressSink { progress, stages: instant.is_none() });
+        // Stages are not shown over the notes' sentences, which stay until the model's text.
+        let sink = ProgressSink { progress, stages: instant.is_none() };
+        let work = async {
+            while let Some(heard) = answering.events.recv().await {
+                match heard {
+                    Heard::Stage(stage) => sink.stage(stage),
+                    Heard::Text(piece) => sink.text(&piece),
+                    Heard::Instant(_) => {}
+                }
+            }
+            // The preview ends with the answer.
+            drop(sink);
+            answering.finish().await;
+            answering.done.take().unwrap_or(Err(WorkerGone("answers")))
+        };
         let made = self.with_preview(work, &shown, progress_seen).await?;
         // The next question may start while this answer is posted.
         drop(slot);
         let shown = take_posted(&shown);
-        let model_failed = |why: String| {
-            tracing::error!(error = %why, "the model's answer failed; the notes' own sentences stay");
-        };
         let settled = match (made, instant) {
-            (Ok(Ok(answer)), instant) => settle(instant, answer),
-            (Ok(Err(err)), Some(instant)) => {
-                model_failed(err.to_string());
-                Settled::instant_kept(instant, InstantKept::ModelFailed)
-            }
+            (Ok(Ok(settled)), _) => settled,
             (Err(gone), Some(instant)) => {
-                model_failed(gone.to_string());
-                Settled::instant_kept(instant, InstantKept::ModelFailed)
+                tracing::error!(error = %gone, "the model's answer failed; the notes' own sentences stay");
+                Settled::model_failed(instant, gone.to_string())
             }
-            (Ok(Err(err)), None) => return self.tell_failure(shown, Ok(err)).await,
+            (Ok(Err(err)), _) => return self.tell_failure(shown, Ok(err)).await,
             (Err(gone), None) => return self.tell_failure(shown, Err(gone)).await,
         };
         Some((settled, shown))
-    }
-
-    /// With its turn and no instant answer (`chat.instant_answer = false`): the model's
-    /// answer, its stages and text shown as they come.
-    async fn model_alone(&self, shown: Option<Posted<'o>>, slot: Slot) -> Option<(Settled, Option<Posted<'o>>)> {
-        let history = self.desk.history.recent(self.place, self.audience).await;
-        // The preview owns the message while the model writes; the final layout replaces it.
-        let shown = Mutex::new(shown);
-        let (progress, progress_seen) = watch::channel(Progress::Waiting);
-        let work = self.on_worker(history, None, ProgressSink { progress, stages: true });
-        let made = self.with_preview(work, &shown, progress_seen).await?;
-        drop(slot);
-        let shown = take_posted(&shown);
-        match made {
-            Ok(Ok(answer)) => Some((Settled::model_alone(answer), shown)),
-            Ok(Err(err)) => self.tell_failure(shown, Ok(err)).await,
-            Err(gone) => self.tell_failure(shown, Err(gone)).await,
-        }
     }
 
     /// `work` with its text shown as it streams; `None` when the bot stops first (the asker
@@ -454,27 +480,6 @@ impl<'o> Asking<'_, 'o> {
             );
         }
         Some(Answered { text: settled.answer.text, first_message })
-    }
-
-    /// The oracle's answer on the answer worker (its future is not `Send`): to what was
-    /// prepared, or the whole of it (search, context and model); its text goes to `sink` as
-    /// it streams.
-    async fn on_worker(&self, history: Vec<Turn>, prepared: Option<Prepared>, sink: ProgressSink) -> Made<Answer> {
-        let oracle = Arc::clone(&self.desk.oracle);
-        let question = self.question.to_string();
-        let audience = self.audience;
-        self.data
-            .worker
-            .run("answers", move || async move {
-                let on_text = |piece: &str| sink.text(piece);
-                let on_stage = |stage: Stage| sink.stage(stage);
-                let request = AskRequest { question: &question, history: &history, audience };
-                match prepared {
-                    Some(prepared) => oracle.answer_prepared(&request, prepared, &on_stage, Some(&on_text)).await,
-                    None => oracle.ask_in_stages(&request, &on_stage, Some(&on_text)).await,
-                }
-            })
-            .await
     }
 }
 

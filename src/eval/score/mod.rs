@@ -225,12 +225,12 @@ impl EvalReport {
             rows.iter().filter_map(|row| row.timings.as_ref().map(|t| (t, row.answer.is_some()))).collect();
         type Stage = fn(&AnswerTimings) -> f64;
         let stages: [(&str, Stage); 9] = [
-            ("embed_query", |t| t.embed_query_ms),
-            ("dense", |t| t.dense_ms),
-            ("bm25", |t| t.bm25_ms),
-            ("entity", |t| t.entity_ms),
-            ("time", |t| t.time_ms),
-            ("fuse", |t| t.fuse_ms),
+            ("embed_query", |t| t.search.embed_query_ms),
+            ("dense", |t| t.search.dense_ms),
+            ("bm25", |t| t.search.bm25_ms),
+            ("entity", |t| t.search.entity_ms),
+            ("time", |t| t.search.time_ms),
+            ("fuse", |t| t.search.fuse_ms),
             ("rerank", |t| t.rerank_ms),
             ("generation", |t| t.generation_ms),
             ("total", |t| t.total_ms),

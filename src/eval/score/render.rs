@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::{
     EvalReport, FULL_PIPELINE, FUSION_ONLY, Found, VariantReport, VariantScore, WITHOUT_TIME, distinct, ratio,
 };
-use crate::answer::passages::shorten;
+use crate::text::shorten;
 
 impl EvalReport {
     /// The tables for a terminal.
@@ -101,17 +101,15 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
             "kind", "n", "union", "fused@k", "rerank@k", "union", "fused@k", "rerank@k"
         );
         let line = |out: &mut String, name: &str, full: &VariantScore, fusion: &VariantScore| {
+            let hits =
+                [full.pool_hits, fusion.top_hits, full.top_hits].map(|hits| format!("{hits}/{}", full.questions));
+            let recalls = [full.recall.pool, fusion.recall.top, full.recall.top];
+            let [pool, fused, reranked] = hits;
+            let n = full.questions;
             let _ = writeln!(
                 out,
-                "{:12} {:>3}  {:>7} {:>8} {:>8}  {:>7.2} {:>8.2} {:>8.2}",
-                name,
-                full.questions,
-                format!("{}/{}", full.pool_hits, full.questions),
-                format!("{}/{}", fusion.top_hits, fusion.questions),
-                format!("{}/{}", full.top_hits, full.questions),
-                full.recall.pool,
-                fusion.recall.top,
-                full.recall.top,
+                "{name:12} {n:>3}  {pool:>7} {fused:>8} {reranked:>8}  {:>7.2} {:>8.2} {:>8.2}",
+                recalls[0], recalls[1], recalls[2]
             );
         };
         rows_by_kind(out, full, fusion, line);
@@ -125,15 +123,12 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
         let _ =
             writeln!(out, "{:12} {:>3}  {:>8} {:>8}  {:>6} {:>6}", "kind", "n", "with", "without", "with", "without");
         let line = |out: &mut String, name: &str, with: &VariantScore, without: &VariantScore| {
+            let [hits_with, hits_without] =
+                [with, without].map(|score| format!("{}/{}", score.top_hits, score.questions));
+            let (n, recall_with, recall_without) = (with.questions, with.recall.top, without.recall.top);
             let _ = writeln!(
                 out,
-                "{:12} {:>3}  {:>8} {:>8}  {:>6.2} {:>6.2}",
-                name,
-                with.questions,
-                format!("{}/{}", with.top_hits, with.questions),
-                format!("{}/{}", without.top_hits, without.questions),
-                with.recall.top,
-                without.recall.top,
+                "{name:12} {n:>3}  {hits_with:>8} {hits_without:>8}  {recall_with:>6.2} {recall_without:>6.2}"
             );
         };
         rows_by_kind(out, full, untimed, line);
@@ -207,13 +202,7 @@ material up to {:.0} tokens on average)",
             return;
         };
         let _ = writeln!(out, "Answers ({} generated)", a.answered);
-        let _ = writeln!(
-            out,
-            "  citation rate        {}/{} ({:.0}%) answers with a valid citation",
-            a.cited,
-            a.answered,
-            100.0 * ratio(a.cited, a.answered)
-        );
+        let _ = writeln!(out, "  citation rate        {} answers with a valid citation", share(a.cited, a.answered));
         let _ = writeln!(out, "  uncited answerable   {}/{}", a.uncited_answerable, a.answerable);
         let _ = writeln!(out, "  cites an expected    {}/{}", a.supported, a.answerable);
         let _ = writeln!(out, "  invented citations   {} in {} answers", a.invented_citations, a.answers_with_invented);
@@ -254,13 +243,7 @@ held {}/{}",
             a.key_facts_in_material,
             a.key_facts
         );
-        let _ = writeln!(
-            out,
-            "  arc key facts        {}/{} ({:.0}%)",
-            a.arc_key_facts_found,
-            a.arc_key_facts,
-            100.0 * ratio(a.arc_key_facts_found, a.arc_key_facts)
-        );
+        let _ = writeln!(out, "  arc key facts        {}", share(a.arc_key_facts_found, a.arc_key_facts));
         if let (Some(model), Some(arc_model)) = (a.model_key_facts_found, a.arc_model_key_facts_found) {
             let _ = writeln!(
                 out,
@@ -291,6 +274,11 @@ more than a fifth; {} stopped at the deadline",
             let _ = writeln!(out, "  {:12} p50 {:>10.1}  p95 {:>10.1}  (n = {})", stage, p.p50_ms, p.p95_ms, p.n);
         }
     }
+}
+
+/// `part/whole (pp%)`, as the summary prints a share.
+fn share(part: usize, whole: usize) -> String {
+    format!("{part}/{whole} ({:.0}%)", 100.0 * ratio(part, whole))
 }
 
 /// One row per kind both variants scored, then the row of all questions and a blank line.

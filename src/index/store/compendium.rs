@@ -7,8 +7,9 @@ use rusqlite::params;
 
 use super::{EntityListing, META_COMPENDIUM_VERSION, Store};
 use crate::compendium::{Compendium, Entity, EntityKind, EntitySource};
-use crate::corpus::{SessionNumber, Visibility, fold};
+use crate::corpus::{SessionNumber, Visibility};
 use crate::index::IndexError;
+use crate::text::fold;
 
 impl Store {
     /// The stored compendium as `visibility` may read it (`None`: the GM, everything),

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{EntityMention, FragmentHead, SourceSummary, Store, StoredFragment};
+use super::{Bm25Unit, EntityMention, FragmentHead, SourceSummary, Store, StoredFragment};
 use crate::corpus::{Diagnostic, Fragment, NoteKind, SessionNumber, Visibility};
 use crate::index::IndexError;
 
@@ -89,54 +89,32 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Fragment ids whose text matches `fts_query` (already an FTS5 expression), best
-    /// BM25 first. The caller owns turning user text into a safe expression.
+    /// `(fragment id, bm25 score)` rows whose text matches `fts_query` (already an FTS5
+    /// expression), best first (lower is better, as FTS5 scores), at most `limit`: one row a
+    /// fragment, or one a window ([`Bm25Unit`]). The caller owns turning user text into a safe
+    /// expression.
     pub fn match_fts(
         &self,
+        unit: Bm25Unit,
         fts_query: &str,
         visibility: Option<Visibility>,
         limit: usize,
     ) -> Result<Vec<(i64, f64)>, IndexError> {
-        self.scored_fragments(
-            "SELECT f.id, bm25(fragments_fts) AS score
-             FROM fragments_fts JOIN fragments f ON f.id = fragments_fts.rowid
-             WHERE fragments_fts MATCH ?1 AND (?2 IS NULL OR f.visibility = ?2)
-             ORDER BY score, f.id LIMIT ?3",
-            fts_query,
-            visibility,
-            limit,
-        )
-    }
-
-    /// The BM25 passages that match `fts_query` (already an FTS5 expression), best first, at
-    /// most `limit`: `(fragment id, bm25 score)`, lower is better, as FTS5 scores.
-    pub fn match_fts_windows(
-        &self,
-        fts_query: &str,
-        visibility: Option<Visibility>,
-        limit: usize,
-    ) -> Result<Vec<(i64, f64)>, IndexError> {
-        self.scored_fragments(
-            "SELECT w.fragment_id, bm25(fragment_windows_fts) AS score
-             FROM fragment_windows_fts JOIN fragment_windows w ON w.id = fragment_windows_fts.rowid
-                  JOIN fragments f ON f.id = w.fragment_id
-             WHERE fragment_windows_fts MATCH ?1 AND (?2 IS NULL OR f.visibility = ?2)
-             ORDER BY score, w.id LIMIT ?3",
-            fts_query,
-            visibility,
-            limit,
-        )
-    }
-
-    /// `(fragment id, score)` rows of a BM25 query over `?1` (the FTS5 expression), `?2`
-    /// (the visibility, or NULL for all) and `?3` (the limit).
-    fn scored_fragments(
-        &self,
-        sql: &str,
-        fts_query: &str,
-        visibility: Option<Visibility>,
-        limit: usize,
-    ) -> Result<Vec<(i64, f64)>, IndexError> {
+        let sql = match unit {
+            Bm25Unit::Fragment => {
+                "SELECT f.id, bm25(fragments_fts) AS score
+                 FROM fragments_fts JOIN fragments f ON f.id = fragments_fts.rowid
+                 WHERE fragments_fts MATCH ?1 AND (?2 IS NULL OR f.visibility = ?2)
+                 ORDER BY score, f.id LIMIT ?3"
+            }
+            Bm25Unit::Window => {
+                "SELECT w.fragment_id, bm25(fragment_windows_fts) AS score
+                 FROM fragment_windows_fts JOIN fragment_windows w ON w.id = fragment_windows_fts.rowid
+                      JOIN fragments f ON f.id = w.fragment_id
+                 WHERE fragment_windows_fts MATCH ?1 AND (?2 IS NULL OR f.visibility = ?2)
+                 ORDER BY score, w.id LIMIT ?3"
+            }
+        };
         let mut statement = self.connection.prepare_cached(sql)?;
         let rows = statement
             .query_map(params![fts_query, visibility.map(Visibility::as_str), limit as i64], |row| {

@@ -58,17 +58,32 @@ pub const META_GENERATION: &str = "generation";
 /// The meta key giving the live table's vector dimension.
 pub const META_DIMENSION: &str = "embedder_dimension";
 
+/// What a BM25 query scores ([`Store::match_fts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bm25Unit {
+    /// A fragment's whole text, one document.
+    Fragment,
+    /// Its BM25 windows (`BM25_WINDOW_WORDS` words each): one row a window, several a fragment.
+    Window,
+}
+
 /// What one file contributes to the index.
 #[derive(Debug, Clone)]
 pub struct FileRecord {
+    /// Relative to the campaign folder, `/`-separated: the file's key in the index.
     pub path: String,
+    /// sha256 of the file's bytes, as read.
     pub content_hash: String,
     pub kind: NoteKind,
+    /// The note's title (front matter, first heading, else the file name).
     pub title: String,
+    /// Other names from the front matter, for the compendium.
     pub aliases: Vec<String>,
     pub tags: Vec<String>,
     pub n_bytes: u64,
+    /// What the file was cut into, labelled.
     pub fragments: Vec<Fragment>,
+    /// Its wikilinks, as written.
     pub links: Vec<Link>,
 }
 

@@ -7,8 +7,9 @@ use tracing::info_span;
 use super::{
     BM25_WINDOW_STEP, BM25_WINDOW_WORDS, CompendiumRecords, FileRecord, IngestChanges, META_GENERATION, Store,
 };
-use crate::corpus::{Visibility, fold};
+use crate::corpus::Visibility;
 use crate::index::IndexError;
+use crate::text::fold;
 
 impl Store {
     /// Writes one ingest's changes in a single transaction.
@@ -54,9 +55,7 @@ impl Store {
 pub(super) fn insert_windows(connection: &Connection, fragment_id: i64, text: &str) -> rusqlite::Result<()> {
     let mut insert =
         connection.prepare_cached("INSERT INTO fragment_windows (fragment_id, window, text) VALUES (?1, ?2, ?3)")?;
-    for (window, passage) in
-        crate::corpus::text::word_windows(text, BM25_WINDOW_WORDS, BM25_WINDOW_STEP).iter().enumerate()
-    {
+    for (window, passage) in crate::text::word_windows(text, BM25_WINDOW_WORDS, BM25_WINDOW_STEP).iter().enumerate() {
         insert.execute(params![fragment_id, window as i64, passage])?;
     }
     Ok(())

@@ -7,6 +7,7 @@
 pub mod llama_cpp;
 pub mod ollama;
 pub mod openai;
+mod served;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -151,6 +152,11 @@ pub struct WindowCache {
 impl WindowCache {
     pub fn new(configured: Option<usize>) -> WindowCache {
         WindowCache { configured, learnt: std::sync::Mutex::new(None) }
+    }
+
+    /// `chat.n_ctx`, when set by hand.
+    pub fn configured(&self) -> Option<usize> {
+        self.configured
     }
 
     /// The window learnt so far, if any.

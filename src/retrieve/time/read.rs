@@ -2,7 +2,7 @@
 //! «la última», «sesiones 10 a 14», «después de X»), before any session is looked at.
 
 use super::{MAX_SESSION_NUMBER, TimeReference};
-use crate::corpus::fold;
+use crate::text::fold;
 
 /// The references in `question`, in order of appearance, each once.
 pub fn parse_time_references(question: &str) -> Vec<TimeReference> {

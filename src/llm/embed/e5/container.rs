@@ -4,8 +4,8 @@
 use std::ops::RangeInclusive;
 use std::path::Path;
 
-use super::encoder::{EncoderLayer, LayerNorm, Linear};
-use super::kernels::FEW_TOKENS;
+use super::encoder::EncoderLayer;
+use super::kernels::{FEW_TOKENS, LayerNorm, Linear, dequantize_q4};
 use super::tokenizer::{NormalizationMap, Tokenizer};
 use super::{BLOCK, E5Error, E5Model, Q4_BLOCK_BYTES, Shape};
 
@@ -362,33 +362,6 @@ fn parse_directory<'a>(reader: &mut Reader<'a>) -> Result<Tensors<'a>, E5Error> 
     Ok(Tensors { path, entries })
 }
 
-fn f16_to_f32(bits: u16) -> f32 {
-    let negative = bits & 0x8000 != 0;
-    let exponent = u32::from((bits >> 10) & 0x1f);
-    let mantissa = u32::from(bits & 0x03ff);
-    let magnitude = match exponent {
-        // Zero and subnormals: mantissa × 2^-24, exact in f32. (The C engine's converter
-        // halves subnormals; no scale in the shipped file is subnormal, so it cannot matter.)
-        0 => mantissa as f32 * (1.0 / 16_777_216.0),
-        0x1f => f32::from_bits(0x7f80_0000 | (mantissa << 13)),
-        _ => f32::from_bits(((exponent + 112) << 23) | (mantissa << 13)),
-    };
-    if negative { -magnitude } else { magnitude }
-}
-
-/// Expands Q4_0 blocks into `out` (whose length is a multiple of 32).
-pub(super) fn dequantize_q4(raw: &[u8], out: &mut [f32]) {
-    for (block, values) in raw.chunks_exact(Q4_BLOCK_BYTES).zip(out.chunks_exact_mut(BLOCK)) {
-        let scale = f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
-        let (low, high) = values.split_at_mut(BLOCK / 2);
-        for j in 0..BLOCK / 2 {
-            let packed = block[2 + j];
-            low[j] = ((packed & 0x0f) as i32 - 8) as f32 * scale;
-            high[j] = ((packed >> 4) as i32 - 8) as f32 * scale;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -430,13 +403,5 @@ mod tests {
         }
         let err = check_load_error("short.bin", &header);
         assert!(matches!(err, E5Error::Truncated { .. }), "{err}");
-    }
-
-    #[test]
-    fn converts_half_precision_scales() {
-        assert_eq!(f16_to_f32(0x3c00), 1.0);
-        assert_eq!(f16_to_f32(0xc000), -2.0);
-        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
-        assert_eq!(f16_to_f32(0x7bff), 65504.0);
     }
 }

@@ -1,23 +1,10 @@
 //! The BERT encoder (XLM-R shape): token embeddings, then every layer's attention and
 //! feed-forward products, then the mean over every token.
 
-use super::container::dequantize_q4;
-use super::kernels::{Strided, add_and_normalize, few_tokens, gelu_in_place, gemm, round_to_int8_grid, softmax};
+use super::kernels::{
+    LayerNorm, Linear, Strided, add_and_normalize, dequantize_q4, gelu_in_place, gemm, round_to_int8_grid, softmax,
+};
 use super::{BLOCK, E5Model, E5Prefix, Q4_BLOCK_BYTES, Shape, prefixed};
-
-/// A layer norm's scale and shift, `hidden` wide.
-pub(super) struct LayerNorm {
-    pub(super) weight: Vec<f32>,
-    pub(super) bias: Vec<f32>,
-}
-
-/// `y = x · weightᵀ + bias`, with `weight` stored `n_out` rows of `n_in`.
-pub(super) struct Linear {
-    pub(super) weight: Vec<f32>,
-    pub(super) bias: Vec<f32>,
-    pub(super) n_in: usize,
-    pub(super) n_out: usize,
-}
 
 /// One of the encoder's layers: attention, then feed-forward, each with its layer norm.
 pub(super) struct EncoderLayer {
@@ -178,24 +165,5 @@ impl Scratch {
             intermediate: vec![0.0; n_tokens * shape.ffn],
             attention: vec![0.0; longest * longest],
         }
-    }
-}
-
-impl Linear {
-    /// `output` (tokens × n_out) = `input` (tokens × n_in) · weightᵀ + bias.
-    /// Up to `few_token_limit` tokens the product runs [`few_tokens`] where the CPU can.
-    pub(super) fn forward(&self, input: &[f32], output: &mut [f32], few_token_limit: usize) {
-        let n_tokens = input.len() / self.n_in;
-        for row in output.chunks_exact_mut(self.n_out) {
-            row.copy_from_slice(&self.bias);
-        }
-        if n_tokens <= few_token_limit && few_tokens::accumulate(input, &self.weight, output, self.n_in, self.n_out) {
-            return;
-        }
-        let input_view = Strided::rows(0, n_tokens, self.n_in, self.n_in);
-        let weight_transposed =
-            Strided { offset: 0, rows: self.n_in, cols: self.n_out, row_stride: 1, col_stride: self.n_in };
-        let output_view = Strided::rows(0, n_tokens, self.n_out, self.n_out);
-        gemm(1.0, input, input_view, &self.weight, weight_transposed, 1.0, output, output_view);
     }
 }

@@ -2,8 +2,7 @@
 //! stored weight rows), the element-wise steps (int8 rounding, layer norm, softmax, GELU),
 //! and `sgemm` behind a bounds-checked view.
 
-use super::BLOCK;
-use super::encoder::LayerNorm;
+use super::{BLOCK, Q4_BLOCK_BYTES};
 
 /// Tokens up to which a weight product runs [`few_tokens`] instead of `sgemm`: a question is
 /// 10 to 40 tokens; a batch of passages is hundreds and stays on `sgemm`, which is faster
@@ -404,10 +403,69 @@ pub(super) fn gemm(
     }
 }
 
+/// A layer norm's scale and shift, `hidden` wide.
+pub(super) struct LayerNorm {
+    pub(super) weight: Vec<f32>,
+    pub(super) bias: Vec<f32>,
+}
+
+/// `y = x · weightᵀ + bias`, with `weight` stored `n_out` rows of `n_in`.
+pub(super) struct Linear {
+    pub(super) weight: Vec<f32>,
+    pub(super) bias: Vec<f32>,
+    pub(super) n_in: usize,
+    pub(super) n_out: usize,
+}
+
+impl Linear {
+    /// `output` (tokens × n_out) = `input` (tokens × n_in) · weightᵀ + bias.
+    /// Up to `few_token_limit` tokens the product runs [`few_tokens`] where the CPU can.
+    pub(super) fn forward(&self, input: &[f32], output: &mut [f32], few_token_limit: usize) {
+        let n_tokens = input.len() / self.n_in;
+        for row in output.chunks_exact_mut(self.n_out) {
+            row.copy_from_slice(&self.bias);
+        }
+        if n_tokens <= few_token_limit && few_tokens::accumulate(input, &self.weight, output, self.n_in, self.n_out) {
+            return;
+        }
+        let input_view = Strided::rows(0, n_tokens, self.n_in, self.n_in);
+        let weight_transposed =
+            Strided { offset: 0, rows: self.n_in, cols: self.n_out, row_stride: 1, col_stride: self.n_in };
+        let output_view = Strided::rows(0, n_tokens, self.n_out, self.n_out);
+        gemm(1.0, input, input_view, &self.weight, weight_transposed, 1.0, output, output_view);
+    }
+}
+
+fn f16_to_f32(bits: u16) -> f32 {
+    let negative = bits & 0x8000 != 0;
+    let exponent = u32::from((bits >> 10) & 0x1f);
+    let mantissa = u32::from(bits & 0x03ff);
+    let magnitude = match exponent {
+        // Zero and subnormals: mantissa × 2^-24, exact in f32. (The C engine's converter
+        // halves subnormals; no scale in the shipped file is subnormal, so it cannot matter.)
+        0 => mantissa as f32 * (1.0 / 16_777_216.0),
+        0x1f => f32::from_bits(0x7f80_0000 | (mantissa << 13)),
+        _ => f32::from_bits(((exponent + 112) << 23) | (mantissa << 13)),
+    };
+    if negative { -magnitude } else { magnitude }
+}
+
+/// Expands Q4_0 blocks into `out` (whose length is a multiple of 32).
+pub(super) fn dequantize_q4(raw: &[u8], out: &mut [f32]) {
+    for (block, values) in raw.chunks_exact(Q4_BLOCK_BYTES).zip(out.chunks_exact_mut(BLOCK)) {
+        let scale = f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
+        let (low, high) = values.split_at_mut(BLOCK / 2);
+        for j in 0..BLOCK / 2 {
+            let packed = block[2 + j];
+            low[j] = ((packed & 0x0f) as i32 - 8) as f32 * scale;
+            high[j] = ((packed >> 4) as i32 - 8) as f32 * scale;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::embed::e5::encoder::Linear;
 
     /// `output[t][o] = bias[o] + Σ_k input[t][k] · weight[o][k]`, in f64.
     fn reference_product(input: &[f32], weight: &[f32], bias: &[f32], n_in: usize) -> Vec<f32> {
@@ -469,5 +527,13 @@ mod tests {
         for (got, want) in output.iter().zip(&expected) {
             assert!((got - want).abs() <= 1e-4 * (1.0 + want.abs()), "{got} vs {want}");
         }
+    }
+
+    #[test]
+    fn converts_half_precision_scales() {
+        assert_eq!(f16_to_f32(0x3c00), 1.0);
+        assert_eq!(f16_to_f32(0xc000), -2.0);
+        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
+        assert_eq!(f16_to_f32(0x7bff), 65504.0);
     }
 }

@@ -56,7 +56,8 @@ use async_trait::async_trait;
 use tracing::{Instrument, info_span};
 
 use crate::llm::{EmbedRole, Embedder, LlmError, NameFloor, SupportFloor};
-use encoder::{EncoderLayer, LayerNorm};
+use encoder::EncoderLayer;
+use kernels::LayerNorm;
 use tokenizer::Tokenizer;
 
 /// e5-small reads at most 512 tokens. Spanish notes run ~1.6 XLM-R tokens per word once

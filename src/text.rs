@@ -1,11 +1,10 @@
-//! Small text helpers the other stages share: accent folding, word counts, hashes, word
-//! windows and shortening (the one helper every message, excerpt and error line cuts with).
+//! Text, at the ground floor: accent folding, words, word windows, where a sentence ends and
+//! shortening. The one home of each: every stage (corpus, retrieval, answer, compendium,
+//! timeline, Discord, the model servers' error lines) cuts, folds and splits with these, so a
+//! sentence ends in the same place wherever it is read. Imports nothing of the crate.
 
-use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
-
-use super::Visibility;
 
 /// Lowercases `s` and strips its diacritics (NFD, then combining marks dropped), so that
 /// `Sesión`, `SESION` and `sesion` compare equal. `ñ` folds to `n`.
@@ -23,16 +22,6 @@ pub(crate) fn normalize_line_endings(text: &str) -> std::borrow::Cow<'_, str> {
         return std::borrow::Cow::Borrowed(text);
     }
     std::borrow::Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
-}
-
-/// sha256 (hex) over `visibility.as_str() + "\n" + text`: what decides re-embedding.
-/// The visibility is part of it so that a passage becoming secret is re-indexed.
-pub fn content_hash(visibility: Visibility, text: &str) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(visibility.as_str().as_bytes());
-    hasher.update(b"\n");
-    hasher.update(text.as_bytes());
-    hex::encode(hasher.finalize())
 }
 
 /// Words are whitespace-separated tokens, the unit of `SESSION_MAX_WORDS`.
@@ -70,16 +59,6 @@ pub(crate) fn file_stem(path: &str) -> &str {
     }
 }
 
-/// Overlap between an embedding window and the next, as a fraction of the window: a sentence
-/// cut by one window boundary is whole in the neighbouring window.
-const WINDOW_OVERLAP_DIVISOR: usize = 5;
-
-/// Splits `text` into windows of at most `window_words` words, overlapping by a fifth.
-pub fn embedding_windows(text: &str, window_words: usize) -> Vec<String> {
-    let window_words = window_words.max(2);
-    word_windows(text, window_words, window_step(window_words))
-}
-
 /// `text`'s words in windows of `window_words`, one every `step` words, the last one ending
 /// with the text; a text no longer than one window is one window (an empty text, one empty
 /// window). What the embedder's windows and the answer's support passages are both cut by.
@@ -101,17 +80,25 @@ pub fn word_windows(text: &str, window_words: usize, step: usize) -> Vec<String>
     windows
 }
 
-/// Words between the starts of two windows: they overlap by a fifth.
-fn window_step(window_words: usize) -> usize {
-    let window_words = window_words.max(2);
-    window_words - window_words / WINDOW_OVERLAP_DIVISOR
+/// What may close a sentence.
+pub const SENTENCE_ENDS: [char; 4] = ['.', '!', '?', '…'];
+
+/// What may follow a sentence's closing mark and still belong to the sentence: closing
+/// quotes, brackets and Markdown emphasis (`«¡Corred!»`, `(véase la sesión 3.)`, `*fin.*`).
+const SENTENCE_CLOSERS: [char; 10] = ['»', '"', '\'', '”', '’', ')', ']', '*', '_', '`'];
+
+/// Whether `word` (a whitespace-separated token) closes a sentence: its last mark before any
+/// closers is `.`, `!`, `?` or `…`. `3.5` does not; `fin.»` does.
+pub fn ends_sentence(word: &str) -> bool {
+    word.trim_end_matches(SENTENCE_CLOSERS).ends_with(SENTENCE_ENDS)
 }
 
-/// The words (indexes into the fragment's whitespace-separated words) that window `window`
-/// of [`embedding_windows`] covers: where a dense hit lies in its fragment.
-pub fn window_word_range(window: u32, window_words: usize) -> std::ops::Range<usize> {
-    let start = window as usize * window_step(window_words);
-    start..start + window_words.max(2)
+/// The byte offsets in `text` where a sentence ends: right after the word that closes it
+/// ([`ends_sentence`]), closers included, before the whitespace (or the text's end) that
+/// follows. The one rule of where a sentence ends, for splitting notes into sentences,
+/// describing an entity by its first sentences and cutting a long Discord message.
+pub fn sentence_ends(text: &str) -> Vec<usize> {
+    word_spans(text).into_iter().filter(|&(start, end)| ends_sentence(&text[start..end])).map(|(_, end)| end).collect()
 }
 
 /// `text` cut at a word to at most `max_chars` characters, with `…` when cut.
@@ -141,8 +128,15 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join("|"),
             "file_stem" => file_stem(input).to_string(),
-            "hash_player" => content_hash(Visibility::Player, input),
-            "hash_dm_only" => content_hash(Visibility::DmOnly, input),
+            "sentence_ends" => {
+                let mut start = 0;
+                let mut pieces = Vec::new();
+                for end in sentence_ends(input) {
+                    pieces.push(input[start..end].trim().to_string());
+                    start = end;
+                }
+                pieces.join("|")
+            }
             other => panic!("unknown helper {other}"),
         };
         assert_eq!(actual, expect, "{helper}({input:?})");
@@ -164,9 +158,11 @@ mod tests {
             ("file_stem", "Crónica.md", "Crónica"),
             ("file_stem", "a/b.c/Nota", "Nota"),
             ("file_stem", "a/.hidden", ".hidden"),
-            // sha256("player\nhola") and sha256("dm_only\nhola"): visibility changes the hash.
-            ("hash_player", "hola", "521b9f8a942e081a18445aa6b1938bdad6bf93eb2e36a0de60f43870036339be"),
-            ("hash_dm_only", "hola", "14d7b23efa02174fe7c29bd8d9b946f130124cef1f2b4fe868f0eb8bd880ea45"),
+            ("sentence_ends", "Uno. Dos? Tres", "Uno.|Dos?"),
+            ("sentence_ends", "«¡Corred!» Y corrieron…", "«¡Corred!»|Y corrieron…"),
+            ("sentence_ends", "Pagó 3.5 coronas (véase la sesión 3.) Fin", "Pagó 3.5 coronas (véase la sesión 3.)"),
+            ("sentence_ends", "*Fin.* Nada", "*Fin.*"),
+            ("sentence_ends", "sin final", ""),
         ];
         for (helper, input, expect) in cases {
             check(helper, input, expect);

@@ -1,0 +1,131 @@
+//! The one way to answer: a question goes in ([`AskRequest`]: what is asked, for whom, after
+//! which turns); events come out while it is answered ([`AnswerEvent`]: the stages before any
+//! text, what was prepared, the notes' own sentences, the model's text as it streams); the
+//! settled answer ([`Settled`]) ends it. The CLI prints it, the bot posts it, the evaluation
+//! scores it and the MCP server returns it: none of them sequences the stages or decides what
+//! stays.
+//!
+//! A front end that rations the chat model (the bot's queue) passes a [`ModelTurn`]: the
+//! question is searched and its instant answer made at once, and the model's work (the rerank,
+//! then the answer) starts when the turn comes.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use tracing::Instrument;
+
+use crate::llm::chat::TokenSink;
+
+use super::instant::settle;
+use super::{Answer, AskError, AskRequest, Oracle, Pipeline, Prepared, Settled, Stage, check_question};
+
+/// What a caller sees of a question on its way, in this order: `Stage(Searching)`;
+/// `Prepared` (the fusion's choice); with `chat.instant_answer`, `Instant` (the notes' own
+/// sentences, or `None` when the chosen notes hold none); the model's turn; `Prepared` again
+/// once the rerank has chosen; `Stage(Writing)`; `Text` as the model writes.
+#[derive(Debug, Clone, Copy)]
+pub enum AnswerEvent<'e> {
+    /// Where the answer is before any text exists (on a CPU the model reads for a minute
+    /// before it writes a word: the reader sees why).
+    Stage(Stage),
+    /// What the model will be shown: the pool, the choice, the context (the evaluation scores
+    /// it; the front ends have no use for it).
+    Prepared(&'e Prepared),
+    /// The notes' own sentences, cited, before the model's turn; `None`: the notes chosen hold
+    /// none for this question, and only the model's answer will come.
+    Instant(Option<&'e Answer>),
+    /// The next piece of the model's answer.
+    Text(&'e str),
+}
+
+/// Where the events go.
+pub type AnswerEvents<'e> = &'e (dyn Fn(AnswerEvent<'_>) + Send + Sync);
+
+/// What a question waits for before the chat model works for it (the bot's queue slot).
+/// Without one the model's work follows the search at once.
+pub type ModelTurn<'t> = Pin<Box<dyn Future<Output = ()> + 't>>;
+
+/// Events nobody listens to.
+pub fn no_events(_: AnswerEvent<'_>) {}
+
+impl Oracle {
+    /// Answers one question: the search and the context, the notes' own sentences (with
+    /// `chat.instant_answer`), the model's turn, the rerank and the model's answer, checked;
+    /// then what stays of the two ([`Settled`]). Every stage a caller may show is an event.
+    ///
+    /// A model that fails after the notes' sentences were shown leaves them as the answer
+    /// (`InstantKept::ModelFailed`), whoever asked; with nothing shown first, its error is
+    /// the result.
+    pub async fn answer(
+        &self,
+        request: &AskRequest<'_>,
+        events: AnswerEvents<'_>,
+        model_turn: Option<ModelTurn<'_>>,
+    ) -> Result<Settled, AskError> {
+        let span = tracing::info_span!("answer", audience = ?request.audience, instant = self.settings.instant);
+        async move {
+            let question = check_question(request.question)?;
+            let on_text = |piece: &str| events(AnswerEvent::Text(piece));
+            if !self.settings.instant {
+                if let Some(turn) = model_turn {
+                    turn.await;
+                }
+                return Ok(Settled::model_alone(self.answer_alone(question, request, events, &on_text).await?));
+            }
+            events(AnswerEvent::Stage(Stage::Searching));
+            let prepared = self.prepare_without_model(request).await?;
+            events(AnswerEvent::Prepared(&prepared));
+            let instant = self.instant_answer(&prepared);
+            events(AnswerEvent::Instant(instant.as_ref()));
+            if let Some(turn) = model_turn {
+                turn.await;
+            }
+            let model = async {
+                let prepared = self.choose_with_model(request, prepared).await?;
+                events(AnswerEvent::Prepared(&prepared));
+                events(AnswerEvent::Stage(Stage::Writing { notes: prepared.context.shown_labels.len() }));
+                self.generate(&prepared, Some(&on_text)).await
+            };
+            match (model.await, instant) {
+                (Ok(model), instant) => Ok(settle(instant, model)),
+                (Err(err), Some(instant)) => {
+                    tracing::error!(error = %err, "the model's answer failed; the notes' own sentences stay");
+                    Ok(Settled::model_failed(instant, err.to_string()))
+                }
+                (Err(err), None) => Err(err),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The model's answer with no instant answer before it: search, rerank, context, model.
+    async fn answer_alone(
+        &self,
+        question: &str,
+        request: &AskRequest<'_>,
+        events: AnswerEvents<'_>,
+        on_text: TokenSink<'_>,
+    ) -> Result<Answer, AskError> {
+        events(AnswerEvent::Stage(Stage::Searching));
+        let index = self.open_index().await?;
+        let compendium = self.compendium(&index, request.audience)?;
+        let prepared = self.prepare_checked(&index, &compendium, question, request, Pipeline::default()).await?;
+        events(AnswerEvent::Prepared(&prepared));
+        events(AnswerEvent::Stage(Stage::Writing { notes: prepared.context.shown_labels.len() }));
+        self.generate(&prepared, Some(on_text)).await
+    }
+
+    /// [`Oracle::answer`] with only the model's text streamed to `on_token`, ending in the
+    /// model's own answer (the notes' sentences when it failed after them): for tests and
+    /// benches that read what the model made.
+    pub async fn ask(&self, request: &AskRequest<'_>, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
+        let events = |event: AnswerEvent<'_>| {
+            if let (AnswerEvent::Text(piece), Some(on_token)) = (event, on_token) {
+                on_token(piece);
+            }
+        };
+        let settled = self.answer(request, &events, None).await?;
+        Ok(settled.model.unwrap_or(settled.answer))
+    }
+}

@@ -1,0 +1,77 @@
+//! No behaviour change by refactoring (issue 40): the sample campaign's 73 questions, searched
+//! as `oraculo eval --retrieval-only` searches them (the embedded e5, no rerank), find the
+//! same labels in the same order as the pinned run in `data/sample-pin.txt`: the fused pool
+//! (whose first k are the chosen) and each path's list. A change meant to reorder them writes the file anew
+//! (`ORACULO_PIN_WRITE=1 cargo test --test it pin`) and says why in its commit.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::harness::{Scratch, data_dir};
+
+const PIN: &str = "tests/it/data/sample-pin.txt";
+
+/// The pinned lines of one run: a question's id, then the fused pool in its order (the k
+/// chosen are its first k: no rerank runs), then each path's list, each `; `-joined.
+fn pinned_lines(report: &serde_json::Value) -> String {
+    fn labels(list: &serde_json::Value) -> String {
+        let labels: Vec<&str> =
+            list.as_array().map_or(Vec::new(), |labels| labels.iter().filter_map(|l| l.as_str()).collect());
+        labels.join("; ")
+    }
+    let mut lines = String::new();
+    for row in report["rows"].as_array().expect("the report has rows") {
+        let paths = &row["paths"];
+        let _ = write!(lines, "{}\tpool: {}", row["id"].as_str().unwrap_or("?"), labels(&paths["pool"]));
+        for (path, list) in paths["lists"].as_object().into_iter().flatten() {
+            let _ = write!(lines, "\t{path}: {}", labels(list));
+        }
+        lines.push('\n');
+    }
+    lines
+}
+
+#[test]
+fn the_sample_questions_find_the_pinned_labels_in_the_pinned_order() {
+    let scratch = Scratch::new(&[]);
+    let e5_model = oraculo::llm::embed::e5::E5Embedder::default_path(&data_dir());
+    let report_path = scratch.data.path().join("pin-report.json");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_oraculo"))
+        .args(["eval", "--retrieval-only", "--no-ablations", "--json", "--data"])
+        .arg(scratch.data.path())
+        .arg("--out")
+        .arg(&report_path)
+        .env("ORACULO_E5_MODEL", &e5_model)
+        .env("ORACULO_EMBEDDER", "embedded")
+        // No chat model is asked (no annotations, so no rerank; no answers): an Ollama nobody
+        // runs stands in for the embedded one, which would load a gigabyte for nothing.
+        .env("ORACULO_CHAT", "ollama")
+        .env("ORACULO_OLLAMA_URL", "http://127.0.0.1:9")
+        .env_remove("ORACULO_CONFIG")
+        .env_remove("ORACULO_CAMPAIGN")
+        .env_remove("ORACULO_DATA")
+        .output()
+        .expect("the binary runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON report on stdout");
+    assert_eq!(report["rows"].as_array().map(Vec::len), Some(73), "the sample bank's 73 questions");
+    let now = pinned_lines(&report);
+    let pin = Path::new(env!("CARGO_MANIFEST_DIR")).join(PIN);
+    if std::env::var_os("ORACULO_PIN_WRITE").is_some() {
+        std::fs::write(&pin, &now).expect("the pin file is writable");
+        return;
+    }
+    let pinned = std::fs::read_to_string(&pin).expect("the pin file exists (ORACULO_PIN_WRITE=1 writes it)");
+    let changed: Vec<String> = pinned
+        .lines()
+        .zip(now.lines())
+        .filter(|(was, is)| was != is)
+        .map(|(was, is)| format!("pinned: {was}\n   now: {is}"))
+        .collect();
+    assert!(
+        changed.is_empty() && pinned.lines().count() == now.lines().count(),
+        "{} of 73 questions find other labels or another order:\n{}",
+        changed.len(),
+        changed.join("\n")
+    );
+}
