@@ -154,7 +154,6 @@ pub struct EvalArgs {
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
-    /// The campaign (default: every campaign of the config, else the embedded sample campaign).
     #[command(flatten)]
     pub location: LocationArgs,
     /// Serve the GM's view: GM-only notes included. Without it, the players' view.
@@ -254,8 +253,8 @@ pub struct SearchArgs {
 /// that reads a campaign.
 #[derive(Debug, Args)]
 pub struct LocationArgs {
-    /// The campaign's notes folder, or a [[campaigns]] entry's name (default: the config's,
-    /// else the embedded sample campaign).
+    /// The campaign's notes folder, or a [[campaigns]] entry's name (default: the config's
+    /// campaign, for `mcp` every one of them; else the embedded sample campaign).
     #[arg(long)]
     pub campaign: Option<PathBuf>,
     /// Where indexes and models live (default: ORACULO_DATA, else ~/.local/share/oraculo).

@@ -66,40 +66,25 @@ const GROUND_FLOOR: &str = "text";
 /// The top-level module each source file belongs to, with the `crate::` modules it names in
 /// code (comments do not count).
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut stack = vec![src.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|ext| ext != "rs") {
-                continue;
-            }
-            let relative = path.strip_prefix(&src).unwrap();
-            let first = relative.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
-            let module = first.trim_end_matches(".rs").to_string();
-            if matches!(module.as_str(), "lib" | "main") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let named = found.entry(module.clone()).or_default();
-            for line in text.lines().map(str::trim).filter(|line| !line.starts_with("//")) {
-                assert!(
-                    !line.contains("crate::{"),
-                    "{}: write one `crate::module::…` path per module (the layering test reads them): {line}",
-                    relative.display()
-                );
-                for (at, _) in line.match_indices("crate::") {
-                    let rest = &line[at + "crate::".len()..];
-                    let target: String = rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
-                    let preceded_by_ident = line[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_');
-                    if !target.is_empty() && target != module && !preceded_by_ident {
-                        named.insert(target);
-                    }
+    for (file, lines) in source_files() {
+        let first = file.split('/').next().unwrap_or_default();
+        let module = first.trim_end_matches(".rs").to_string();
+        if matches!(module.as_str(), "lib" | "main") {
+            continue;
+        }
+        let named = found.entry(module.clone()).or_default();
+        for (_, line) in &lines {
+            assert!(
+                !line.contains("crate::{"),
+                "{file}: write one `crate::module::…` path per module (the layering test reads them): {line}"
+            );
+            for (at, _) in line.match_indices("crate::") {
+                let rest = &line[at + "crate::".len()..];
+                let target: String = rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+                let preceded_by_ident = line[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_');
+                if !target.is_empty() && target != module && !preceded_by_ident {
+                    named.insert(target);
                 }
             }
         }
@@ -171,33 +156,17 @@ fn every_module_imports_only_the_layers_below_it() {
 /// `Oracle::answer` and render the `Settled` it ends in (ARCHITECTURE.md, `oracle/`).
 #[test]
 fn no_caller_settles_an_answer_outside_the_oracle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut stack = vec![src.clone()];
     let mut callers = Vec::new();
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                if path != src.join("oracle") {
-                    stack.push(path);
-                }
-                continue;
-            }
-            if path.extension().is_none_or(|ext| ext != "rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            for (number, line) in text.lines().enumerate() {
-                let code = line.trim();
-                if code.starts_with("//") {
-                    continue;
-                }
-                let calls = code
-                    .match_indices("settle(")
-                    .any(|(at, _)| !code[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_'));
-                if calls {
-                    callers.push(format!("{}:{}: {code}", path.strip_prefix(&src).unwrap().display(), number + 1));
-                }
+    for (file, lines) in source_files() {
+        if file.starts_with("oracle/") {
+            continue;
+        }
+        for (number, code) in lines {
+            let calls = code
+                .match_indices("settle(")
+                .any(|(at, _)| !code[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_'));
+            if calls {
+                callers.push(format!("{file}:{number}: {code}"));
             }
         }
     }
@@ -205,8 +174,8 @@ fn no_caller_settles_an_answer_outside_the_oracle() {
 }
 
 /// Every source file under `src/`, as its path relative to `src/` (`llm/chat/ollama.rs`), with
-/// its lines of code (comments left out).
-fn source_files() -> BTreeMap<String, Vec<String>> {
+/// its lines of code, trimmed and numbered from 1 (comments left out).
+fn source_files() -> BTreeMap<String, Vec<(usize, String)>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = BTreeMap::new();
     let mut stack = vec![src.clone()];
@@ -218,8 +187,8 @@ fn source_files() -> BTreeMap<String, Vec<String>> {
             } else if path.extension().is_some_and(|ext| ext == "rs") {
                 let relative = path.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
                 let text = std::fs::read_to_string(&path).unwrap();
-                let code = text.lines().map(str::trim).filter(|line| !line.starts_with("//")).map(String::from);
-                files.insert(relative, code.collect());
+                let code = text.lines().map(str::trim).enumerate().filter(|(_, line)| !line.starts_with("//"));
+                files.insert(relative, code.map(|(index, line)| (index + 1, line.to_string())).collect());
             }
         }
     }
@@ -238,7 +207,7 @@ fn module_of(file: &str) -> Vec<String> {
 
 /// The file that holds the deepest module of `path` (module segments from the crate's root)
 /// that is a file of `files`.
-fn file_of(path: &[String], files: &BTreeMap<String, Vec<String>>) -> Option<String> {
+fn file_of(path: &[String], files: &BTreeMap<String, Vec<(usize, String)>>) -> Option<String> {
     (1..=path.len()).rev().find_map(|depth| {
         let joined = path[..depth].join("/");
         [format!("{joined}.rs"), format!("{joined}/mod.rs")].into_iter().find(|file| files.contains_key(file))
@@ -248,12 +217,12 @@ fn file_of(path: &[String], files: &BTreeMap<String, Vec<String>>) -> Option<Str
 /// Each file with the files its `crate::` and `super::` paths lead to (itself, its parent
 /// module's file and its own child modules' files left out: a `mod.rs` and the files it
 /// declares are one room).
-fn file_imports(files: &BTreeMap<String, Vec<String>>) -> BTreeMap<String, BTreeSet<String>> {
+fn file_imports(files: &BTreeMap<String, Vec<(usize, String)>>) -> BTreeMap<String, BTreeSet<String>> {
     let mut found = BTreeMap::new();
     for (file, lines) in files {
         let module = module_of(file);
         let mut named = BTreeSet::new();
-        for line in lines {
+        for (_, line) in lines {
             for (at, _) in line.match_indices("crate::").chain(line.match_indices("super::")) {
                 if line[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
                     continue;
