@@ -1,5 +1,5 @@
-//! Text, at the ground floor: accent folding, words, word windows, where a sentence ends and
-//! shortening. The one home of each: every stage (corpus, retrieval, answer, compendium,
+//! Text, at the ground floor: accent folding, words, word windows, where a sentence ends,
+//! shortening, and the next marker on a line. The one home of each: every stage (corpus, retrieval, answer, compendium,
 //! timeline, Discord, the model servers' error lines) cuts, folds and splits with these, so a
 //! sentence ends in the same place wherever it is read. Imports nothing of the crate.
 
@@ -110,6 +110,36 @@ pub fn shorten(text: &str, max_chars: usize) -> String {
     match cut.rfind(' ') {
         Some(space) if space > 0 => format!("{}…", cut[..space].trim_end_matches([',', ';', ':'])),
         _ => format!("{cut}…"),
+    }
+}
+
+/// Where the next occurrence of one marker on a line is, at or after an offset, remembered:
+/// each search starts past the previous find, so a line is scanned once per kind of marker,
+/// however many markers it holds.
+pub struct NextMarker {
+    needle: &'static str,
+    /// Where the last search started, if one ran.
+    searched_from: Option<usize>,
+    found: Option<usize>,
+}
+
+impl NextMarker {
+    pub fn new(needle: &'static str) -> NextMarker {
+        NextMarker { needle, searched_from: None, found: None }
+    }
+
+    /// The first `needle` in `line` at `from` or later.
+    pub fn at_or_after(&mut self, line: &str, from: usize) -> Option<usize> {
+        if self.searched_from.is_some_and(|searched_from| searched_from <= from) {
+            match self.found {
+                Some(found) if found >= from => return Some(found),
+                None => return None,
+                Some(_) => {}
+            }
+        }
+        self.searched_from = Some(from);
+        self.found = line.get(from..).and_then(|rest| rest.find(self.needle)).map(|offset| from + offset);
+        self.found
     }
 }
 

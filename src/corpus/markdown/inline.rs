@@ -4,7 +4,7 @@
 use super::{OpenSecret, SecretForm, close_secret};
 use crate::corpus::secrets::phrase_words;
 use crate::corpus::{CorpusConfig, SecretPassage};
-use crate::text::fold;
+use crate::text::{NextMarker, fold};
 
 /// The first word of a comment that closes a GM block without a `/` (`<!-- end gm -->`,
 /// `<!-- fin DJ -->`).
@@ -16,36 +16,6 @@ pub(super) enum GmMarkerProblem {
     OpenerVariant { word: String },
     /// `<!-- /gm -->` with no block open.
     StrayCloser { word: String },
-}
-
-/// Where the next occurrence of one marker on a line is, at or after an offset, remembered:
-/// each search starts past the previous find, so a line is scanned once per kind of marker,
-/// however many markers it holds.
-struct NextMarker {
-    needle: &'static str,
-    /// Where the last search started, if one ran.
-    searched_from: Option<usize>,
-    found: Option<usize>,
-}
-
-impl NextMarker {
-    fn new(needle: &'static str) -> NextMarker {
-        NextMarker { needle, searched_from: None, found: None }
-    }
-
-    /// The first `needle` in `line` at `from` or later.
-    fn at_or_after(&mut self, line: &str, from: usize) -> Option<usize> {
-        if self.searched_from.is_some_and(|searched_from| searched_from <= from) {
-            match self.found {
-                Some(found) if found >= from => return Some(found),
-                None => return None,
-                Some(_) => {}
-            }
-        }
-        self.searched_from = Some(from);
-        self.found = line.get(from..).and_then(|rest| rest.find(self.needle)).map(|offset| from + offset);
-        self.found
-    }
 }
 
 /// What an HTML comment is, by its head.

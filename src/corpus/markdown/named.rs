@@ -28,6 +28,7 @@ use regex::Regex;
 
 use super::callout::quote_depth;
 use crate::corpus::{CorpusConfig, HiddenBecause};
+use crate::text::NextMarker;
 
 /// A label is a name, not a sentence: `Notas del DJ para la sesión:` is a label, a sentence
 /// that happens to hold a colon is not. Six words cover every label seen in the notes.
@@ -465,29 +466,32 @@ fn multiline_comments(lines: &[&str], body_start: usize) -> Vec<(usize, usize)> 
     let mut comments = Vec::new();
     let mut open: Option<(usize, &str)> = None;
     for (line_index, line) in lines.iter().enumerate().skip(body_start) {
-        let mut rest = *line;
+        // Where the line is read from, and the next of each opener at or after it: each kind
+        // is searched for once along the line, as the body reader does, so a
+        // line of many markers of one kind is not scanned again for the other at each one.
+        let mut from = 0;
+        let (mut percents, mut html_opens) = (NextMarker::new("%%"), NextMarker::new("<!--"));
         loop {
             match open {
-                Some((opener, closer)) => match rest.find(closer) {
+                Some((opener, closer)) => match line[from..].find(closer) {
                     Some(at) => {
                         if opener != line_index {
                             comments.push((opener, line_index));
                         }
-                        rest = &rest[at + closer.len()..];
+                        from += at + closer.len();
                         open = None;
                     }
                     None => break,
                 },
                 None => {
-                    let percent = rest.find("%%");
-                    let html = rest.find("<!--");
-                    let (at, opener_len, closer) = match (percent, html) {
-                        (Some(p), Some(h)) if h < p => (h, 4, "-->"),
-                        (Some(p), _) => (p, 2, "%%"),
-                        (None, Some(h)) => (h, 4, "-->"),
-                        (None, None) => break,
-                    };
-                    rest = &rest[at + opener_len..];
+                    let (at, opener_len, closer) =
+                        match (percents.at_or_after(line, from), html_opens.at_or_after(line, from)) {
+                            (Some(p), Some(h)) if h < p => (h, 4, "-->"),
+                            (Some(p), _) => (p, 2, "%%"),
+                            (None, Some(h)) => (h, 4, "-->"),
+                            (None, None) => break,
+                        };
+                    from = at + opener_len;
                     open = Some((line_index, closer));
                 }
             }
@@ -678,5 +682,14 @@ secret 14-14: <span class=\"gm-only\">oculto aquí</span>
 secret 16-16: dm:: el tesoro está en la cripta
 secret 17-17: [secreto:: un hijo]",
         );
+    }
+
+    #[test]
+    fn comments_over_lines_are_found_however_their_markers_mix_on_a_line() {
+        let lines = ["x %%a%% <!-- b --> %%c", "c goes on %% then <!-- d", "d goes on", "--> and %%e%%", "plain"];
+        assert_eq!(super::multiline_comments(&lines, 0), [(0, 1), (1, 3)]);
+        // Many markers of one kind, none of the other: each pair closes on its line.
+        let long = "%%x%% ".repeat(2_000) + "<!-- open";
+        assert_eq!(super::multiline_comments(&[long.as_str(), "-->"], 0), [(0, 1)]);
     }
 }
