@@ -360,16 +360,15 @@ impl<'o> Asking<'_, 'o> {
         }
         let instant = answering.instant().cloned();
         let shown = match &instant {
-            // Shown while it waited: only the line under it changes, and a refused edit may
-            // be skipped.
-            Some(instant) if answering.shown => {
-                let message = embeds::instant_message(&instant.text, &self.asked_in.instant_writing());
-                self.outlet.show_preview(shown, &message).await
-            }
-            // First shown now: an edit refused for a burst is tried again.
             Some(instant) => {
                 let message = embeds::instant_message(&instant.text, &self.asked_in.instant_writing());
-                self.outlet.post_or_replace(shown, &message).await
+                match answering.shown {
+                    // Shown while it waited: only the line under it changes, and a refused
+                    // edit may be skipped.
+                    true => self.outlet.show_preview(shown, &message).await,
+                    // First shown now: an edit refused for a burst is tried again.
+                    false => self.outlet.post_or_replace(shown, &message).await,
+                }
             }
             None => shown,
         };
