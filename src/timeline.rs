@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::answer::AnswerMode;
 use crate::answer::passages::{EXCERPT_MAX_CHARS, recap_excerpts, render_extractive, sentences};
-use crate::corpus::{LabelLanguage, SessionNumber};
+use crate::corpus::{FragmentId, Label, LabelLanguage, SessionNumber};
 use crate::index::IndexError;
 use crate::llm::chat::TokenSink;
 use crate::oracle::{Answer, AskError, AskRequest, Oracle};
@@ -61,8 +61,8 @@ pub enum LineSource {
 pub struct TimelineEntry {
     pub session: SessionNumber,
     /// The label the line cites (`Sesión 12`).
-    pub label: String,
-    pub fragment_id: i64,
+    pub label: Label,
+    pub fragment_id: FragmentId,
     pub line: String,
     pub source: LineSource,
     pub first: bool,
@@ -121,14 +121,14 @@ pub async fn timeline(oracle: &Oracle, name: &str, audience: Audience) -> Result
     };
     let mentions = entity_session_fragments(&index.store, entity_id, visibility)?;
     // One fragment per session: the first part that mentions it.
-    let mut per_session: Vec<(i64, SessionNumber, String, String)> = Vec::new();
+    let mut per_session: Vec<(FragmentId, SessionNumber, Label, String)> = Vec::new();
     for mention in mentions {
         if per_session.last().is_none_or(|last| last.1 != mention.1) {
             per_session.push(mention);
         }
     }
-    let wanted: Vec<(i64, &str)> = per_session.iter().map(|(id, _, _, hash)| (*id, hash.as_str())).collect();
-    let texts: HashMap<i64, String> = index
+    let wanted: Vec<(FragmentId, &str)> = per_session.iter().map(|(id, _, _, hash)| (*id, hash.as_str())).collect();
+    let texts: HashMap<FragmentId, String> = index
         .store
         .fragments_checked(&wanted, visibility)?
         .into_iter()

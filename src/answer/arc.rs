@@ -13,7 +13,7 @@
 //! picks and renders.
 
 use crate::answer::passages::{EXCERPT_MAX_CHARS, sentences};
-use crate::corpus::SessionNumber;
+use crate::corpus::{FragmentId, Label, SessionNumber};
 use crate::text::shorten;
 
 /// Other names the block's title gives at most: enough for the titles a story turns on.
@@ -35,7 +35,7 @@ const ARC_MIN_SENTENCE_CHARS: usize = 60;
 pub struct ArcFragment<'a> {
     pub session: SessionNumber,
     pub label: &'a str,
-    pub fragment_id: i64,
+    pub fragment_id: FragmentId,
     pub source_path: &'a str,
     pub text: &'a str,
 }
@@ -44,8 +44,8 @@ pub struct ArcFragment<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArcSentence {
     pub session: SessionNumber,
-    pub label: String,
-    pub fragment_id: i64,
+    pub label: Label,
+    pub fragment_id: FragmentId,
     pub source_path: String,
     pub text: String,
     /// Its place among the sentences of its fragment (0: the first).
@@ -56,8 +56,8 @@ pub struct ArcSentence {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ArcLine {
     pub session: SessionNumber,
-    pub label: String,
-    pub fragment_id: i64,
+    pub label: Label,
+    pub fragment_id: FragmentId,
     pub source_path: String,
     pub text: String,
     /// The session's best line (a second line of a session is not).
@@ -96,7 +96,7 @@ pub fn arc_sentences(fragments: &[ArcFragment<'_>], names_entity: &dyn Fn(&str) 
             }
             found.push(ArcSentence {
                 session: fragment.session,
-                label: fragment.label.to_string(),
+                label: Label::new(fragment.label),
                 fragment_id: fragment.fragment_id,
                 source_path: fragment.source_path.to_string(),
                 text: shorten(&text, EXCERPT_MAX_CHARS),
@@ -246,7 +246,7 @@ mod tests {
             .map(|(label, session, text)| ArcFragment {
                 session: SessionNumber(*session),
                 label,
-                fragment_id: i64::from(*session),
+                fragment_id: FragmentId(i64::from(*session)),
                 source_path: "Crónica.md",
                 text,
             })
@@ -300,8 +300,8 @@ mod tests {
         let sentences: Vec<ArcSentence> = (1..=20)
             .map(|n| ArcSentence {
                 session: SessionNumber(n),
-                label: format!("Sesión {n}"),
-                fragment_id: i64::from(n),
+                label: Label::new(format!("Sesión {n}")),
+                fragment_id: FragmentId(i64::from(n)),
                 source_path: format!("Sesiones/{n}.md"),
                 text: format!("Leandro en la sesión {n}."),
                 position: 0,

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::answer::arc::{ARC_MAX_ALIASES, ArcBlock, line_entry};
 use crate::answer::passages::{QueryTerms, select_passages};
-use crate::corpus::SessionNumber;
+use crate::corpus::{FragmentId, Label, SessionNumber};
 
 /// Fragments shown in full by default: the reranker's top 8 (`k`, `retrieve::DEFAULT_K`).
 /// Measured on a 30-question bank, the union of the retrieval paths held the right source for 30 of
@@ -51,9 +51,9 @@ const MIN_PASSAGE_TOKENS: usize = 96;
 /// One fragment offered to the context builder: a reranked choice or a pool leftover.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextFragment {
-    pub fragment_id: i64,
+    pub fragment_id: FragmentId,
     /// The exact citation tag (`Sesión 12`, `Ficha: Baika`).
-    pub label: String,
+    pub label: Label,
     /// `None` for character sheets and world documents.
     pub session: Option<SessionNumber>,
     /// 0-based index among the fragments that share this label.
@@ -98,8 +98,8 @@ pub struct Context {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShownFragment {
-    pub fragment_id: i64,
-    pub label: String,
+    pub fragment_id: FragmentId,
+    pub label: Label,
     pub session: Option<SessionNumber>,
     pub part: u32,
     pub text: String,
@@ -107,8 +107,8 @@ pub struct ShownFragment {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShownSummary {
-    pub fragment_id: i64,
-    pub label: String,
+    pub fragment_id: FragmentId,
+    pub label: Label,
     pub session: Option<SessionNumber>,
     /// The annotation on one line.
     pub summary: String,
@@ -277,8 +277,8 @@ fn labels_in_order(arc: Option<&ArcBlock>, full: &[&ContextFragment], summaries:
         .chain(full.iter().map(|fragment| &fragment.label))
         .chain(summaries.iter().map(|summary| &summary.label));
     for label in labels {
-        if !shown_labels.contains(label) {
-            shown_labels.push(label.clone());
+        if !shown_labels.iter().any(|shown| shown == label) {
+            shown_labels.push(label.to_string());
         }
     }
     shown_labels
@@ -465,7 +465,15 @@ mod tests {
             Some(number) => (format!("Sesión {number}"), Some(SessionNumber(number))),
             None => (label.replace('_', " "), None),
         };
-        ContextFragment { fragment_id, label, session, part, text: text.to_string(), annotation, dense_match: None }
+        ContextFragment {
+            fragment_id: FragmentId(fragment_id),
+            label: Label::new(label),
+            session,
+            part,
+            text: text.to_string(),
+            annotation,
+            dense_match: None,
+        }
     }
 
     fn word_count(text: &str) -> usize {
@@ -547,7 +555,7 @@ mod tests {
             assert!(full_at < last_full_at && last_full_at < summaries_at, "summaries mixed into the full block");
         }
         for label in context.full.iter().map(|shown| &shown.label).chain(context.summaries.iter().map(|s| &s.label)) {
-            assert!(context.shown_labels.contains(label));
+            assert!(context.shown_labels.iter().any(|shown| shown == label));
             assert!(context.text.contains(&format!("[{label}]")));
         }
         context
@@ -689,8 +697,8 @@ dropped 0",
     fn the_story_comes_first_its_sessions_are_citable_and_get_no_headline() {
         let line = |session: u32, text: &str, best: bool| crate::answer::arc::ArcLine {
             session: SessionNumber(session),
-            label: format!("Sesión {session}"),
-            fragment_id: i64::from(session),
+            label: Label::new(format!("Sesión {session}")),
+            fragment_id: FragmentId(i64::from(session)),
             source_path: format!("Sesiones/{session}.md"),
             text: text.to_string(),
             best,

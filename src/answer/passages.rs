@@ -13,7 +13,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use crate::corpus::LabelLanguage;
+use crate::corpus::{Label, LabelLanguage};
 use crate::lexicon::is_stopword;
 use crate::text::fold;
 
@@ -426,7 +426,7 @@ pub fn central_sentences(text: &str, names_in: &dyn Fn(&str) -> usize) -> String
 /// One sentence of the notes, with the label it comes from.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Excerpt {
-    pub label: String,
+    pub label: Label,
     pub text: String,
 }
 
@@ -478,7 +478,7 @@ pub fn extract_excerpts(fragments: &[(&str, &str)], terms: &QueryTerms) -> Vec<E
                 text = format!("{text} {next}");
             }
             let text = links_as_text(&text);
-            Excerpt { label: fragments[fragment_idx].0.to_string(), text: shorten(&text, EXCERPT_MAX_CHARS) }
+            Excerpt { label: Label::new(fragments[fragment_idx].0), text: shorten(&text, EXCERPT_MAX_CHARS) }
         })
         .collect()
 }
@@ -555,7 +555,7 @@ pub fn recap_excerpts(fragments: &[(&str, &str)]) -> Vec<Excerpt> {
     picked.dedup();
     picked
         .into_iter()
-        .map(|idx| Excerpt { label: all[idx].0.to_string(), text: shorten(&all[idx].1, EXCERPT_MAX_CHARS) })
+        .map(|idx| Excerpt { label: Label::new(all[idx].0), text: shorten(&all[idx].1, EXCERPT_MAX_CHARS) })
         .collect()
 }
 

@@ -1,4 +1,4 @@
-//! Support: a sentence of a structured answer must say what a passage of its notes says.
+//! Support: a sentence of a structured answer must say what a window of its notes says.
 //!
 //! [`super::grounding`] checks what can be checked by the letter (numbers, names, counts).
 //! What it cannot see is a sentence that keeps the letter and changes the subject: «Iria ganó
@@ -7,9 +7,9 @@
 //! where Inés studied. No note mentions a tournament.
 //!
 //! The check is by meaning: the cited notes' shown text is cut into short overlapping
-//! passages ([`SUPPORT_WINDOW_WORDS`]), the sentence and the passages are embedded on the
+//! windows ([`SUPPORT_WINDOW_WORDS`]), the sentence and the windows are embedded on the
 //! same side (both as queries: a symmetric comparison), and the sentence is supported when
-//! its nearest passage reaches the embedder's calibrated floor (`llm::SupportFloor`, passed in
+//! its nearest window reaches the embedder's calibrated floor (`llm::SupportFloor`, passed in
 //! as two numbers: this module takes nothing from `llm` that talks to a model). A
 //! sentence the small model copies or paraphrases from a note sits well above it; one that
 //! restates the question around a name sits below. An embedder with no calibrated floor
@@ -26,16 +26,16 @@ use crate::text::word_windows;
 
 use super::grounding::Ungrounded;
 
-/// Words per support passage: about two sentences of a note, the span one answer sentence
+/// Words per support window: about two sentences of a note, the span one answer sentence
 /// restates. The dense path's windows (250 words) are too long: a sentence's meaning is
 /// diluted in them, and every sentence about the same session looks alike.
 pub const SUPPORT_WINDOW_WORDS: usize = 40;
-/// Passages overlap by half, so that a sentence split by a passage's edge is whole in the
+/// Windows overlap by half, so that a sentence split by a window's edge is whole in the
 /// next one.
 const SUPPORT_WINDOW_STEP: usize = 20;
 
-/// A note's text cut into support passages: [`SUPPORT_WINDOW_WORDS`] words every
-/// [`SUPPORT_WINDOW_STEP`], the last one ending with the text; one passage when it is short.
+/// A note's text cut into support windows: [`SUPPORT_WINDOW_WORDS`] words every
+/// [`SUPPORT_WINDOW_STEP`], the last one ending with the text; one window when it is short.
 pub fn support_windows(text: &str) -> Vec<String> {
     if text.trim().is_empty() {
         return Vec::new();
@@ -43,37 +43,37 @@ pub fn support_windows(text: &str) -> Vec<String> {
     word_windows(text, SUPPORT_WINDOW_WORDS, SUPPORT_WINDOW_STEP)
 }
 
-/// The shown notes' support passages, embedded, by label.
+/// The shown notes' support windows, embedded, by label.
 #[derive(Debug, Default)]
-pub struct SupportPassages {
+pub struct SupportWindows {
     by_label: HashMap<String, Vec<Vec<f32>>>,
 }
 
-impl SupportPassages {
-    /// `vectors[i]` is the embedding of a passage of the notes labelled `labels[i]`.
-    pub fn new(labels: &[String], vectors: Vec<Vec<f32>>) -> SupportPassages {
+impl SupportWindows {
+    /// `vectors[i]` is the embedding of a window of the notes labelled `labels[i]`.
+    pub fn new(labels: &[String], vectors: Vec<Vec<f32>>) -> SupportWindows {
         let mut by_label: HashMap<String, Vec<Vec<f32>>> = HashMap::new();
         for (label, vector) in labels.iter().zip(vectors) {
             by_label.entry(label.clone()).or_default().push(vector);
         }
-        SupportPassages { by_label }
+        SupportWindows { by_label }
     }
 
-    /// The cosine of `sentence` (its vector, unit length) to the nearest passage of the notes
-    /// `sources` cites; `None` when none of them has a passage here (nothing to judge by).
+    /// The cosine of `sentence` (its vector, unit length) to the nearest window of the notes
+    /// `sources` cites; `None` when none of them has a window here (nothing to judge by).
     pub fn nearest(&self, sentence: &[f32], sources: &[String]) -> Option<f32> {
         sources
             .iter()
             .filter_map(|label| self.by_label.get(label))
             .flatten()
-            .map(|passage| passage.iter().zip(sentence).map(|(a, b)| a * b).sum::<f32>())
+            .map(|window| window.iter().zip(sentence).map(|(a, b)| a * b).sum::<f32>())
             .reduce(f32::max)
     }
 
-    /// Whether `sentence` is supported by `sources`: its nearest passage at
+    /// Whether `sentence` is supported by `sources`: its nearest window at
     /// `same_language_floor` when all the notes it cites are in its language (`same_language`,
     /// as `CitedNotes::all_in_language` tells), else at `other_language_floor`. A sentence
-    /// with no passage to judge by is taken at its word.
+    /// with no window to judge by is taken at its word.
     pub fn verdict(
         &self,
         sentence: &[f32],
@@ -115,14 +115,14 @@ mod tests {
     }
 
     #[test]
-    fn a_sentence_far_from_every_passage_it_cites_is_unsupported() {
-        // Sesión 1's passages a and b, the sheet's c.
+    fn a_sentence_far_from_every_window_it_cites_is_unsupported() {
+        // Sesión 1's windows a and b, the sheet's c.
         let labels = ["Sesión 1", "Sesión 1", "Ficha: Inés"].map(String::from);
         let vectors = vec![unit(&[1.0, 0.0, 0.0]), unit(&[0.0, 1.0, 0.0]), unit(&[0.0, 0.0, 1.0])];
-        let support = SupportPassages::new(&labels, vectors);
+        let support = SupportWindows::new(&labels, vectors);
         let floor = (0.83, 0.80);
         let cites = |labels: &[&str]| labels.iter().map(|l| l.to_string()).collect::<Vec<_>>();
-        // Near Sesión 1's second passage.
+        // Near Sesión 1's second window.
         let near_b = unit(&[0.1, 0.95, 0.1]);
         assert_eq!(support.verdict(&near_b, true, &cites(&["Sesión 1"]), floor.0, floor.1), Ok(()));
         // The same sentence cited to the sheet only: nothing there says it.
@@ -137,7 +137,7 @@ mod tests {
         assert!(support.nearest(&between, &cites(&["Sesión 1"])).is_some_and(|c| (0.80..0.83).contains(&c)));
         assert!(support.verdict(&between, true, &cites(&["Sesión 1"]), floor.0, floor.1).is_err());
         assert_eq!(support.verdict(&between, false, &cites(&["Sesión 1"]), floor.0, floor.1), Ok(()));
-        // A label with no passages here: taken at its word.
+        // A label with no windows here: taken at its word.
         assert_eq!(support.verdict(&near_b, true, &cites(&["Mundo: Dioses"]), floor.0, floor.1), Ok(()));
     }
 }

@@ -63,7 +63,7 @@ pub enum Command {
     Eval(EvalArgs),
     /// Runs the Discord bot (token from DISCORD_TOKEN or the config's [discord] section)
     /// until Ctrl-C or SIGTERM.
-    Bot(crate::discord::BotArgs),
+    Bot(CliOverrides),
     /// Serves the campaign to an assistant that speaks the Model Context Protocol, on stdin and
     /// stdout: search, ask, timeline, recap, source, sessions and compendium as tools, each label
     /// as a resource (docs/mcp.md). Players' view unless --gm.
@@ -155,7 +155,7 @@ pub struct EvalArgs {
 #[derive(Debug, Args)]
 pub struct McpArgs {
     #[command(flatten)]
-    pub location: LocationArgs,
+    pub location: CliOverrides,
     /// Serve the GM's view: GM-only notes included. Without it, the players' view.
     #[arg(long)]
     pub gm: bool,
@@ -249,38 +249,11 @@ pub struct SearchArgs {
     pub question: String,
 }
 
-/// Which campaign, and where its index and the configuration are: the flags of every command
-/// that reads a campaign.
-#[derive(Debug, Args)]
-pub struct LocationArgs {
-    /// The campaign's notes folder, or a [[campaigns]] entry's name (default: the config's
-    /// campaign, for `mcp` every one of them; else the embedded sample campaign).
-    #[arg(long)]
-    pub campaign: Option<PathBuf>,
-    /// Where indexes and models live (default: ORACULO_DATA, else ~/.local/share/oraculo).
-    #[arg(long)]
-    pub data: Option<PathBuf>,
-    /// A config.toml (default: ORACULO_CONFIG, else none).
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-}
-
-impl LocationArgs {
-    /// The flags as the configuration's overrides.
-    fn overrides(&self) -> CliOverrides {
-        CliOverrides {
-            config_file: self.config.clone(),
-            data_dir: self.data.clone(),
-            campaign_dir: self.campaign.clone(),
-        }
-    }
-}
-
 /// A command over one campaign, printing text or one JSON object.
 #[derive(Debug, Args)]
 pub struct CampaignArgs {
     #[command(flatten)]
-    pub location: LocationArgs,
+    pub location: CliOverrides,
     /// Print one JSON object on stdout instead of text.
     #[arg(long)]
     pub json: bool,
@@ -288,7 +261,7 @@ pub struct CampaignArgs {
 
 impl CampaignArgs {
     fn load_config(&self) -> anyhow::Result<Config> {
-        Config::load(&self.location.overrides())
+        Config::load(&self.location)
     }
 }
 
@@ -317,9 +290,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 /// client ends the session.
 async fn mcp(args: &McpArgs) -> anyhow::Result<()> {
     let location = &args.location;
-    let config = Config::load(&location.overrides())?;
+    let config = Config::load(location)?;
     let mut flags = Vec::new();
-    for (flag, value) in [("--config", &location.config), ("--data", &location.data)] {
+    for (flag, value) in [("--config", &location.config_file), ("--data", &location.data_dir)] {
         if let Some(value) = value {
             flags.push(flag.to_string());
             flags.push(value.display().to_string());
@@ -327,7 +300,7 @@ async fn mcp(args: &McpArgs) -> anyhow::Result<()> {
     }
     // `ORACULO_CAMPAIGN` is `--campaign` from the environment, for this command as for the others.
     let campaign_flag = location
-        .campaign
+        .campaign_dir
         .as_ref()
         .map(|campaign| campaign.display().to_string())
         .or_else(|| std::env::var("ORACULO_CAMPAIGN").ok().filter(|campaign| !campaign.is_empty()));

@@ -236,9 +236,7 @@ mod tests {
 
     use super::*;
     use crate::corpus::tests::read_campaign;
-    use crate::corpus::{
-        CorpusConfig, Fragment, Note, Visibility, fragment_campaign, parse_campaign,
-    };
+    use crate::corpus::{CorpusConfig, Fragment, Note, Visibility, fragment_campaign, parse_campaign};
 
     pub(super) fn config() -> CorpusConfig {
         CorpusConfig::for_tests()

@@ -75,12 +75,21 @@ pub struct Config {
     pub discord: Option<DiscordConfig>,
 }
 
-/// Overrides from the command line, the highest layer.
-#[derive(Debug, Default, Clone)]
+/// Overrides from the command line, the highest layer: which campaign, and where its index
+/// and the configuration are. Every command that reads a campaign takes these flags (the CLI's
+/// commands, `bot` and `mcp` flatten this one declaration).
+#[derive(Debug, Default, Clone, clap::Args)]
 pub struct CliOverrides {
-    pub config_file: Option<PathBuf>,
-    pub data_dir: Option<PathBuf>,
+    /// The campaign's notes folder, or a [[campaigns]] entry's name (default: the config's
+    /// campaign, for `mcp` every one of them; else the embedded sample campaign).
+    #[arg(long = "campaign", value_name = "CAMPAIGN")]
     pub campaign_dir: Option<PathBuf>,
+    /// Where indexes and models live (default: ORACULO_DATA, else ~/.local/share/oraculo).
+    #[arg(long = "data", value_name = "DATA")]
+    pub data_dir: Option<PathBuf>,
+    /// A config.toml (default: ORACULO_CONFIG, else none); `bot` reads its [discord] section.
+    #[arg(long = "config", value_name = "CONFIG")]
+    pub config_file: Option<PathBuf>,
 }
 
 impl RawConfig {

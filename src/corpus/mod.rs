@@ -59,6 +59,110 @@ impl fmt::Display for SessionNumber {
     }
 }
 
+/// A stored fragment's row id in the index (`fragments.id`): what the retrieval paths rank,
+/// fusion merges and the rerank names. Never a bare `i64` in signatures, so it cannot be
+/// taken for an entity's id or a count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FragmentId(pub i64);
+
+impl fmt::Display for FragmentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A note's citation tag (`Sesión 12`, `Ficha: Baika`, `Mundo: Vado`): unique per source within
+/// the campaign, what the model cites in brackets and what a player reads under an answer. A
+/// label the model wrote is text until it is matched against the labels it was shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Label(String);
+
+impl Label {
+    pub fn new(label: impl Into<String>) -> Label {
+        Label(label.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Label {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Label {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for Label {
+    fn from(label: String) -> Label {
+        Label(label)
+    }
+}
+
+impl From<&str> for Label {
+    fn from(label: &str) -> Label {
+        Label(label.to_string())
+    }
+}
+
+impl From<Label> for String {
+    fn from(label: Label) -> String {
+        label.0
+    }
+}
+
+impl PartialEq<str> for Label {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Label {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Label {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl PartialEq<Label> for str {
+    fn eq(&self, other: &Label) -> bool {
+        self == other.0
+    }
+}
+
+impl PartialEq<Label> for &str {
+    fn eq(&self, other: &Label) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<Label> for String {
+    fn eq(&self, other: &Label) -> bool {
+        *self == other.0
+    }
+}
+
 /// What a fragment's source is: a session's notes, a character sheet, or a world document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -247,7 +351,7 @@ impl HiddenBecause {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fragment {
     /// Exact citation tag, unique per source within the campaign.
-    pub label: String,
+    pub label: Label,
     pub kind: NoteKind,
     /// Relative to the campaign root, `/`-separated.
     pub source_path: String,

@@ -7,8 +7,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::text::fold;
 use super::{CorpusConfig, Visibility};
+use crate::text::fold;
 
 /// The GM words out of the box (`campaign.secret_words` adds to them, `"!word"` drops one):
 /// the word a DM writes for "only the game master sees this", in English and Spanish, with

@@ -5,6 +5,7 @@
 //! blindly, into windows that overlap by `OVERLAP_WORDS`. Secret passages follow the
 //! player text as DM-only parts under the same label.
 
+use crate::corpus::Label;
 use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
@@ -61,7 +62,7 @@ pub fn split_block(block: &Block, label: &str, source_path: &str) -> Vec<Fragmen
         .chain(secret_pieces)
         .enumerate()
         .map(|(part, (piece, visibility))| Fragment {
-            label: label.to_string(),
+            label: Label::new(label),
             kind: block.kind,
             source_path: source_path.to_string(),
             session: block.session,

@@ -195,7 +195,7 @@ pub async fn fuente(
 async fn autocomplete_label(ctx: Context<'_>, partial: &str) -> Vec<String> {
     let typed = fold(partial.trim());
     let listed = on_the_askers_oracle(ctx, move |oracle, audience| async move { oracle.sources(audience).await.ok() });
-    let labels = listed.await.into_iter().flatten().map(|source| source.label);
+    let labels = listed.await.into_iter().flatten().map(|source| String::from(source.label));
     labels.filter(|label| embeds::discord_len(label) <= 100 && fold(label).contains(&typed)).take(25).collect()
 }
 

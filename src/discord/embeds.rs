@@ -598,6 +598,7 @@ pub fn message_response(message: &Message, ephemeral: bool) -> serenity::CreateI
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::corpus::{FragmentId, Label};
 
     #[test]
     fn a_preview_shows_the_text_so_far_within_one_embed() {
@@ -637,8 +638,8 @@ mod tests {
         let entries: Vec<TimelineEntry> = (1..=23)
             .map(|n| TimelineEntry {
                 session: SessionNumber(n),
-                label: format!("Sesión {n}"),
-                fragment_id: n as i64,
+                label: Label::new(format!("Sesión {n}")),
+                fragment_id: FragmentId(i64::from(n)),
                 line: "Baika teje una red. ".repeat(if n == 7 { 200 } else { 3 }),
                 source: LineSource::Sentence,
                 first: n == 1,
@@ -705,7 +706,7 @@ mod tests {
             source_path: valid.then(|| format!("Sesiones/{label}.md")),
             session: None,
             kind: None,
-            fragment_id: valid.then_some(1),
+            fragment_id: valid.then_some(FragmentId(1)),
             excerpt: valid.then(|| excerpt.to_string()),
             count: 1,
         }

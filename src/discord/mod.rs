@@ -134,31 +134,6 @@ impl std::fmt::Debug for Data {
     }
 }
 
-/// `oraculo bot`: where the campaign and the configuration are (the token comes from the
-/// environment or the config's `[discord]` section, never from the command line).
-#[derive(Debug, clap::Args)]
-pub struct BotArgs {
-    /// A config.toml with a [discord] section (default: ORACULO_CONFIG).
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// The campaign's notes folder (default: the config's, else the embedded sample campaign).
-    #[arg(long)]
-    pub campaign: Option<PathBuf>,
-    /// Where indexes and models live (default: ORACULO_DATA, else ~/.local/share/oraculo).
-    #[arg(long)]
-    pub data: Option<PathBuf>,
-}
-
-impl BotArgs {
-    pub fn overrides(&self) -> crate::config::CliOverrides {
-        crate::config::CliOverrides {
-            config_file: self.config.clone(),
-            data_dir: self.data.clone(),
-            campaign_dir: self.campaign.clone(),
-        }
-    }
-}
-
 /// Runs the bot until `shutdown` completes (a signal in production, a test's trigger), then
 /// lets in-flight answers finish (or tells them they were interrupted) and disconnects.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {

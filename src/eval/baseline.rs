@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::corpus::{Visibility, content_hash};
+use crate::corpus::{Label, Visibility, content_hash};
 use crate::index::Index;
 use crate::llm::{EmbedRole, Embedder, cosine};
 
@@ -37,7 +37,7 @@ pub struct PlacedText {
     pub source_path: String,
     pub line_start: u32,
     pub part: u32,
-    pub label: String,
+    pub label: Label,
     pub text: String,
 }
 

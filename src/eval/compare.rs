@@ -11,6 +11,7 @@
 //!
 //! Pure over the reports' rows ([`super::score::PathLists`]): no index, no model.
 
+use crate::corpus::FragmentId;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -133,9 +134,9 @@ pub fn load_report(path: &Path) -> anyhow::Result<BankRows> {
 
 /// The first `k` labels `rule` orders `row`'s lists into.
 pub fn top_labels(rule: &Rule, row: &Row, k: usize) -> Vec<String> {
-    // Fragments as ids, in first-seen order.
+    // Fragments as ids (their places in `names`), in first-seen order.
     let mut names: Vec<&str> = Vec::new();
-    let mut lists: Vec<(RetrievalPath, f64, Vec<i64>)> = Vec::new();
+    let mut lists: Vec<(RetrievalPath, f64, Vec<FragmentId>)> = Vec::new();
     for (path, list_name) in [
         (RetrievalPath::Dense, "dense"),
         (RetrievalPath::Bm25, rule.bm25_list),
@@ -148,26 +149,31 @@ pub fn top_labels(rule: &Rule, row: &Row, k: usize) -> Vec<String> {
         let ids = list
             .iter()
             .map(|fragment| match names.iter().position(|name| name == fragment) {
-                Some(at) => at as i64,
+                Some(at) => FragmentId(at as i64),
                 None => {
                     names.push(fragment);
-                    (names.len() - 1) as i64
+                    FragmentId((names.len() - 1) as i64)
                 }
             })
             .collect();
         lists.push((path, weight, ids));
     }
-    let time_ids: Vec<i64> =
+    let time_ids: Vec<FragmentId> =
         lists.iter().filter(|(path, ..)| *path == RetrievalPath::Time).flat_map(|(.., ids)| ids.clone()).collect();
     let mut order: Vec<&str> = fuse_weighted(&lists, crate::retrieve::MAX_POOL)
         .iter()
-        .map(|fused| names[fused.fragment_id as usize])
+        .map(|fused| names[fused.fragment_id.0 as usize])
         .collect();
     if rule.spread {
         order = crate::retrieve::spread_notes(
             order,
             |fragment| label_of(fragment),
-            |fragment| names.iter().position(|name| name == fragment).is_some_and(|at| time_ids.contains(&(at as i64))),
+            |fragment| {
+                names
+                    .iter()
+                    .position(|name| name == fragment)
+                    .is_some_and(|at| time_ids.contains(&FragmentId(at as i64)))
+            },
         );
     }
     if rule.lead && !row.named_sessions.is_empty() {

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::score::ratio;
 use crate::answer::grounding::{CitedNotes, NameBook};
-use crate::answer::support::{SupportPassages, support_windows};
+use crate::answer::support::{SupportWindows, support_windows};
 use crate::llm::EmbedRole;
 use crate::oracle::Oracle;
 use crate::retrieve::Audience;
@@ -168,18 +168,18 @@ pub async fn judge(oracle: &Oracle, pairs: &[JudgedPair], bank: &str) -> anyhow:
             // The meaning check, as the answer stage runs it on what the letter kept.
             for label in &kept {
                 if !windows.contains_key(label) {
-                    let passages = support_windows(texts.get(label).map_or("", String::as_str));
-                    let vectors = oracle.embedder().embed(&passages, EmbedRole::Query).await?;
+                    let cut = support_windows(texts.get(label).map_or("", String::as_str));
+                    let vectors = oracle.embedder().embed(&cut, EmbedRole::Query).await?;
                     windows.insert(label.clone(), vectors);
                 }
             }
             let labels: Vec<String> = kept.iter().flat_map(|label| vec![label.clone(); windows[label].len()]).collect();
             let vectors: Vec<Vec<f32>> = kept.iter().flat_map(|label| windows[label].clone()).collect();
-            let passages = SupportPassages::new(&labels, vectors);
+            let support = SupportWindows::new(&labels, vectors);
             let sentence_vector = oracle.embedder().embed(&[sentence.to_string()], EmbedRole::Query).await?;
             let same_language = notes.all_in_language(&kept, crate::oracle::question_language(sentence));
             let verdict =
-                passages.verdict(&sentence_vector[0], same_language, &kept, floor.same_language, floor.other_language);
+                support.verdict(&sentence_vector[0], same_language, &kept, floor.same_language, floor.other_language);
             if verdict.is_err() {
                 kept.clear();
             }

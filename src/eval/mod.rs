@@ -17,6 +17,7 @@ pub mod compare;
 pub mod judged;
 pub mod score;
 
+use crate::corpus::FragmentId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -79,7 +80,7 @@ fn path_lists(index: &Index, prepared: &Prepared, depth: usize) -> anyhow::Resul
     let search = &prepared.search;
     let mut lists: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut weights: BTreeMap<String, f64> = BTreeMap::new();
-    let named = |ids: &[i64]| -> anyhow::Result<Vec<String>> {
+    let named = |ids: &[FragmentId]| -> anyhow::Result<Vec<String>> {
         let heads = index.store.fragment_heads(ids)?;
         Ok(heads.into_iter().map(|head| format!("{}#{}", head.label, head.part)).collect())
     };
@@ -146,7 +147,7 @@ pub async fn run_eval(
     run.chat_model = oracle.chat().id().to_string();
     let index = oracle.open_index().await?;
     let compendium = oracle.compendium(&index, Audience::Player)?;
-    let known: BTreeSet<String> = index.store.sources()?.into_iter().map(|source| source.label).collect();
+    let known: BTreeSet<String> = index.store.sources()?.into_iter().map(|source| source.label.into()).collect();
     let baseline = if options.ablations {
         let built =
             Baseline::build(&index, oracle.embedder().as_ref(), options.batch_size, options.baseline_cache.as_deref())

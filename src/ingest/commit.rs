@@ -11,7 +11,7 @@ use super::read::{NoteFile, keep_notes_being_written, read_campaign};
 use super::{COMPENDIUM_VERSION, IngestError, IngestSummary};
 use crate::compendium::{Compendium, EntityMatcher, ExtractedEntity};
 use crate::config::CampaignConfig;
-use crate::corpus::{self, CorpusConfig, Diagnostic, Fragment, Note, NoteKind, Visibility};
+use crate::corpus::{self, CorpusConfig, Diagnostic, Fragment, Label, Note, NoteKind, Visibility};
 use crate::index::store::{
     META_COMPENDIUM_EXTRACTIONS, META_COMPENDIUM_VERSION, META_DIMENSION, META_EMBEDDER, META_VECTOR_TABLE,
 };
@@ -77,17 +77,17 @@ pub(super) fn prepare(
 /// `UNIQUE(label, part)` and wedges every ingest until the kept note is written again.
 fn keep_labels_of_kept_notes(
     fragments: &mut [Fragment],
-    kept_labels: &[(String, String)],
+    kept_labels: &[(String, Label)],
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     if kept_labels.is_empty() {
         return;
     }
     let held: HashMap<&str, &str> = kept_labels.iter().map(|(path, label)| (label.as_str(), path.as_str())).collect();
-    let mut taken: HashSet<String> =
+    let mut taken: HashSet<Label> =
         fragments.iter().map(|f| f.label.clone()).chain(kept_labels.iter().map(|(_, label)| label.clone())).collect();
     // (path, label read) → the label given: every part of a block keeps one label.
-    let mut given: HashMap<(String, String), String> = HashMap::new();
+    let mut given: HashMap<(String, Label), Label> = HashMap::new();
     for fragment in fragments.iter_mut() {
         let Some(holder) = held.get(fragment.label.as_str()) else { continue };
         let key = (fragment.source_path.clone(), fragment.label.clone());
@@ -96,9 +96,9 @@ fn keep_labels_of_kept_notes(
             continue;
         }
         let stem = Path::new(&fragment.source_path).file_stem().map(|s| s.to_string_lossy().into_owned());
-        let mut label = format!("{} ({})", fragment.label, stem.unwrap_or_default());
+        let mut label = Label::new(format!("{} ({})", fragment.label, stem.unwrap_or_default()));
         if taken.contains(&label) {
-            label = format!("{} ({}, l. {})", fragment.label, fragment.source_path, fragment.line_start);
+            label = Label::new(format!("{} ({}, l. {})", fragment.label, fragment.source_path, fragment.line_start));
         }
         taken.insert(label.clone());
         let message = format!(

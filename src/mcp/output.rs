@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::corpus::{LabelLanguage, NoteKind, SessionNumber};
+use crate::corpus::{Label, LabelLanguage, NoteKind, SessionNumber};
 use crate::oracle::{Answer, FoundPassage};
 use crate::retrieve::Audience;
 
@@ -176,7 +176,7 @@ pub fn timeline_text(timeline: &crate::timeline::Timeline, language: LabelLangua
 pub struct SourceOutput {
     pub campaign: String,
     pub view: View,
-    pub label: String,
+    pub label: Label,
     pub kind: NoteKind,
     pub session: Option<SessionNumber>,
     pub source_path: String,
@@ -218,7 +218,7 @@ pub struct SessionsOutput {
 #[derive(Debug, Serialize)]
 pub struct SessionEntry {
     pub session: SessionNumber,
-    pub label: String,
+    pub label: Label,
     pub source_path: String,
     pub n_fragments: u32,
     pub n_words: u64,
@@ -226,7 +226,7 @@ pub struct SessionEntry {
 
 #[derive(Debug, Serialize)]
 pub struct OtherSource {
-    pub label: String,
+    pub label: Label,
     pub kind: NoteKind,
     pub source_path: String,
 }

@@ -187,7 +187,7 @@ impl OraculoServer {
         let Ok(sources) = campaign.searcher.sources(self.state.audience).await else { return Vec::new() };
         sources
             .into_iter()
-            .map(|source| source.label)
+            .map(|source| String::from(source.label))
             .filter(|label| {
                 let label = label.to_lowercase();
                 !asked.is_empty() && (label.contains(&asked) || asked.contains(&label))

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::answer::passages::GAP_MARK;
 use crate::answer::{AnswerMode, Context, ValidatedAnswer};
-use crate::corpus::{NoteKind, SessionNumber};
+use crate::corpus::{FragmentId, Label, NoteKind, SessionNumber};
 use crate::index::StoredFragment;
 use crate::retrieve::rerank::RerankDecision;
 use crate::retrieve::{Candidate, DetectedEntity, SearchTimings};
@@ -28,7 +28,7 @@ pub struct CitationSource {
     pub source_path: Option<String>,
     pub session: Option<SessionNumber>,
     pub kind: Option<NoteKind>,
-    pub fragment_id: Option<i64>,
+    pub fragment_id: Option<FragmentId>,
     /// The start of the cited fragment (or its summary, when only the summary was shown).
     pub excerpt: Option<String>,
     /// Times the answer cites it.
@@ -38,8 +38,8 @@ pub struct CitationSource {
 /// Something the model was shown.
 #[derive(Debug, Clone, Serialize)]
 pub struct ShownSource {
-    pub fragment_id: i64,
-    pub label: String,
+    pub fragment_id: FragmentId,
+    pub label: Label,
     pub session: Option<SessionNumber>,
 }
 
@@ -142,7 +142,7 @@ impl Answer {
 pub(super) fn citation_sources(
     validated: &ValidatedAnswer,
     context: &Context,
-    texts: &HashMap<i64, StoredFragment>,
+    texts: &HashMap<FragmentId, StoredFragment>,
     pool: &[Candidate],
 ) -> Vec<CitationSource> {
     validated

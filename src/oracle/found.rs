@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::answer::passages::{QueryTerms, select_passages};
-use crate::corpus::{NoteKind, SessionNumber};
+use crate::corpus::{FragmentId, Label, NoteKind, SessionNumber};
 use crate::index::StoredFragment;
 use crate::retrieve::{PathRanks, SearchResult};
 
@@ -27,7 +27,7 @@ pub struct FoundPassage {
     /// 1-based place in the fused pool.
     pub rank: usize,
     /// The label to cite (`Sesión 9`, `Ficha: Odo`).
-    pub label: String,
+    pub label: Label,
     pub kind: NoteKind,
     pub session: Option<SessionNumber>,
     /// The note's path in the campaign folder.
@@ -52,7 +52,8 @@ impl Oracle {
     ) -> Result<(SearchResult, Vec<FoundPassage>), AskError> {
         let search = self.search(request).await?;
         let index = self.open_index().await?;
-        let texts: HashMap<i64, StoredFragment> = super::checked_texts(&index, &search.candidates, request.audience)?;
+        let texts: HashMap<FragmentId, StoredFragment> =
+            super::checked_texts(&index, &search.candidates, request.audience)?;
         let entity_names: Vec<&str> =
             search.entities.iter().flat_map(|entity| [entity.name.as_str(), entity.alias.as_str()]).collect();
         let terms = QueryTerms::new(request.question.trim(), &entity_names);

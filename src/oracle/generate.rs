@@ -19,9 +19,9 @@ use crate::answer::structured::{
     Repeats, Sentence, SentenceStream, StructuredAnswer, answer_schema, complete_sentence_text, parse_structured,
     render_sentence, render_structured,
 };
-use crate::answer::support::{SupportPassages, support_windows};
+use crate::answer::support::{SupportWindows, support_windows};
 use crate::answer::{AnswerMode, validate_citations};
-use crate::corpus::LabelLanguage;
+use crate::corpus::{Label, LabelLanguage};
 use crate::llm::chat::{ChatMessage, ChatRequest, ChatResponse, TokenSink};
 use crate::llm::{EmbedRole, LlmError, SupportFloor};
 use crate::prompt::{answer_messages, structured_answer_messages, structured_retry_message};
@@ -183,8 +183,8 @@ impl Oracle {
         let citable: Vec<String> = match made.mode {
             AnswerMode::Extractive => chosen
                 .iter()
-                .map(|c| c.label.clone())
-                .chain(context.arc.iter().flat_map(|arc| arc.lines.iter().map(|line| line.label.clone())))
+                .map(|c| c.label.to_string())
+                .chain(context.arc.iter().flat_map(|arc| arc.lines.iter().map(|line| line.label.to_string())))
                 .collect(),
             _ => context.shown_labels.clone(),
         };
@@ -195,7 +195,7 @@ impl Oracle {
             tracing::debug!(invented = ?validated.invented, "the labels it invented");
         }
         let citations = citation_sources(&validated, context, texts, &search.candidates);
-        let shown = |fragment_id, label: &String, session| ShownSource { fragment_id, label: label.clone(), session };
+        let shown = |fragment_id, label: &Label, session| ShownSource { fragment_id, label: label.clone(), session };
         Answer {
             question: question.clone(),
             text: validated.text.clone(),
@@ -520,7 +520,7 @@ struct SentenceJudge<'a> {
     oracle: &'a Oracle,
     prepared: &'a Prepared,
     grounds: CitedNotes,
-    support: Option<(SupportPassages, SupportFloor)>,
+    support: Option<(SupportWindows, SupportFloor)>,
     /// Meaning verdicts by sentence text and sources: judged once while streaming, reused at the end.
     verdicts: Mutex<HashMap<String, Result<(), Ungrounded>>>,
     /// The answer's language, which is the question's.
@@ -547,7 +547,7 @@ impl<'a> SentenceJudge<'a> {
             oracle,
             prepared,
             grounds,
-            support: oracle.support_passages(prepared).await,
+            support: oracle.support_windows_embedded(prepared).await,
             verdicts: Mutex::new(HashMap::new()),
             language: crate::lexicon::language_of(&prepared.question),
         }
@@ -664,7 +664,7 @@ impl Oracle {
     /// The shown notes cut into support passages and embedded, with the embedder's floors;
     /// `None` when the embedder has no calibrated floor, or the embedding failed (logged: the
     /// answer then goes out with the checks by the letter only).
-    async fn support_passages(&self, prepared: &Prepared) -> Option<(SupportPassages, SupportFloor)> {
+    async fn support_windows_embedded(&self, prepared: &Prepared) -> Option<(SupportWindows, SupportFloor)> {
         let floor = self.embedder.support_floor()?;
         let started = Instant::now();
         let context = &prepared.context;
@@ -685,7 +685,7 @@ impl Oracle {
                     ms = started.elapsed().as_secs_f64() * 1000.0,
                     "support passages embedded"
                 );
-                Some((SupportPassages::new(&labels, vectors), floor))
+                Some((SupportWindows::new(&labels, vectors), floor))
             }
             Ok(vectors) => {
                 tracing::warn!(

@@ -15,7 +15,7 @@ use tracing::Instrument;
 use crate::answer::AnswerMode;
 use crate::answer::passages::{Excerpt, QueryTerms, not_said_as_such, render_with_notes_also, sentences};
 use crate::answer::structured::Repeats;
-use crate::corpus::LabelLanguage;
+use crate::corpus::{FragmentId, LabelLanguage};
 use crate::retrieve::PathSet;
 
 use super::generate::MadeAnswer;
@@ -135,7 +135,7 @@ impl Oracle {
             let same_fragments = choice.chosen.len() == prepared.chosen.len()
                 && choice.chosen.iter().zip(&prepared.chosen).all(|(a, b)| a.fragment_id == b.fragment_id);
             let still_as_searched = || -> Result<bool, AskError> {
-                let wanted: Vec<(i64, &str)> =
+                let wanted: Vec<(FragmentId, &str)> =
                     prepared.chosen.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect();
                 let checked = index.store.fragments_checked(&wanted, request.audience.visibility_filter())?;
                 Ok(checked.len() == wanted.len())
@@ -321,9 +321,10 @@ fn unsaid_lines(quoted: &[Excerpt], said: &str) -> Vec<Excerpt> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::corpus::Label;
 
     fn excerpt(label: &str, text: &str) -> Excerpt {
-        Excerpt { label: label.to_string(), text: text.to_string() }
+        Excerpt { label: Label::new(label), text: text.to_string() }
     }
 
     #[test]
@@ -367,7 +368,7 @@ mod tests {
         let said = "El archiduque ofreció 300 coronas [Sesión 1].";
         let asked = QueryTerms::new("¿Cuánto ofreció el archiduque por las caravanas?", &[])
             .without_words_of(&["archiduque", "Leandro de Valdemora"]);
-        let kept: Vec<String> = unsaid(&quoted, said, Some(&asked)).into_iter().map(|e| e.label).collect();
+        let kept: Vec<Label> = unsaid(&quoted, said, Some(&asked)).into_iter().map(|e| e.label).collect();
         assert_eq!(kept, ["Sesión 9"], "the lines that only name the archduke go");
         let nothing_asked = QueryTerms::new("¿Quién es el archiduque?", &[]).without_words_of(&["archiduque"]);
         assert!(unsaid(&quoted, said, Some(&nothing_asked)).is_empty());

@@ -14,6 +14,7 @@ mod instant;
 mod plan;
 mod story;
 
+use crate::corpus::FragmentId;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -134,7 +135,7 @@ pub struct Prepared {
     pub rerank_prompt_tokens: Option<usize>,
     pub context: Context,
     pub plan: ContextPlan,
-    texts: HashMap<i64, StoredFragment>,
+    texts: HashMap<FragmentId, StoredFragment>,
     history: Vec<ChatMessage>,
     /// What the question is about, for passages and excerpts.
     terms: QueryTerms,
@@ -154,7 +155,7 @@ struct Choice {
     rerank_ms: f64,
     rerank_prompt_tokens: Option<usize>,
     /// The pool's model annotations, by fragment id.
-    annotations: HashMap<i64, String>,
+    annotations: HashMap<FragmentId, String>,
     /// The pool's extractive annotations (made at ingest), by content hash.
     extractive: HashMap<String, String>,
 }
@@ -555,12 +556,12 @@ impl Oracle {
             crate::index::store::EXTRACTIVE_ANNOTATOR,
             crate::index::store::EXTRACTIVE_ANNOTATION_VERSION,
         )?;
-        let annotations: HashMap<i64, String> = search
+        let annotations: HashMap<FragmentId, String> = search
             .candidates
             .iter()
             .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
             .collect();
-        let rerank_annotations: HashMap<i64, String> = match self.settings.rerank_reads {
+        let rerank_annotations: HashMap<FragmentId, String> = match self.settings.rerank_reads {
             RerankReads::ModelAnnotations => annotations.clone(),
             RerankReads::ExtractiveToo => search
                 .candidates
@@ -573,7 +574,7 @@ impl Oracle {
         };
         // The size of what the rerank reads (or would read), for the time rule and the cost report.
         let rerank_prompt_tokens = (rerank_annotations.len() == search.candidates.len()).then(|| {
-            let listed: Vec<(i64, &str)> = search
+            let listed: Vec<(FragmentId, &str)> = search
                 .candidates
                 .iter()
                 .map(|c| (c.fragment_id, rerank_annotations[&c.fragment_id].as_str()))
@@ -637,8 +638,8 @@ pub(crate) fn checked_texts(
     index: &Index,
     candidates: &[Candidate],
     audience: Audience,
-) -> Result<HashMap<i64, StoredFragment>, IndexError> {
-    let wanted: Vec<(i64, &str)> = candidates.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect();
+) -> Result<HashMap<FragmentId, StoredFragment>, IndexError> {
+    let wanted: Vec<(FragmentId, &str)> = candidates.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect();
     Ok(index
         .store
         .fragments_checked(&wanted, audience.visibility_filter())?

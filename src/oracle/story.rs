@@ -2,6 +2,7 @@
 //! name it, each scored by how well it answers the question, for the context's first block
 //! (`answer::arc`). The plan then takes as many lines as its budget allows.
 
+use crate::corpus::FragmentId;
 use std::collections::HashMap;
 
 use tracing::Instrument;
@@ -62,8 +63,9 @@ impl Oracle {
         async {
             let visibility = audience.visibility_filter();
             let mentions = entity_session_fragments(&index.store, entity_id, visibility)?;
-            let wanted: Vec<(i64, &str)> = mentions.iter().map(|(id, _, _, hash)| (*id, hash.as_str())).collect();
-            let texts: HashMap<i64, (String, String)> = index
+            let wanted: Vec<(FragmentId, &str)> =
+                mentions.iter().map(|(id, _, _, hash)| (*id, hash.as_str())).collect();
+            let texts: HashMap<FragmentId, (String, String)> = index
                 .store
                 .fragments_checked(&wanted, visibility)?
                 .into_iter()
@@ -173,7 +175,7 @@ fn keep_the_best_of_each_session(sentences: &mut Vec<ArcSentence>, scores: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::corpus::SessionNumber;
+    use crate::corpus::{Label, SessionNumber};
 
     #[test]
     fn a_long_story_keeps_every_session_and_each_ones_best_sentences() {
@@ -184,8 +186,8 @@ mod tests {
             .enumerate()
             .map(|(position, &session)| ArcSentence {
                 session: SessionNumber(session),
-                label: format!("Sesión {session}"),
-                fragment_id: i64::from(session),
+                label: Label::new(format!("Sesión {session}")),
+                fragment_id: FragmentId(i64::from(session)),
                 source_path: format!("{session}.md"),
                 text: format!("frase {position}"),
                 position,

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::corpus::Visibility;
+use crate::corpus::{FragmentId, Visibility};
 use crate::index::{Bm25Unit, IndexError, Store};
 use crate::lexicon::is_stopword;
 use crate::text::fold;
@@ -56,7 +56,7 @@ pub struct Bm25Terms {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Bm25Hits {
     /// Fragment ids, best BM25 first.
-    pub ids: Vec<i64>,
+    pub ids: Vec<FragmentId>,
     pub terms: Bm25Terms,
 }
 
@@ -95,20 +95,23 @@ impl Default for Bm25Terms {
 pub enum Bm25Scoring {
     /// The fragment's whole text, as one document.
     Fragment,
-    /// Its best passage (`index::store::BM25_WINDOW_WORDS` words).
-    BestPassage,
-    /// The sum of its two best passages.
-    BestTwoPassages,
+    /// Its best window (`index::store::BM25_WINDOW_WORDS` words). Named «best passage» in the
+    /// eval's recorded lists and JSON, which keep that name.
+    #[serde(rename = "best_passage")]
+    BestWindow,
+    /// The sum of its two best windows.
+    #[serde(rename = "best_two_passages")]
+    BestTwoWindows,
 }
 
 impl Bm25Scoring {
-    pub const ALL: [Bm25Scoring; 3] = [Bm25Scoring::Fragment, Bm25Scoring::BestPassage, Bm25Scoring::BestTwoPassages];
+    pub const ALL: [Bm25Scoring; 3] = [Bm25Scoring::Fragment, Bm25Scoring::BestWindow, Bm25Scoring::BestTwoWindows];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Bm25Scoring::Fragment => "fragment",
-            Bm25Scoring::BestPassage => "best passage",
-            Bm25Scoring::BestTwoPassages => "best two passages",
+            Bm25Scoring::BestWindow => "best passage",
+            Bm25Scoring::BestTwoWindows => "best two passages",
         }
     }
 }
@@ -116,9 +119,9 @@ impl Bm25Scoring {
 /// How the product's BM25 path scores a fragment.
 pub const BM25_SCORING: Bm25Scoring = Bm25Scoring::Fragment;
 
-/// Passages read per fragment wanted: enough that `depth` distinct fragments come out when a
-/// few long notes hold many matching passages each.
-const PASSAGES_PER_FRAGMENT: usize = 6;
+/// Windows read per fragment wanted: enough that `depth` distinct fragments come out when a
+/// few long notes hold many matching windows each.
+const WINDOWS_PER_FRAGMENT: usize = 6;
 
 /// The BM25 path: fragment ids best first, with the question's term coverage. Both honour the
 /// visibility filter (a term only a GM-only note holds counts as absent for a player).
@@ -134,14 +137,14 @@ pub fn search_bm25(
     let Some(query) = any_of(&terms) else {
         return Ok(Bm25Hits::default());
     };
-    let ids: Vec<i64> = match scoring {
+    let ids: Vec<FragmentId> = match scoring {
         Bm25Scoring::Fragment => {
             store.match_fts(Bm25Unit::Fragment, &query, visibility, depth)?.into_iter().map(|(id, _)| id).collect()
         }
-        Bm25Scoring::BestPassage | Bm25Scoring::BestTwoPassages => {
-            let passages = store.match_fts(Bm25Unit::Window, &query, visibility, depth * PASSAGES_PER_FRAGMENT)?;
-            let best = if scoring == Bm25Scoring::BestPassage { 1 } else { 2 };
-            rank_by_passages(&passages, best, depth)
+        Bm25Scoring::BestWindow | Bm25Scoring::BestTwoWindows => {
+            let windows = store.match_fts(Bm25Unit::Window, &query, visibility, depth * WINDOWS_PER_FRAGMENT)?;
+            let best = if scoring == Bm25Scoring::BestWindow { 1 } else { 2 };
+            rank_by_windows(&windows, best, depth)
         }
     };
     let mut in_notes = 0;
@@ -153,18 +156,19 @@ pub fn search_bm25(
     Ok(Bm25Hits { ids, terms: Bm25Terms::new(in_notes, terms.len()) })
 }
 
-/// Fragments ranked by the sum of their `best` best passages' scores (`passages`: fragment id
-/// and FTS5 bm25 score, lower is better, best first), at most `depth`; ties by first seen.
-pub fn rank_by_passages(passages: &[(i64, f64)], best: usize, depth: usize) -> Vec<i64> {
-    let mut by_fragment: Vec<(i64, Vec<f64>)> = Vec::new();
-    for &(fragment_id, score) in passages {
+/// Fragments ranked by the sum of their `best` best windows' scores (`windows`: each window's
+/// fragment id and FTS5 bm25 score, lower is better, best first), at most `depth`; ties by
+/// first seen.
+pub fn rank_by_windows(windows: &[(FragmentId, f64)], best: usize, depth: usize) -> Vec<FragmentId> {
+    let mut by_fragment: Vec<(FragmentId, Vec<f64>)> = Vec::new();
+    for &(fragment_id, score) in windows {
         match by_fragment.iter_mut().find(|(id, _)| *id == fragment_id) {
             Some((_, scores)) if scores.len() < best => scores.push(score),
             Some(_) => {}
             None => by_fragment.push((fragment_id, vec![score])),
         }
     }
-    let mut ranked: Vec<(usize, i64, f64)> =
+    let mut ranked: Vec<(usize, FragmentId, f64)> =
         by_fragment.into_iter().enumerate().map(|(seen, (id, scores))| (seen, id, scores.iter().sum())).collect();
     ranked.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)));
     ranked.into_iter().take(depth).map(|(_, id, _)| id).collect()
@@ -175,14 +179,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_fragment_is_ranked_by_its_best_passages() {
-        // FTS5 scores: lower is better. Fragment 1 has one great passage, 2 two good ones.
-        let passages = [(1, -9.0), (2, -6.0), (2, -5.0), (3, -4.0), (1, -1.0), (2, -0.5)];
-        assert_eq!(rank_by_passages(&passages, 1, 10), [1, 2, 3]);
+    fn a_fragment_is_ranked_by_its_best_windows() {
+        // FTS5 scores: lower is better. Fragment 1 has one great window, 2 two good ones.
+        let windows = [(1, -9.0), (2, -6.0), (2, -5.0), (3, -4.0), (1, -1.0), (2, -0.5)]
+            .map(|(id, score)| (FragmentId(id), score));
+        let ranked =
+            |best, depth| -> Vec<i64> { rank_by_windows(&windows, best, depth).into_iter().map(|id| id.0).collect() };
+        assert_eq!(ranked(1, 10), [1, 2, 3]);
         // Best two: 2 (-11) over 1 (-10).
-        assert_eq!(rank_by_passages(&passages, 2, 10), [2, 1, 3]);
-        assert_eq!(rank_by_passages(&passages, 1, 2), [1, 2]);
-        assert!(rank_by_passages(&[], 1, 5).is_empty());
+        assert_eq!(ranked(2, 10), [2, 1, 3]);
+        assert_eq!(ranked(1, 2), [1, 2]);
+        assert!(rank_by_windows(&[], 1, 5).is_empty());
     }
 
     fn check(question: &str, expected: Option<&str>) {

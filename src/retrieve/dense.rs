@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use crate::corpus::Visibility;
+use crate::corpus::{FragmentId, Visibility};
 use crate::index::{Index, IndexError};
 
 /// Windows asked per fragment wanted: a session-sized fragment has up to ~6 windows of an
@@ -15,7 +15,7 @@ const WINDOWS_PER_FRAGMENT: usize = 3;
 /// dense match: the passages shown for the fragment include it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DenseHit {
-    pub fragment_id: i64,
+    pub fragment_id: FragmentId,
     /// 0-based window index, as `corpus::windows::embedding_windows` cut the fragment.
     pub window: u32,
 }

@@ -17,7 +17,7 @@ use tracing::Instrument as _;
 
 use super::MAX_POOL;
 use crate::compendium::{Compendium, EntityMatcher, TranslatableName};
-use crate::corpus::{LabelLanguage, SessionNumber, Visibility};
+use crate::corpus::{FragmentId, LabelLanguage, SessionNumber, Visibility};
 use crate::index::{EntityMention, IndexError, Store};
 use crate::lexicon::{article_language, is_stopword};
 use crate::llm::{EmbedRole, Embedder, LlmError, NameFloor, cosine};
@@ -374,7 +374,7 @@ pub struct EntityShare {
 pub struct EntityEvidence {
     /// Fragment ids, best first: most named entities together, then rarity-weighted centrality.
     #[serde(skip)]
-    pub ranked: Vec<i64>,
+    pub ranked: Vec<FragmentId>,
     /// The path's weight in the fusion: the rarity of the named entities together.
     pub weight: f64,
     /// The question asks about the entity's whole story: full weight, one fragment per session first.
@@ -465,7 +465,7 @@ pub fn rank_by_entities(
     };
 
     // Per fragment: which named entities it mentions, its weighted centrality, its session.
-    let mut by_fragment: HashMap<i64, (BTreeSet<i64>, f64, Option<SessionNumber>)> = HashMap::new();
+    let mut by_fragment: HashMap<FragmentId, (BTreeSet<i64>, f64, Option<SessionNumber>)> = HashMap::new();
     // Only the named entities' mentions count: another entity in the same fragment is not
     // evidence for this question.
     for mention in mentions {
@@ -477,7 +477,7 @@ pub fn rank_by_entities(
         entry.0.insert(mention.entity_id);
         entry.1 += weight * centrality;
     }
-    let mut ranked: Vec<(i64, usize, f64, Option<SessionNumber>)> =
+    let mut ranked: Vec<(FragmentId, usize, f64, Option<SessionNumber>)> =
         by_fragment.into_iter().map(|(id, (named, score, session))| (id, named.len(), score, session)).collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)).then(a.0.cmp(&b.0)));
     let (ranked, depth) = if arc {
@@ -701,7 +701,7 @@ mod tests {
     fn campaign() -> Vec<EntityMention> {
         let mention = |entity_id, fragment_id: i64, n_mentions, session| EntityMention {
             entity_id,
-            fragment_id,
+            fragment_id: FragmentId(fragment_id),
             n_mentions,
             word_count: 900,
             session: Some(SessionNumber(session)),
@@ -719,7 +719,8 @@ mod tests {
         let entities: Vec<(i64, String)> = named.iter().map(|(id, name)| (*id, name.to_string())).collect();
         let evidence = rank_by_entities(&campaign(), &entities, 10, is_arc_question(question), 16);
         assert!((evidence.weight - weight).abs() < 1e-9, "{question}: weight {}", evidence.weight);
-        assert_eq!(&evidence.ranked[..first.len()], first, "{question}: {:?}", evidence.ranked);
+        let ranked: Vec<i64> = evidence.ranked.iter().map(|id| id.0).collect();
+        assert_eq!(&ranked[..first.len()], first, "{question}: {ranked:?}");
     }
 
     #[test]
@@ -758,7 +759,8 @@ mod tests {
             let evidence = rank_by_entities(&campaign(), &entities, 10, true, 4);
             assert_eq!(evidence.weight, 1.0);
             // One fragment per session before session 8's second fragment, past `depth`.
-            assert_eq!(evidence.ranked, vec![1, 3, 5, 7, 9, 2, 4, 6, 8, 18], "{question}");
+            let ranked: Vec<i64> = evidence.ranked.iter().map(|id| id.0).collect();
+            assert_eq!(ranked, vec![1, 3, 5, 7, 9, 2, 4, 6, 8, 18], "{question}");
             assert_eq!(evidence.entities[0].weight, 1.0);
         }
         for question in

@@ -3,6 +3,7 @@
 //! `score(fragment) = Σ over paths 1 / (RRF_K + rank_in_that_path)`, ranks from 1. A fragment
 //! two paths agree on rises above the top of either list alone: cross-path confidence.
 
+use crate::corpus::FragmentId;
 use std::collections::HashMap;
 
 use super::{PathRanks, RetrievalPath};
@@ -16,15 +17,15 @@ pub const MAX_POOL: usize = 40;
 /// One fused entry: a fragment id with its rank per path and its RRF score.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fused {
-    pub fragment_id: i64,
+    pub fragment_id: FragmentId,
     pub ranks: PathRanks,
     pub score: f64,
 }
 
 /// Fuses ranked lists of fragment ids (best first, no duplicates within a list). Ties break
 /// deterministically: higher score, then the best single rank, then the lower fragment id.
-pub fn fuse_candidates(lists: &[(RetrievalPath, Vec<i64>)], max_pool: usize) -> Vec<Fused> {
-    let weighted: Vec<(RetrievalPath, f64, Vec<i64>)> =
+pub fn fuse_candidates(lists: &[(RetrievalPath, Vec<FragmentId>)], max_pool: usize) -> Vec<Fused> {
+    let weighted: Vec<(RetrievalPath, f64, Vec<FragmentId>)> =
         lists.iter().map(|(path, ids)| (*path, 1.0, ids.clone())).collect();
     fuse_weighted(&weighted, max_pool)
 }
@@ -32,9 +33,9 @@ pub fn fuse_candidates(lists: &[(RetrievalPath, Vec<i64>)], max_pool: usize) -> 
 /// [`fuse_candidates`] with a weight per list: a position is worth `weight / (RRF_K + rank)`.
 /// The entity path's weight is the rarity of the entities the question names; the
 /// others weigh 1.
-pub fn fuse_weighted(lists: &[(RetrievalPath, f64, Vec<i64>)], max_pool: usize) -> Vec<Fused> {
+pub fn fuse_weighted(lists: &[(RetrievalPath, f64, Vec<FragmentId>)], max_pool: usize) -> Vec<Fused> {
     let _span = tracing::info_span!("retrieve.fuse", n_lists = lists.len()).entered();
-    let mut by_fragment: HashMap<i64, Fused> = HashMap::new();
+    let mut by_fragment: HashMap<FragmentId, Fused> = HashMap::new();
     for (path, weight, ids) in lists {
         for (position, &fragment_id) in ids.iter().enumerate() {
             let rank = position + 1;
@@ -123,9 +124,13 @@ mod tests {
         assert_eq!(spread, asked);
     }
 
-    fn check(lists: &[(RetrievalPath, Vec<i64>)], max_pool: usize, expected: &[(i64, f64)]) {
+    fn ids(raw: &[i64]) -> Vec<FragmentId> {
+        raw.iter().copied().map(FragmentId).collect()
+    }
+
+    fn check(lists: &[(RetrievalPath, Vec<FragmentId>)], max_pool: usize, expected: &[(i64, f64)]) {
         let fused = fuse_candidates(lists, max_pool);
-        let got: Vec<(i64, f64)> = fused.iter().map(|f| (f.fragment_id, f.score)).collect();
+        let got: Vec<(i64, f64)> = fused.iter().map(|f| (f.fragment_id.0, f.score)).collect();
         assert_eq!(got.len(), expected.len(), "{got:?}");
         for ((id, score), (expected_id, expected_score)) in got.iter().zip(expected) {
             assert_eq!(id, expected_id, "{got:?}");
@@ -136,7 +141,7 @@ mod tests {
     #[test]
     fn scores_are_sums_of_reciprocal_ranks() {
         check(
-            &[(Dense, vec![10, 20, 30]), (Bm25, vec![30, 40])],
+            &[(Dense, ids(&[10, 20, 30])), (Bm25, ids(&[30, 40]))],
             40,
             &[
                 // 30: dense rank 3 + bm25 rank 1.
@@ -150,19 +155,19 @@ mod tests {
 
     #[test]
     fn agreement_beats_the_top_of_a_single_list() {
-        let fused = fuse_candidates(&[(Dense, vec![1, 2]), (Bm25, vec![3, 2]), (Entity, vec![4])], 40);
-        assert_eq!(fused[0].fragment_id, 2);
+        let fused = fuse_candidates(&[(Dense, ids(&[1, 2])), (Bm25, ids(&[3, 2])), (Entity, ids(&[4]))], 40);
+        assert_eq!(fused[0].fragment_id, FragmentId(2));
         assert_eq!(fused[0].ranks, PathRanks { dense: Some(2), bm25: Some(2), entity: None, time: None });
     }
 
     #[test]
     fn ties_break_by_best_rank_then_id() {
         // 5 and 7 both score 1/61 + 1/62 (ranks 1+2 and 2+1): a tie on score and best rank.
-        let fused = fuse_candidates(&[(Dense, vec![7, 5]), (Bm25, vec![5, 7]), (Entity, vec![9])], 40);
-        let order: Vec<i64> = fused.iter().map(|f| f.fragment_id).collect();
-        assert_eq!(order, vec![5, 7, 9]);
+        let fused = fuse_candidates(&[(Dense, ids(&[7, 5])), (Bm25, ids(&[5, 7])), (Entity, ids(&[9]))], 40);
+        let order: Vec<i64> = fused.iter().map(|f| f.fragment_id.0).collect();
+        assert_eq!(order, [5, 7, 9]);
         // The same lists in another order give the same result.
-        let again = fuse_candidates(&[(Entity, vec![9]), (Bm25, vec![5, 7]), (Dense, vec![7, 5])], 40);
+        let again = fuse_candidates(&[(Entity, ids(&[9])), (Bm25, ids(&[5, 7])), (Dense, ids(&[7, 5]))], 40);
         assert_eq!(again, fused);
     }
 
@@ -170,27 +175,29 @@ mod tests {
     fn a_weak_path_only_breaks_ties() {
         // The entity path at the floor weight of a ubiquitous PC: its first place (7) no
         // longer beats the other paths' agreement, but it still orders 3 above 4.
-        let fused =
-            fuse_weighted(&[(Dense, 1.0, vec![3, 4, 9]), (Bm25, 1.0, vec![4, 3, 8]), (Entity, 0.05, vec![7, 3])], 40);
-        let order: Vec<i64> = fused.iter().map(|f| f.fragment_id).collect();
-        assert_eq!(order, vec![3, 4, 8, 9, 7]);
+        let fused = fuse_weighted(
+            &[(Dense, 1.0, ids(&[3, 4, 9])), (Bm25, 1.0, ids(&[4, 3, 8])), (Entity, 0.05, ids(&[7, 3]))],
+            40,
+        );
+        let order: Vec<i64> = fused.iter().map(|f| f.fragment_id.0).collect();
+        assert_eq!(order, [3, 4, 8, 9, 7]);
         assert!((fused[0].score - (1.0 / 61.0 + 1.0 / 62.0 + 0.05 / 62.0)).abs() < 1e-12);
         // Weight 1 everywhere is plain RRF.
-        let plain = fuse_weighted(&[(Dense, 1.0, vec![10, 20]), (Bm25, 1.0, vec![20])], 40);
-        assert_eq!(plain, fuse_candidates(&[(Dense, vec![10, 20]), (Bm25, vec![20])], 40));
+        let plain = fuse_weighted(&[(Dense, 1.0, ids(&[10, 20])), (Bm25, 1.0, ids(&[20]))], 40);
+        assert_eq!(plain, fuse_candidates(&[(Dense, ids(&[10, 20])), (Bm25, ids(&[20]))], 40));
     }
 
     #[test]
     fn pool_is_capped() {
-        let long: Vec<i64> = (0..100).collect();
-        let other: Vec<i64> = (100..200).collect();
+        let long = ids(&(0..100).collect::<Vec<i64>>());
+        let other = ids(&(100..200).collect::<Vec<i64>>());
         let fused = fuse_candidates(&[(Dense, long), (Bm25, other)], MAX_POOL);
         assert_eq!(fused.len(), MAX_POOL);
     }
 
     #[test]
     fn empty_lists_fuse_to_what_the_others_found() {
-        check(&[(Dense, vec![1]), (Bm25, vec![]), (Entity, vec![])], 40, &[(1, 1.0 / 61.0)]);
-        check(&[(Dense, vec![]), (Bm25, vec![]), (Entity, vec![])], 40, &[]);
+        check(&[(Dense, ids(&[1])), (Bm25, ids(&[])), (Entity, ids(&[]))], 40, &[(1, 1.0 / 61.0)]);
+        check(&[(Dense, ids(&[])), (Bm25, ids(&[])), (Entity, ids(&[]))], 40, &[]);
     }
 }

@@ -28,7 +28,7 @@ use std::time::Instant;
 use serde::Serialize;
 use tracing::Instrument;
 
-use crate::corpus::{NoteKind, SessionNumber, Visibility};
+use crate::corpus::{FragmentId, Label, NoteKind, SessionNumber, Visibility};
 use crate::index::{Index, IndexError};
 use crate::llm::{EmbedRole, Embedder, LlmError};
 
@@ -189,8 +189,8 @@ impl Audience {
 /// A fragment proposed by retrieval.
 #[derive(Debug, Clone, Serialize)]
 pub struct Candidate {
-    pub fragment_id: i64,
-    pub label: String,
+    pub fragment_id: FragmentId,
+    pub label: Label,
     pub kind: NoteKind,
     pub source_path: String,
     pub session: Option<SessionNumber>,
@@ -286,7 +286,7 @@ pub struct SearchDiagnostics {
     /// Each path's list as fused: the path, its weight, its fragment ids best first (the
     /// evaluation reads them; `--json` does not print them).
     #[serde(skip)]
-    pub lists: Vec<(RetrievalPath, f64, Vec<i64>)>,
+    pub lists: Vec<(RetrievalPath, f64, Vec<FragmentId>)>,
 }
 
 /// Results per path before fusion.
@@ -416,9 +416,9 @@ async fn search_paths(
     }
     tracing::trace!(elapsed_ms = ms(started), "paths done");
 
-    let dense_windows: HashMap<i64, u32> = dense.iter().map(|hit| (hit.fragment_id, hit.window)).collect();
-    let dense: Vec<i64> = dense.iter().map(|hit| hit.fragment_id).collect();
-    let mut lists: Vec<(RetrievalPath, f64, Vec<i64>)> = vec![
+    let dense_windows: HashMap<FragmentId, u32> = dense.iter().map(|hit| (hit.fragment_id, hit.window)).collect();
+    let dense: Vec<FragmentId> = dense.iter().map(|hit| hit.fragment_id).collect();
+    let mut lists: Vec<(RetrievalPath, f64, Vec<FragmentId>)> = vec![
         (RetrievalPath::Dense, 1.0, dense),
         (RetrievalPath::Bm25, bm25_terms.weight, bm25),
         (RetrievalPath::Entity, entity_weight, by_entity),
@@ -477,13 +477,13 @@ async fn run_dense_path(
 /// fragments spread out, and the sessions the question names leading.
 fn fused_pool(
     index: &Index,
-    lists: &[(RetrievalPath, f64, Vec<i64>)],
-    dense_windows: &HashMap<i64, u32>,
+    lists: &[(RetrievalPath, f64, Vec<FragmentId>)],
+    dense_windows: &HashMap<FragmentId, u32>,
     named_sessions: &[SessionNumber],
 ) -> Result<Vec<Candidate>, RetrieveError> {
     let fused = fuse_weighted(lists, MAX_POOL);
-    let ids: Vec<i64> = fused.iter().map(|f| f.fragment_id).collect();
-    let mut heads: HashMap<i64, crate::index::FragmentHead> =
+    let ids: Vec<FragmentId> = fused.iter().map(|f| f.fragment_id).collect();
+    let mut heads: HashMap<FragmentId, crate::index::FragmentHead> =
         index.store.fragment_heads(&ids)?.into_iter().map(|head| (head.id, head)).collect();
     let candidates: Vec<Candidate> = fused
         .iter()
@@ -562,10 +562,10 @@ fn search_time_path(
     request: &SearchRequest<'_>,
     search_query: &str,
     expanded: bool,
-    other_paths: &[(RetrievalPath, f64, Vec<i64>)],
+    other_paths: &[(RetrievalPath, f64, Vec<FragmentId>)],
     entity_ids: &[i64],
     depth: usize,
-) -> Result<(Vec<i64>, time::TimeDiagnostics), IndexError> {
+) -> Result<(Vec<FragmentId>, time::TimeDiagnostics), IndexError> {
     let mut references = time::parse_time_references(request.question);
     if references.is_empty() && expanded {
         references = time::parse_time_references(search_query);
@@ -575,7 +575,7 @@ fn search_time_path(
     }
     let needs_anchor =
         references.iter().any(|r| matches!(r, time::TimeReference::AfterEvent | time::TimeReference::BeforeEvent));
-    let prior: Vec<i64> = if needs_anchor {
+    let prior: Vec<FragmentId> = if needs_anchor {
         fuse_weighted(other_paths, MAX_POOL).into_iter().map(|fused| fused.fragment_id).collect()
     } else {
         Vec::new()
@@ -593,8 +593,8 @@ mod tests {
 
     fn candidate(fragment_id: i64, label: &str, session: Option<u32>, part: u32) -> Candidate {
         Candidate {
-            fragment_id,
-            label: label.to_string(),
+            fragment_id: FragmentId(fragment_id),
+            label: Label::new(label),
             kind: if session.is_some() { NoteKind::Session } else { NoteKind::World },
             source_path: format!("{label}.md"),
             session: session.map(SessionNumber),
@@ -618,11 +618,11 @@ mod tests {
             candidate(6, "Sesión 44", Some(44), 0),
         ];
         lead_with_named_sessions(&mut pool, &[SessionNumber(45), SessionNumber(44)]);
-        let order: Vec<i64> = pool.iter().map(|c| c.fragment_id).collect();
+        let order: Vec<i64> = pool.iter().map(|c| c.fragment_id.0).collect();
         // Session 45's parts in part order, then 44, then the rest as fused.
         assert_eq!(order, [5, 3, 6, 1, 2, 4]);
         // No session named: nothing moves.
-        let before: Vec<i64> = pool.iter().map(|c| c.fragment_id).collect();
+        let before: Vec<FragmentId> = pool.iter().map(|c| c.fragment_id).collect();
         lead_with_named_sessions(&mut pool, &[]);
         assert_eq!(pool.iter().map(|c| c.fragment_id).collect::<Vec<_>>(), before);
     }

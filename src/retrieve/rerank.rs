@@ -10,6 +10,7 @@
 //! answer or times out, or when its output does not parse or validate. It never fails the
 //! search and never returns fewer candidates than asked.
 
+use crate::corpus::FragmentId;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -59,7 +60,7 @@ pub enum RerankSkip {
     /// Switched off by the caller (the evaluation's "rerank off" column).
     Disabled,
     MissingAnnotation {
-        fragment_id: i64,
+        fragment_id: FragmentId,
     },
     BackendUnavailable {
         detail: String,
@@ -99,7 +100,7 @@ struct RerankOutput {
 pub async fn rerank_by_annotation(
     question: &str,
     pool: &[Candidate],
-    annotations: &HashMap<i64, String>,
+    annotations: &HashMap<FragmentId, String>,
     chat: &dyn ChatModel,
     k: usize,
     timeout: Duration,
@@ -116,7 +117,7 @@ pub async fn rerank_by_annotation(
                 }
                 // A plain field, not the enum's debug form: the demo prints this line.
                 RerankSkip::MissingAnnotation { fragment_id } => warn!(
-                    first_fragment_without_annotation = fragment_id,
+                    first_fragment_without_annotation = fragment_id.0,
                     "rerank skipped: the pool has fragments without annotations, so the fusion order is kept \
                      (run `oraculo annotate` to rerank; said once)"
                 ),
@@ -165,7 +166,7 @@ pub async fn rerank_by_annotation(
 }
 
 /// The ids in the model's answer, in its order. Tolerates ids written as strings.
-fn parse_ids(text: &str) -> Result<Vec<i64>, String> {
+fn parse_ids(text: &str) -> Result<Vec<FragmentId>, String> {
     let trimmed = text.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```").trim();
     let output: RerankOutput =
         serde_json::from_str(trimmed).map_err(|err| format!("{err}: {}", crate::text::shorten(text, 200)))?;
@@ -177,13 +178,14 @@ fn parse_ids(text: &str) -> Result<Vec<i64>, String> {
             serde_json::Value::String(s) => s.trim().parse().ok(),
             _ => None,
         })
+        .map(FragmentId)
         .collect())
 }
 
 /// The model's valid, distinct ids first (unknown and repeated ones dropped), then the
 /// fusion order fills the set to `k`.
-fn choose(pool: &[Candidate], ids: &[i64], k: usize) -> (Vec<Candidate>, usize) {
-    let by_id: HashMap<i64, &Candidate> = pool.iter().map(|c| (c.fragment_id, c)).collect();
+fn choose(pool: &[Candidate], ids: &[FragmentId], k: usize) -> (Vec<Candidate>, usize) {
+    let by_id: HashMap<FragmentId, &Candidate> = pool.iter().map(|c| (c.fragment_id, c)).collect();
     let mut seen = HashSet::new();
     let mut chosen: Vec<Candidate> = ids
         .iter()
@@ -206,14 +208,14 @@ fn choose(pool: &[Candidate], ids: &[i64], k: usize) -> (Vec<Candidate>, usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::corpus::{NoteKind, Visibility};
+    use crate::corpus::{Label, NoteKind, Visibility};
     use crate::retrieve::PathRanks;
 
     fn pool(ids: &[i64]) -> Vec<Candidate> {
         ids.iter()
             .map(|&id| Candidate {
-                fragment_id: id,
-                label: format!("F{id}"),
+                fragment_id: FragmentId(id),
+                label: Label::new(format!("F{id}")),
                 kind: NoteKind::Session,
                 source_path: String::new(),
                 session: None,
@@ -228,8 +230,9 @@ mod tests {
     }
 
     fn check(model_ids: &[i64], k: usize, expected: &[i64], expected_from_model: usize) {
-        let (chosen, from_model) = choose(&pool(&[1, 2, 3, 4, 5, 6]), model_ids, k);
-        assert_eq!(chosen.iter().map(|c| c.fragment_id).collect::<Vec<_>>(), expected);
+        let model_ids: Vec<FragmentId> = model_ids.iter().copied().map(FragmentId).collect();
+        let (chosen, from_model) = choose(&pool(&[1, 2, 3, 4, 5, 6]), &model_ids, k);
+        assert_eq!(chosen.iter().map(|c| c.fragment_id.0).collect::<Vec<_>>(), expected);
         assert_eq!(from_model, expected_from_model);
     }
 
@@ -252,8 +255,8 @@ mod tests {
 
     #[test]
     fn ids_parse_from_json_with_fences_and_strings() {
-        assert_eq!(parse_ids("{\"ids\": [3, \"7\", 2]}").unwrap(), vec![3, 7, 2]);
-        assert_eq!(parse_ids("```json\n{\"ids\": [1]}\n```").unwrap(), vec![1]);
+        assert_eq!(parse_ids("{\"ids\": [3, \"7\", 2]}").unwrap(), [3, 7, 2].map(FragmentId));
+        assert_eq!(parse_ids("```json\n{\"ids\": [1]}\n```").unwrap(), [FragmentId(1)]);
         assert!(parse_ids("the best are 1 and 2").is_err());
         assert!(parse_ids("{\"ids\": [1, 2").is_err());
     }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use oraculo::corpus::FragmentId;
 use oraculo::index::Index;
 use oraculo::ingest::{Quiet, annotate_fragments};
 use oraculo::llm::chat::ChatModel;
@@ -26,18 +27,18 @@ async fn pool_of(scratch: &Scratch, embedder: &dyn oraculo::llm::Embedder, quest
     search(&index, &compendium, embedder, &request).await.unwrap().candidates
 }
 
-fn annotations_for(pool: &[Candidate]) -> HashMap<i64, String> {
+fn annotations_for(pool: &[Candidate]) -> HashMap<FragmentId, String> {
     pool.iter().map(|c| (c.fragment_id, format!("Resumen de {}.", c.label))).collect()
 }
 
-fn ids(candidates: &[Candidate]) -> Vec<i64> {
+fn ids(candidates: &[Candidate]) -> Vec<FragmentId> {
     candidates.iter().map(|c| c.fragment_id).collect()
 }
 
 struct RerankBench {
     fake: FakeOllama,
     pool: Vec<Candidate>,
-    annotations: HashMap<i64, String>,
+    annotations: HashMap<FragmentId, String>,
     _scratch: Scratch,
 }
 
@@ -55,7 +56,7 @@ async fn rerank_bench() -> RerankBench {
 async fn rerank(
     bench: &RerankBench,
     chat: &dyn ChatModel,
-    annotations: &HashMap<i64, String>,
+    annotations: &HashMap<FragmentId, String>,
     timeout: Duration,
 ) -> (Vec<Candidate>, RerankDecision) {
     rerank_by_annotation("¿Qué pasó en el puerto con Baika?", &bench.pool, annotations, chat, 8, timeout).await
@@ -72,7 +73,7 @@ async fn rerank_reorders_by_the_model_and_fills_from_fusion() {
     assert_eq!(decision, RerankDecision::Applied { from_model: 3 });
     assert_eq!(chosen.len(), 8);
     assert_eq!(&ids(&chosen)[..3], &[a, b, c]);
-    let fill: Vec<i64> = ids(&bench.pool).into_iter().filter(|id| ![a, b, c].contains(id)).take(5).collect();
+    let fill: Vec<FragmentId> = ids(&bench.pool).into_iter().filter(|id| ![a, b, c].contains(id)).take(5).collect();
     assert_eq!(&ids(&chosen)[3..], fill.as_slice());
     // The model was shown annotations, not fragment text, and asked for JSON.
     let request = bench.fake.chat_requests("/api/chat").pop().unwrap();
@@ -85,7 +86,7 @@ async fn rerank_reorders_by_the_model_and_fills_from_fusion() {
 #[tokio::test]
 async fn rerank_falls_back_to_fusion_order_on_every_failure() {
     let bench = rerank_bench().await;
-    let fusion: Vec<i64> = ids(&bench.pool).into_iter().take(8).collect();
+    let fusion: Vec<FragmentId> = ids(&bench.pool).into_iter().take(8).collect();
     let chat = OllamaChat::new(chat_config(bench.fake.url(), Duration::from_secs(10))).unwrap();
 
     // A candidate without an annotation: no call at all.

@@ -19,7 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("secret", &[]),
     ("llm", &["secret"]),
     ("answer", &["corpus", "lexicon", "llm"]),
-    ("prompt", &["answer", "llm"]),
+    ("prompt", &["answer", "corpus", "llm"]),
     ("logging", &[]),
     ("config", &["answer", "corpus", "llm", "prompt", "secret"]),
     ("index", &["compendium", "corpus", "llm"]),
@@ -171,6 +171,31 @@ fn no_caller_settles_an_answer_outside_the_oracle() {
         }
     }
     assert!(callers.is_empty(), "only the oracle settles an answer (call Oracle::answer):\n{}", callers.join("\n"));
+}
+
+/// Public fields that carry a fragment's id or label between modules hold `FragmentId` and
+/// `Label`, not a bare `i64` or `String`. A label stays text only where it is somebody's
+/// writing not yet matched against the index: a note's block before labels are made unique,
+/// the model's citations, an MCP client's parameter, and a judged pair as its bank file writes it.
+#[test]
+fn fragment_ids_and_labels_cross_modules_as_their_types() {
+    const LABELS_AS_WRITTEN: [&str; 5] =
+        ["corpus/mod.rs", "answer/citations.rs", "oracle/answer.rs", "mcp/params.rs", "eval/judged.rs"];
+    let mut bare = Vec::new();
+    for (file, lines) in source_files() {
+        for (number, code) in lines {
+            let Some(field) = code.strip_prefix("pub ") else { continue };
+            let Some((name, kind)) = field.split_once(": ") else { continue };
+            let id = matches!(name, "fragment_id" | "fragment_ids") && kind.contains("i64");
+            let label = matches!(name, "label" | "labels")
+                && kind.contains("String")
+                && !LABELS_AS_WRITTEN.contains(&file.as_str());
+            if id || label {
+                bare.push(format!("{file}:{number}: {code}"));
+            }
+        }
+    }
+    assert!(bare.is_empty(), "fragment ids are FragmentId and labels are Label:\n{}", bare.join("\n"));
 }
 
 /// Every source file under `src/`, as its path relative to `src/` (`llm/chat/ollama.rs`), with

@@ -464,7 +464,7 @@ async fn no_canary_reaches_a_player_and_the_gm_finds_each() {
         assert_no_canary("a player's prompt", &body);
     }
     // Sources read in full, names offered, timelines and recaps, as a player.
-    let labels: Vec<String> = index.store.sources().unwrap().into_iter().map(|source| source.label).collect();
+    let labels: Vec<String> = index.store.sources().unwrap().into_iter().map(|source| source.label.into()).collect();
     for label in &labels {
         let read = oracle.read_source(label, Audience::Player).await.unwrap();
         assert_no_canary(&format!("the source {label}"), &serde_json::to_string(&read).unwrap());

@@ -319,7 +319,8 @@ async fn no_canary_reaches_a_player_through_discord() {
     .unwrap();
     let annotated = oraculo::ingest::annotate_fragments(&index, &chat, &oraculo::ingest::Quiet).await;
     assert!(annotated.error.is_none() && annotated.missing == 0, "{annotated:?}");
-    let every_label: Vec<String> = index.store.sources().unwrap().into_iter().map(|source| source.label).collect();
+    let every_label: Vec<String> =
+        index.store.sources().unwrap().into_iter().map(|source| source.label.into()).collect();
     drop(index);
     let annotation_prompts = ollama.chat_requests("/api/chat").len();
 

@@ -20,7 +20,7 @@ fn campaign(n: usize) -> Scratch {
 /// Labels the index holds, sorted.
 async fn labels(scratch: &Scratch) -> Vec<String> {
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    let mut labels: Vec<String> = index.store.sources().unwrap().into_iter().map(|s| s.label).collect();
+    let mut labels: Vec<String> = index.store.sources().unwrap().into_iter().map(|s| s.label.into()).collect();
     labels.sort();
     labels
 }

@@ -45,7 +45,7 @@ async fn ask(question: &str, history: &[Turn], audience: Audience) -> SearchResu
 
 fn labels(result: &SearchResult, path: fn(&oraculo::retrieve::PathRanks) -> Option<usize>) -> Vec<String> {
     let mut found: Vec<(usize, String)> =
-        result.candidates.iter().filter_map(|c| path(&c.ranks).map(|rank| (rank, c.label.clone()))).collect();
+        result.candidates.iter().filter_map(|c| path(&c.ranks).map(|rank| (rank, c.label.to_string()))).collect();
     found.sort();
     found.into_iter().map(|(_, label)| label).collect()
 }

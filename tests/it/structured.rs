@@ -112,7 +112,7 @@ async fn a_structured_answer_streams_its_sentences_and_cites_only_labels_shown()
     let request = bench.fake.chat_requests("/api/chat").pop().unwrap();
     let sources = &request.body["format"]["anyOf"][0]["properties"]["sentences"]["items"]["properties"]["sources"];
     let shown: Vec<String> =
-        answer.fragments_shown.iter().chain(&answer.summaries_shown).map(|s| s.label.clone()).fold(
+        answer.fragments_shown.iter().chain(&answer.summaries_shown).map(|s| s.label.to_string()).fold(
             Vec::new(),
             |mut labels, label| {
                 if !labels.contains(&label) {

@@ -59,7 +59,7 @@ async fn search_as(bench: &Bench, question: &str, audience: Audience) -> SearchR
 /// The labels the time path ranked, best first.
 fn by_time(result: &SearchResult) -> Vec<String> {
     let mut ranked: Vec<(usize, String)> =
-        result.candidates.iter().filter_map(|c| c.ranks.time.map(|rank| (rank, c.label.clone()))).collect();
+        result.candidates.iter().filter_map(|c| c.ranks.time.map(|rank| (rank, c.label.to_string()))).collect();
     ranked.sort();
     ranked.into_iter().map(|(_, label)| label).collect()
 }

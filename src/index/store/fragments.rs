@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, params};
 
 use super::{Bm25Unit, EntityMention, FragmentHead, SourceSummary, Store, StoredFragment};
-use crate::corpus::{Diagnostic, Fragment, NoteKind, SessionNumber, Visibility};
+use crate::corpus::{Diagnostic, Fragment, FragmentId, Label, NoteKind, SessionNumber, Visibility};
 use crate::index::IndexError;
 
 impl Store {
@@ -41,12 +41,12 @@ impl Store {
     }
 
     /// The distinct labels the stored fragments of each of `paths` hold, as (path, label).
-    pub fn labels_of_paths(&self, paths: &[String]) -> Result<Vec<(String, String)>, IndexError> {
+    pub fn labels_of_paths(&self, paths: &[String]) -> Result<Vec<(String, Label)>, IndexError> {
         let mut statement =
             self.connection.prepare_cached("SELECT DISTINCT label FROM fragments WHERE source_path = ?1")?;
         let mut labels = Vec::new();
         for path in paths {
-            let rows = statement.query_map([path], |row| row.get::<_, String>(0))?;
+            let rows = statement.query_map([path], |row| row.get::<_, Label>(0))?;
             for label in rows {
                 labels.push((path.clone(), label?));
             }
@@ -99,7 +99,7 @@ impl Store {
         fts_query: &str,
         visibility: Option<Visibility>,
         limit: usize,
-    ) -> Result<Vec<(i64, f64)>, IndexError> {
+    ) -> Result<Vec<(FragmentId, f64)>, IndexError> {
         let sql = match unit {
             Bm25Unit::Fragment => {
                 "SELECT f.id, bm25(fragments_fts) AS score
@@ -137,7 +137,7 @@ impl Store {
         &self,
         hashes: &[&str],
         visibility: Option<Visibility>,
-    ) -> Result<HashMap<String, Vec<i64>>, IndexError> {
+    ) -> Result<HashMap<String, Vec<FragmentId>>, IndexError> {
         let mut rows = Vec::new();
         let mut statement = self.connection.prepare_cached(
             "SELECT content_hash, id FROM fragments WHERE content_hash = ?1 AND (?2 IS NULL OR visibility = ?2)",
@@ -149,7 +149,7 @@ impl Store {
                 rows.push(row?);
             }
         }
-        let mut grouped: HashMap<String, Vec<i64>> = HashMap::new();
+        let mut grouped: HashMap<String, Vec<FragmentId>> = HashMap::new();
         for (hash, id) in rows {
             grouped.entry(hash).or_default().push(id);
         }
@@ -202,7 +202,7 @@ impl Store {
 
     /// What retrieval shows of a fragment without its text, in the order of `ids`
     /// (ids that no longer exist are skipped).
-    pub fn fragment_heads(&self, ids: &[i64]) -> Result<Vec<FragmentHead>, IndexError> {
+    pub fn fragment_heads(&self, ids: &[FragmentId]) -> Result<Vec<FragmentHead>, IndexError> {
         let mut statement = self.connection.prepare_cached(
             "SELECT id, label, kind, source_path, session, part, visibility, content_hash FROM fragments WHERE id = ?1",
         )?;
@@ -235,7 +235,7 @@ impl Store {
     /// search must never hand over text the search did not see.
     pub fn fragments_checked(
         &self,
-        wanted: &[(i64, &str)],
+        wanted: &[(FragmentId, &str)],
         visibility: Option<Visibility>,
     ) -> Result<Vec<StoredFragment>, IndexError> {
         if wanted.is_empty() {
@@ -303,7 +303,7 @@ mod tests {
         let fragments = fragments
             .iter()
             .map(|&(label, text, visibility)| Fragment {
-                label: label.to_string(),
+                label: Label::new(label),
                 kind: NoteKind::Session,
                 source_path: "s.md".to_string(),
                 session: None,
@@ -341,17 +341,17 @@ mod tests {
         let dir = tempfile::TempDir::new().unwrap();
         let mut store = Store::open(&dir.path().join("index.sqlite")).unwrap();
         ingest(&mut store, file(before));
-        let searched: Vec<(i64, String)> = store
+        let searched: Vec<(FragmentId, String)> = store
             .fragments(Some(Visibility::Player))
             .unwrap()
             .into_iter()
             .map(|stored| (stored.id, stored.fragment.content_hash))
             .collect();
-        let wanted: Vec<(i64, &str)> = searched.iter().map(|(id, hash)| (*id, hash.as_str())).collect();
+        let wanted: Vec<(FragmentId, &str)> = searched.iter().map(|(id, hash)| (*id, hash.as_str())).collect();
         assert_eq!(store.fragments_checked(&wanted, Some(Visibility::Player)).unwrap().len(), wanted.len());
-        let old_ids: Vec<i64> = store.fragments(None).unwrap().iter().map(|stored| stored.id).collect();
+        let old_ids: Vec<FragmentId> = store.fragments(None).unwrap().iter().map(|stored| stored.id).collect();
         ingest(&mut store, file(after));
-        let new_ids: Vec<i64> = store.fragments(None).unwrap().iter().map(|stored| stored.id).collect();
+        let new_ids: Vec<FragmentId> = store.fragments(None).unwrap().iter().map(|stored| stored.id).collect();
         assert!(new_ids.iter().all(|id| !old_ids.contains(id)), "ids reused: {old_ids:?} → {new_ids:?}");
         let shown: Vec<String> = store
             .fragments_checked(&wanted, Some(Visibility::Player))
@@ -419,14 +419,14 @@ mod tests {
         let mut store = Store::open(&dir.path().join("index.sqlite")).unwrap();
         ingest(&mut store, file(&[("Sesión 1", "uno", PLAYER), ("Sesión 2", "dos", PLAYER)]));
         let stored = store.fragments(None).unwrap();
-        let wanted: Vec<(i64, &str)> =
+        let wanted: Vec<(FragmentId, &str)> =
             stored.iter().map(|stored| (stored.id, stored.fragment.content_hash.as_str())).collect();
         // Whatever writes rows in the future: same id, other visibility; same id, other text.
         store.connection.execute("UPDATE fragments SET visibility = 'dm_only' WHERE id = ?1", [wanted[0].0]).unwrap();
         store.connection.execute("UPDATE fragments SET text = 'el traidor' WHERE id = ?1", [wanted[1].0]).unwrap();
         store.connection.execute("UPDATE fragments SET content_hash = 'x' WHERE id = ?1", [wanted[1].0]).unwrap();
         assert!(store.fragments_checked(&wanted, Some(Visibility::Player)).unwrap().is_empty());
-        let gm: Vec<i64> =
+        let gm: Vec<FragmentId> =
             store.fragments_checked(&wanted, None).unwrap().into_iter().map(|stored| stored.id).collect();
         assert_eq!(gm, [wanted[0].0], "a GM still reads the row whose hash matches");
     }

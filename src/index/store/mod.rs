@@ -18,7 +18,7 @@ use tracing::{debug, info_span};
 
 use super::IndexError;
 use crate::compendium::{Compendium, EntityKind};
-use crate::corpus::{Diagnostic, Fragment, Link, NoteKind, SessionNumber, Visibility};
+use crate::corpus::{Diagnostic, Fragment, FragmentId, Label, Link, NoteKind, SessionNumber, Visibility};
 
 pub use annotations::{EXTRACTIVE_ANNOTATION_VERSION, EXTRACTIVE_ANNOTATOR, ORPHANED_ANNOTATIONS_KEPT};
 
@@ -109,7 +109,7 @@ impl FileRecord {
 /// A fragment as stored, with its row id.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StoredFragment {
-    pub id: i64,
+    pub id: FragmentId,
     #[serde(flatten)]
     pub fragment: Fragment,
 }
@@ -118,7 +118,7 @@ pub struct StoredFragment {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntityMention {
     pub entity_id: i64,
-    pub fragment_id: i64,
+    pub fragment_id: FragmentId,
     pub n_mentions: i64,
     pub word_count: i64,
     pub session: Option<SessionNumber>,
@@ -127,8 +127,8 @@ pub struct EntityMention {
 /// A fragment without its text: what a candidate list needs.
 #[derive(Debug, Clone)]
 pub struct FragmentHead {
-    pub id: i64,
-    pub label: String,
+    pub id: FragmentId,
+    pub label: Label,
     pub kind: NoteKind,
     pub source_path: String,
     pub session: Option<SessionNumber>,
@@ -140,7 +140,7 @@ pub struct FragmentHead {
 /// One label with what `oraculo sources` shows for it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SourceSummary {
-    pub label: String,
+    pub label: Label,
     pub kind: NoteKind,
     pub source_path: String,
     pub session: Option<SessionNumber>,
@@ -175,7 +175,7 @@ pub struct CompendiumRecords {
 pub struct MentionRecord {
     /// Index into `compendium.entities`.
     pub entity: usize,
-    pub label: String,
+    pub label: Label,
     pub part: u32,
     pub count: u32,
 }
@@ -192,6 +192,32 @@ pub struct EntityListing {
     pub sessions: Vec<SessionNumber>,
     /// Labels of the other fragments (sheets, world documents) that mention it.
     pub other_labels: Vec<String>,
+}
+
+/// A fragment's id is its row id in SQLite, read and bound as such.
+impl rusqlite::ToSql for FragmentId {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(rusqlite::types::ToSqlOutput::from(self.0))
+    }
+}
+
+impl rusqlite::types::FromSql for FragmentId {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<FragmentId> {
+        i64::column_result(value).map(FragmentId)
+    }
+}
+
+/// A label is stored as its text.
+impl rusqlite::ToSql for Label {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(rusqlite::types::ToSqlOutput::from(self.as_str()))
+    }
+}
+
+impl rusqlite::types::FromSql for Label {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Label> {
+        String::column_result(value).map(Label::from)
+    }
 }
 
 /// The SQLite side of the index.
@@ -242,7 +268,7 @@ impl Store {
     /// it had passages (new fragments get theirs as they are written). One transaction; none
     /// to cut is one query.
     fn cut_missing_windows(&mut self) -> rusqlite::Result<()> {
-        let missing: Vec<(i64, String)> = {
+        let missing: Vec<(FragmentId, String)> = {
             let mut statement = self.connection.prepare(
                 "SELECT id, text FROM fragments f
                  WHERE NOT EXISTS (SELECT 1 FROM fragment_windows w WHERE w.fragment_id = f.id)",

@@ -7,7 +7,7 @@ use tracing::info_span;
 use super::{
     BM25_WINDOW_STEP, BM25_WINDOW_WORDS, CompendiumRecords, FileRecord, IngestChanges, META_GENERATION, Store,
 };
-use crate::corpus::Visibility;
+use crate::corpus::{FragmentId, Visibility};
 use crate::index::IndexError;
 use crate::text::fold;
 
@@ -52,7 +52,7 @@ impl Store {
 }
 
 /// A fragment's BM25 passages ([`BM25_WINDOW_WORDS`] every [`BM25_WINDOW_STEP`]).
-pub(super) fn insert_windows(connection: &Connection, fragment_id: i64, text: &str) -> rusqlite::Result<()> {
+pub(super) fn insert_windows(connection: &Connection, fragment_id: FragmentId, text: &str) -> rusqlite::Result<()> {
     let mut insert =
         connection.prepare_cached("INSERT INTO fragment_windows (fragment_id, window, text) VALUES (?1, ?2, ?3)")?;
     for (window, passage) in crate::text::word_windows(text, BM25_WINDOW_WORDS, BM25_WINDOW_STEP).iter().enumerate() {
@@ -96,7 +96,7 @@ fn insert_file(transaction: &Transaction<'_>, file: &FileRecord) -> rusqlite::Re
             fragment.visibility.as_str(),
             fragment.content_hash,
         ])?;
-        insert_windows(transaction, fragment_id, &fragment.text)?;
+        insert_windows(transaction, FragmentId(fragment_id), &fragment.text)?;
     }
     let mut insert_link =
         transaction.prepare_cached("INSERT INTO links (source_path, target, shown, embed) VALUES (?1, ?2, ?3, ?4)")?;
@@ -147,7 +147,9 @@ fn write_compendium(transaction: &Transaction<'_>, records: &CompendiumRecords) 
     for mention in &records.mentions {
         let (Some(&entity_id), Some(id)) = (
             ids.get(mention.entity),
-            fragment_id.query_row(params![mention.label, mention.part], |row| row.get::<_, i64>(0)).optional()?,
+            fragment_id
+                .query_row(params![mention.label, mention.part], |row| row.get::<_, FragmentId>(0))
+                .optional()?,
         ) else {
             continue;
         };

@@ -3,9 +3,8 @@
 //! The wire types mirror Ollama's JSON exactly, so the test stand-in (a local HTTP server
 //! speaking the same format) exercises this very code.
 
-
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tracing::{Instrument, debug, info_span};
 
 use crate::llm::http::Edge;
@@ -24,14 +23,6 @@ pub struct OllamaEmbedderConfig {
     pub batch_size: usize,
     /// Words per window; `None` picks from the model name (bge-m3: 4000, others: 250).
     pub window_words: Option<usize>,
-}
-
-/// The body of `POST /api/embed`.
-#[derive(Serialize)]
-struct EmbedRequest<'a> {
-    model: &'a str,
-    input: &'a [String],
-    truncate: bool,
 }
 
 #[derive(Deserialize)]
@@ -77,7 +68,8 @@ impl OllamaEmbedder {
     }
 
     async fn post_embed_once(&self, input: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
-        let request = EmbedRequest { model: &self.config.server.model, input, truncate: true };
+        // The body of `POST /api/embed`; `truncate`: a window over the model's context is cut, not refused.
+        let request = serde_json::json!({ "model": self.config.server.model, "input": input, "truncate": true });
         let response = self.edge.send(self.edge.client().post(self.endpoint()).json(&request)).await?;
         let body = response.text().await.map_err(|err| self.edge.request_error(&err))?;
         let parsed: EmbedResponse = serde_json::from_str(&body)

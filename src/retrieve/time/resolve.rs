@@ -8,7 +8,7 @@ use rusqlite::params;
 use super::{
     ANCHOR_CANDIDATES, ANCHOR_SESSIONS, APPEARANCE_SESSIONS, MAX_RANGE_SESSIONS, TimeDiagnostics, TimeReference,
 };
-use crate::corpus::{SessionNumber, Visibility};
+use crate::corpus::{FragmentId, Label, SessionNumber, Visibility};
 use crate::index::{IndexError, Store};
 
 /// The time path's ranked list (fragment ids) and what it did. `prior` is the other paths'
@@ -18,11 +18,11 @@ use crate::index::{IndexError, Store};
 pub fn search_time(
     store: &Store,
     references: &[TimeReference],
-    prior: &[i64],
+    prior: &[FragmentId],
     entity_ids: &[i64],
     visibility: Option<Visibility>,
     depth: usize,
-) -> Result<(Vec<i64>, TimeDiagnostics), IndexError> {
+) -> Result<(Vec<FragmentId>, TimeDiagnostics), IndexError> {
     let _span = tracing::info_span!("retrieve.time", n_references = references.len(), depth).entered();
     if references.is_empty() {
         return Ok((Vec::new(), TimeDiagnostics::default()));
@@ -51,7 +51,7 @@ pub fn search_time(
         };
     let mut diagnostics = resolve(references, &timeline.sessions, &anchors, &appearances);
     diagnostics.sessions.truncate(depth);
-    let ids: Vec<i64> = diagnostics
+    let ids: Vec<FragmentId> = diagnostics
         .sessions
         .iter()
         .flat_map(|session| timeline.fragments.get(session).cloned().unwrap_or_default())
@@ -159,7 +159,7 @@ pub fn keep_named_sessions<C: Clone>(
     pool: &[C],
     named: &[SessionNumber],
     k: usize,
-    session_of: impl Fn(&C) -> (i64, Option<SessionNumber>),
+    session_of: impl Fn(&C) -> (FragmentId, Option<SessionNumber>),
 ) -> usize {
     if named.is_empty() || k == 0 {
         return 0;
@@ -198,8 +198,8 @@ pub fn keep_named_sessions<C: Clone>(
 #[derive(Debug, Default)]
 pub struct SessionFragments {
     pub sessions: Vec<SessionNumber>,
-    pub fragments: HashMap<SessionNumber, Vec<i64>>,
-    pub session_of: HashMap<i64, SessionNumber>,
+    pub fragments: HashMap<SessionNumber, Vec<FragmentId>>,
+    pub session_of: HashMap<FragmentId, SessionNumber>,
 }
 
 impl SessionFragments {
@@ -211,7 +211,7 @@ impl SessionFragments {
              ORDER BY session, part, id",
         )?;
         let rows = statement.query_map(params![visibility.map(Visibility::as_str)], |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, u32>(1)?))
+            Ok((row.get::<_, FragmentId>(0)?, row.get::<_, u32>(1)?))
         })?;
         let mut loaded = SessionFragments::default();
         for row in rows {
@@ -258,7 +258,7 @@ pub fn entity_session_fragments(
     store: &Store,
     entity_id: i64,
     visibility: Option<Visibility>,
-) -> Result<Vec<(i64, SessionNumber, String, String)>, IndexError> {
+) -> Result<Vec<(FragmentId, SessionNumber, Label, String)>, IndexError> {
     let mut statement = store.connection().prepare_cached(
         "SELECT f.id, f.session, f.label, f.content_hash FROM entity_mentions m JOIN fragments f ON f.id = m.fragment_id
          WHERE m.entity_id = ?1 AND f.session IS NOT NULL AND f.kind = 'session'
@@ -266,7 +266,7 @@ pub fn entity_session_fragments(
          ORDER BY f.session, f.part, f.id",
     )?;
     let rows = statement.query_map(params![entity_id, visibility.map(Visibility::as_str)], |row| {
-        Ok((row.get::<_, i64>(0)?, SessionNumber(row.get::<_, u32>(1)?), row.get(2)?, row.get(3)?))
+        Ok((row.get::<_, FragmentId>(0)?, SessionNumber(row.get::<_, u32>(1)?), row.get(2)?, row.get(3)?))
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -342,7 +342,7 @@ mod tests {
         // (id, session); the pool in fusion order.
         let pool: Vec<(i64, Option<SessionNumber>)> =
             (1..=12).map(|id| (id, Some(SessionNumber(id as u32)))).chain([(13, None)]).collect();
-        let key = |c: &(i64, Option<SessionNumber>)| *c;
+        let key = |c: &(i64, Option<SessionNumber>)| (FragmentId(c.0), c.1);
         let mut chosen: Vec<_> = pool[..8].to_vec();
         let added = keep_named_sessions(&mut chosen, &pool, &sessions(&[11]), 8, key);
         assert_eq!(added, 1);
