@@ -5,14 +5,15 @@
 //! blindly, into windows that overlap by `OVERLAP_WORDS`. Secret passages follow the
 //! player text as DM-only parts under the same label.
 
-use crate::corpus::Label;
 use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
 use super::markdown::{diagnostic, is_fence};
 
-use super::{Block, CorpusConfig, Diagnostic, Fragment, Note, NoteKind, OVERLAP_WORDS, SESSION_MAX_WORDS, Visibility};
+use super::{
+    Block, CorpusConfig, Diagnostic, Fragment, Label, Note, NoteKind, OVERLAP_WORDS, SESSION_MAX_WORDS, Visibility,
+};
 use crate::text::{word_count, word_spans};
 
 /// Labels and sizes every block of every note. Labels shared by several blocks become
