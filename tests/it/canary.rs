@@ -20,7 +20,7 @@ use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Pipeline};
 use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, search};
 
 use crate::fake_ollama::FakeOllama;
-use crate::harness::{Scratch, e5, ingest_dir, ollama_chat, prose};
+use crate::harness::{Scratch, ingest_dir, ollama_chat, ollama_embedder, prose};
 
 /// (canary, where it hides, whether the GM can search for it: an alias only in front matter
 /// is in no fragment's text, and a note outside the campaign is never read).
@@ -369,14 +369,16 @@ fn assert_no_canary(what: &str, text: &str) {
 #[tokio::test]
 async fn no_canary_reaches_a_player_and_the_gm_finds_each() {
     let scratch = vault();
-    let embedder = Arc::new(e5());
+    // The stand-in's embeddings: what is under test is which texts reach a player, not how
+    // e5 ranks them (the GM's finding each canary below is the positive control).
+    let fake = FakeOllama::start(&["bge-m3", "qwen2.5:14b"]).await;
+    let embedder = Arc::new(ollama_embedder(&fake, "bge-m3").await);
     let summary =
         ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &vault_config(), embedder.as_ref()).await.unwrap();
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
 
     // Annotations made by a model that echoes the fragment it reads: the GM's fragments get
     // annotations holding their secrets, which the rerank and the summaries must never show.
-    let fake = FakeOllama::start(&["qwen2.5:14b"]).await;
     fake.echo_prompts();
     let chat = ollama_chat(fake.url());
     let annotated = annotate_fragments(&index, chat.as_ref(), &Quiet).await;

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -321,10 +321,39 @@ pub fn models_dir() -> PathBuf {
     data_dir().join("models")
 }
 
-/// The embedded e5-small embedder, from the fetched model file.
+/// The embedded e5-small embedder, from the fetched model file: loaded once for the whole
+/// binary (a clone shares the weights), as every test that embeds with it reads the same file.
 pub fn e5() -> E5Embedder {
-    let path = E5Embedder::default_path(&data_dir());
-    E5Embedder::load(&path).unwrap_or_else(|err| panic!("{err} (the tests need the embedded model)"))
+    static LOADED: LazyLock<E5Embedder> = LazyLock::new(|| {
+        let path = E5Embedder::default_path(&data_dir());
+        E5Embedder::load(&path).unwrap_or_else(|err| panic!("{err} (the tests need the embedded model)"))
+    });
+    LOADED.clone()
+}
+
+/// A data dir where the built-in sample campaign is ingested with the embedded e5 (no
+/// annotations), once for the whole test binary: the one e5 index of the sample, shared by
+/// the pin and the MCP tests. Read-only for them: a test that writes makes its own.
+pub fn sample_with_e5() -> &'static Path {
+    static SAMPLE: OnceLock<TempDir> = OnceLock::new();
+    SAMPLE
+        .get_or_init(|| {
+            let data = TempDir::new().unwrap();
+            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oraculo"));
+            for var in ["ORACULO_CONFIG", "ORACULO_CAMPAIGN", "ORACULO_EMBEDDER", "ORACULO_CHAT", "ORACULO_OLLAMA_URL"]
+            {
+                command.env_remove(var);
+            }
+            let output = command
+                .args(["ingest", "--no-annotate"])
+                .env("ORACULO_E5_MODEL", E5Embedder::default_path(&data_dir()))
+                .env("ORACULO_DATA", data.path())
+                .output()
+                .expect("the binary runs");
+            assert!(output.status.success(), "ingest failed: {}", String::from_utf8_lossy(&output.stderr));
+            data
+        })
+        .path()
 }
 
 /// The `oraculo` binary on `scratch`'s campaign and data dir, with Ollama (embedder and chat)

@@ -9,7 +9,6 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, GetPromptRequestParams, ReadResourceRequestParams, ResourceContents,
@@ -20,7 +19,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::harness::models_dir;
+use crate::harness::{models_dir, sample_with_e5 as sample};
 
 /// The sample's GM secrets (`oraculo secrets` on it lists four passages), each with words only
 /// the secret holds and the label that holds it.
@@ -42,19 +41,6 @@ fn oraculo(data: &Path) -> Command {
     }
     command.env("ORACULO_E5_MODEL", models_dir().join("e5-small-q4.bin")).env("ORACULO_DATA", data);
     command
-}
-
-/// A data dir where the built-in sample is ingested, once for every test here.
-fn sample() -> &'static Path {
-    static SAMPLE: OnceLock<TempDir> = OnceLock::new();
-    SAMPLE
-        .get_or_init(|| {
-            let data = TempDir::new().unwrap();
-            let output = oraculo(data.path()).args(["ingest", "--no-annotate"]).output().unwrap();
-            assert!(output.status.success(), "ingest failed: {}", String::from_utf8_lossy(&output.stderr));
-            data
-        })
-        .path()
 }
 
 /// `oraculo mcp` (with `extra` flags) on `data`, and rmcp's client connected to it.

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::harness::{Scratch, data_dir};
+use crate::harness::{Scratch, data_dir, sample_with_e5};
 
 const PIN: &str = "tests/it/data/sample-pin.txt";
 
@@ -36,9 +36,11 @@ fn the_sample_questions_find_the_pinned_labels_in_the_pinned_order() {
     let scratch = Scratch::new(&[]);
     let e5_model = oraculo::llm::embed::e5::E5Embedder::default_path(&data_dir());
     let report_path = scratch.data.path().join("pin-report.json");
+    // The sample's e5 index the MCP tests read too, searched as it is (`--no-ingest`): the
+    // ingest is the same `oraculo ingest --no-annotate` the eval would run first.
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_oraculo"))
-        .args(["eval", "--retrieval-only", "--no-ablations", "--json", "--data"])
-        .arg(scratch.data.path())
+        .args(["eval", "--retrieval-only", "--no-ablations", "--no-ingest", "--json", "--data"])
+        .arg(sample_with_e5())
         .arg("--out")
         .arg(&report_path)
         .env("ORACULO_E5_MODEL", &e5_model)

@@ -83,7 +83,8 @@ pub const E5_NAME_FLOOR: NameFloor = NameFloor { least: 0.90, margin: 0.04 };
 /// File name of the model inside `<data>/models/`.
 pub const E5_MODEL_FILE: &str = "e5-small-q4.bin";
 
-/// multilingual-e5-small, 4-bit, in this process.
+/// multilingual-e5-small, 4-bit, in this process. A clone shares the loaded weights.
+#[derive(Clone)]
 pub struct E5Embedder {
     model: Arc<E5Model>,
     path: PathBuf,
