@@ -1,4 +1,4 @@
--- What the players asked, kept for the DM (issue 57): each question the bot answered, what it
+-- What the players asked, kept for the DM: each question the bot answered, what it
 -- answered and from which notes, whether the notes held an answer, and the players' verdicts
 -- on it. Written by `feedback`; read by `oraculo asked` and `/oraculo_informe`. Rows older than
 -- `[feedback] keep_days` are deleted at each start (a verdict goes with its question).

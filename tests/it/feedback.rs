@@ -1,4 +1,4 @@
-//! What the players asked, kept for the DM (issue 57): the 👍/👎 under an answer through the
+//! What the players asked, kept for the DM: the 👍/👎 under an answer through the
 //! Discord stand-in, the DM's report (`/oraculo_informe`, `oraculo asked`), the bank from real
 //! play read back by `oraculo eval`, and what is not kept (past `keep_days`, the askers' ids).
 
@@ -88,7 +88,7 @@ async fn report_in(discord: &FakeDiscord, user: u64, channel: u64) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_57_verdicts_are_kept_one_per_player_and_a_gm_question_stays_out_of_the_players_report() {
+async fn verdicts_are_kept_one_per_player_and_a_gm_question_stays_out_of_the_players_report() {
     let (scratch, ollama) = indexed_campaign(&[("Crónica.md", CRONICA)], &[]).await;
     let discord = FakeDiscord::start().await;
     let extra = format!("gm_channel_ids = [{GM_CHANNEL}]");
@@ -231,7 +231,7 @@ async fn oraculo(scratch: &Scratch, ollama: &FakeOllama, args: &[&str]) -> Strin
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_57_oraculo_asked_groups_the_unanswered_and_writes_a_bank_eval_reads() {
+async fn oraculo_asked_groups_the_unanswered_and_writes_a_bank_eval_reads() {
     let (scratch, ollama) = indexed_campaign(&[("Crónica.md", CRONICA)], &[]).await;
     let index_dir = scratch.index_dir();
     a_month_of_questions(&index_dir).await;

@@ -365,7 +365,7 @@ async fn mcp_serves_every_campaign_of_the_config_each_named_and_one_when_the_com
     client.cancel().await.unwrap();
 }
 
-/// Issue 57: the `ask` tool keeps nothing for the DM's report, unless the config asks
+/// The `ask` tool keeps nothing for the DM's report, unless the config asks
 /// (`[feedback] keep_mcp = true`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_ask_keeps_a_question_for_the_dm_only_when_the_config_asks() {
