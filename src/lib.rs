@@ -23,6 +23,8 @@
 //! - [`timeline`]: campaign time for the table: an entity's sessions in order, a session's recap.
 //! - [`conversation`]: the conversations' history, kept in the campaign's index with the
 //!   audience each exchange was answered for.
+//! - [`feedback`]: what the players asked, kept for the DM: each answered question, the notes
+//!   it cited, whether the notes held an answer, the players' 👍/👎 (`oraculo asked`).
 //! - [`llm`]: transport to models: embedders ([`llm::embed`]: embedded e5-small, Ollama) and chat
 //!   models ([`llm::chat`]: llama.cpp in-process, Ollama, OpenAI-compatible servers).
 //! - [`discord`]: the bot: `/oraculo` with cited embeds, threads for follow-ups, `/reingest`.
@@ -47,6 +49,7 @@ pub mod conversation;
 pub mod corpus;
 pub mod discord;
 pub mod doctor;
+pub mod feedback;
 pub mod index;
 pub mod ingest;
 pub mod lexicon;

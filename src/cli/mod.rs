@@ -15,6 +15,7 @@ use crate::retrieve::Audience;
 pub use crate::app::render_error;
 
 mod ask;
+mod asked;
 mod doctor;
 mod eval;
 mod ingest;
@@ -59,6 +60,11 @@ pub enum Command {
     Timeline(TimelineArgs),
     /// A cited recap of one session (default: the last one), to open a game night.
     Recap(RecapArgs),
+    /// For the DM: what the players asked the bot (kept per [feedback]): the questions the
+    /// notes did not answer, grouped by the entity or session they name, most asked first; the
+    /// answers marked wrong (👎) with the labels they cited; counts per week. With --bank, the
+    /// kept questions written as an eval bank instead.
+    Asked(AskedArgs),
     /// Scores retrieval (and, with --answers, the answers) on a question bank from eval/.
     Eval(EvalArgs),
     /// Runs the Discord bot (token from DISCORD_TOKEN or the config's [discord] section)
@@ -150,6 +156,24 @@ pub struct EvalArgs {
     /// measure what the rerank costs).
     #[arg(long)]
     pub rerank_without_time_limit: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AskedArgs {
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
+    /// Only what was asked in the last SPAN: a number and w, d, h or m (7d, 2w, 24h). Default:
+    /// everything kept (feedback.keep_days).
+    #[arg(long, value_name = "SPAN", value_parser = asked::parse_span)]
+    pub since: Option<i64>,
+    /// The GM's view: the questions of GM channels and the DM's direct messages too.
+    #[arg(long)]
+    pub gm: bool,
+    /// Write the kept questions to FILE as an eval bank (JSON Lines, eval/README.md) instead of
+    /// the report: `expected` left for you to fill, pre-filled with the cited labels where a
+    /// player liked the answer. `oraculo eval --questions FILE` reads it as written.
+    #[arg(long, value_name = "FILE")]
+    pub bank: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -279,6 +303,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Chat(args) => ask::chat(&args).await,
         Command::Timeline(args) => timeline::timeline(&args).await,
         Command::Recap(args) => timeline::recap(&args).await,
+        Command::Asked(args) => asked::asked(&args).await,
         Command::Eval(args) => eval::eval(&args).await,
         Command::Bot(args) => doctor::bot(&args).await,
         Command::Mcp(args) => mcp(&args).await,

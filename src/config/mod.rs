@@ -6,7 +6,8 @@
 //!
 //! This file loads the layers and holds the whole; each section is read and validated in its
 //! own file: `campaign.rs` (the notes, the watch, `[[campaigns]]`), `models.rs` (the embedder
-//! and the chat model) and `discord.rs` (the bot).
+//! and the chat model), `discord.rs` (the bot) and `feedback.rs` (what is kept of the questions
+//! asked).
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,7 @@ use serde::Deserialize;
 
 mod campaign;
 mod discord;
+mod feedback;
 mod models;
 
 pub use campaign::{
@@ -26,6 +28,7 @@ pub use discord::{
     DEFAULT_DISCORD_CONCURRENCY, DEFAULT_HISTORY_TURNS, DEFAULT_QUESTIONS_PER_MINUTE, DISCORD_TOKEN_VARS,
     DiscordConfig, MAX_HISTORY_TURNS, RawDiscord,
 };
+pub use feedback::{DEFAULT_FEEDBACK_KEEP_DAYS, FeedbackConfig, MAX_FEEDBACK_KEEP_DAYS, RawFeedback};
 pub use models::{
     AnswerConfig, ChatConfig, DEFAULT_ANSWER_DEADLINE_SECS, DEFAULT_ANSWER_SECONDS, DEFAULT_CHAT_MAX_TOKENS,
     DEFAULT_EMBEDDED_N_CTX, DEFAULT_KEEP_ALIVE, DEFAULT_OLLAMA_CHAT_MODEL, DEFAULT_OLLAMA_EMBED_MODEL,
@@ -35,6 +38,7 @@ pub use models::{
 
 use campaign::{campaign_config, named_campaigns};
 use discord::discord_config;
+use feedback::feedback_config;
 use models::{answer_config, chat_config, embedder_config};
 
 /// A value never printed: the Discord token (and the OpenAI-compatible server's API key).
@@ -52,6 +56,7 @@ pub struct RawConfig {
     pub ollama: Option<RawOllama>,
     pub chat: Option<RawChat>,
     pub discord: Option<RawDiscord>,
+    pub feedback: Option<RawFeedback>,
 }
 
 /// Validated configuration. Sub-configs are passed explicitly to each stage.
@@ -73,6 +78,8 @@ pub struct Config {
     pub answer: AnswerConfig,
     /// `None`: no `[discord]` section and no token in the environment (CLI only).
     pub discord: Option<DiscordConfig>,
+    /// What is kept of the questions asked (`[feedback]`), and for how long.
+    pub feedback: FeedbackConfig,
 }
 
 /// Overrides from the command line, the highest layer: which campaign, and where its index
@@ -141,6 +148,7 @@ impl Config {
             bail!("both [campaign] and [[campaigns]]: write every campaign as a [[campaigns]] entry");
         }
         let discord = discord_config(raw.discord, env)?;
+        let feedback = feedback_config(raw.feedback)?;
         let (campaign, campaigns) = match raw.campaigns {
             None => {
                 let campaign = campaign_config(raw.campaign.unwrap_or_default(), "campaign")?;
@@ -162,7 +170,7 @@ impl Config {
         let answer = answer_config(&mut raw_chat, env)?;
         let (chat, chat_max_tokens) = chat_config(raw_chat, &ollama_raw, env)?;
         let embedder = embedder_config(raw.embedder.unwrap_or_default(), ollama_raw, env)?;
-        Ok(Config { data_dir, campaign, campaigns, embedder, chat, chat_max_tokens, answer, discord })
+        Ok(Config { data_dir, campaign, campaigns, embedder, chat, chat_max_tokens, answer, discord, feedback })
     }
 }
 

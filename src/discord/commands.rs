@@ -9,6 +9,9 @@
 //!   with one cited line; first and last appearance marked; paged.
 //! - `/resumen [sesion]`: a cited recap of a session (default: the last one), queued like a
 //!   question.
+//! - `/oraculo_informe [dias]`: the campaign's DM only (the same check as `/reingest`): what
+//!   the players asked that the notes did not answer, the answers marked wrong, the weeks
+//!   (`feedback`), ephemerally; a players' channel shows only what players asked.
 //!
 //! Who may use them, and where, is `access`.
 
@@ -33,7 +36,7 @@ use crate::text::fold;
 
 /// Every command, in the order `/` lists them.
 pub fn commands() -> Vec<poise::Command<Data, Error>> {
-    vec![oraculo(), fuente(), reingest(), cronologia(), resumen()]
+    vec![oraculo(), fuente(), reingest(), cronologia(), resumen(), oraculo_informe()]
 }
 
 /// The deferred "thinking…" response, sent before any slow work; mentions off like every
@@ -100,12 +103,13 @@ pub async fn oraculo(
     };
     let in_flight = super::resume::remember(&desk, question, &delivery).await;
     defer(ctx, false).await?;
-    let audience = desk.access.audience(ctx.author().id.get(), where_asked.location);
+    let user = ctx.author().id.get();
+    let audience = desk.access.audience(user, where_asked.location);
     let span = tracing::info_span!("discord.reply", campaign = %desk.name, place = ?where_asked.place, ?audience, user = ctx.author().id.get());
     async move {
         let outlet = Outlet::Command { ctx, original_used: std::sync::atomic::AtomicBool::new(false) };
         let Some(answered) =
-            answer_question(data, &desk, &outlet, question, where_asked.place, audience, lang, in_flight).await
+            answer_question(data, &desk, &outlet, question, user, where_asked.place, audience, lang, in_flight).await
         else {
             return;
         };
@@ -340,6 +344,56 @@ pub async fn reingest(
     Ok(())
 }
 
+// --- /oraculo_informe ------------------------------------------------------------------
+
+/// Lo que preguntaron los jugadores y las notas no respondieron (solo el DM).
+#[poise::command(
+    slash_command,
+    ephemeral,
+    check = "is_campaign_dm",
+    name_localized("es-ES", "oraculo_informe"),
+    name_localized("es-419", "oraculo_informe"),
+    name_localized("en-US", "oracle_report"),
+    name_localized("en-GB", "oracle_report"),
+    description_localized("en-US", "What the players asked that the notes did not answer (DM only)."),
+    description_localized("en-GB", "What the players asked that the notes did not answer (DM only)."),
+    description_localized("es-ES", "Lo que preguntaron los jugadores y las notas no respondieron (solo el DM)."),
+    description_localized("es-419", "Lo que preguntaron los jugadores y las notas no respondieron (solo el DM).")
+)]
+pub async fn oraculo_informe(
+    ctx: Context<'_>,
+    #[description = "Solo los últimos N días (por defecto, todo lo guardado)"]
+    #[name_localized("en-US", "days")]
+    #[name_localized("en-GB", "days")]
+    #[description_localized("en-US", "Only the last N days (default: everything kept)")]
+    #[description_localized("en-GB", "Only the last N days (default: everything kept)")]
+    #[min = 1]
+    #[max = 3650]
+    dias: Option<u32>,
+) -> Result<(), Error> {
+    let data = ctx.data();
+    let lang = lang_of(ctx);
+    let location = command_place(ctx).location;
+    let user = ctx.author().id.get();
+    let desk = data.desk(user, location)?;
+    defer(ctx, true).await?;
+    // Where it is asked decides what it shows: a players' channel never lists a GM channel's.
+    let audience = desk.access.audience(user, location);
+    let since = dias.map(|days| crate::feedback::now_unix() - i64::from(days) * 24 * 60 * 60);
+    let report = desk.asked.report(audience, since).instrument(tracing::info_span!("discord.report", ?audience)).await;
+    let messages = match report {
+        Ok(report) => super::feedback::report_messages(&report, lang),
+        Err(err) => {
+            tracing::error!(error = format!("{err:#}"), "the kept questions could not be read");
+            vec![Message::notice(&lang.unexpected())]
+        }
+    };
+    for message in messages {
+        ctx.send(message.to_reply(true)).await?;
+    }
+    Ok(())
+}
+
 /// The ingest `oraculo ingest` runs: incremental, committed at once at the end (questions keep
 /// reading the previous index until then), then the annotation pass.
 pub async fn run_reingest(
@@ -569,6 +623,6 @@ mod tests {
             }
         }
         let names: Vec<String> = commands().into_iter().map(|c| c.name).collect();
-        assert_eq!(names, ["oraculo", "fuente", "reingest", "cronologia", "resumen"]);
+        assert_eq!(names, ["oraculo", "fuente", "reingest", "cronologia", "resumen", "oraculo_informe"]);
     }
 }

@@ -96,6 +96,9 @@ pub struct Message {
     pub embeds: Vec<Embed>,
     /// Labels that get a "read the source" button.
     pub source_buttons: Vec<String>,
+    /// The kept question whose 👍/👎 buttons this message carries (an answer's last message;
+    /// `discord/feedback.rs`): a row of its own, under the sources' buttons.
+    pub verdict: Option<i64>,
 }
 
 impl Message {
@@ -485,6 +488,8 @@ impl Message {
     }
 
     fn components(&self) -> Vec<serenity::CreateActionRow> {
+        // The 👍/👎 row takes one of the message's rows from the sources' buttons.
+        let source_rows = ROWS_PER_MESSAGE - usize::from(self.verdict.is_some());
         let buttons: Vec<serenity::CreateButton> = self
             .source_buttons
             .iter()
@@ -493,9 +498,14 @@ impl Message {
                 let text = clip(&format!("📖 {label}"), BUTTON_LABEL_LIMIT);
                 Some(serenity::CreateButton::new(id).label(text).style(serenity::ButtonStyle::Secondary))
             })
-            .take(BUTTONS_PER_ROW * ROWS_PER_MESSAGE)
+            .take(BUTTONS_PER_ROW * source_rows)
             .collect();
-        buttons.chunks(BUTTONS_PER_ROW).map(|row| serenity::CreateActionRow::Buttons(row.to_vec())).collect()
+        let mut rows: Vec<serenity::CreateActionRow> =
+            buttons.chunks(BUTTONS_PER_ROW).map(|row| serenity::CreateActionRow::Buttons(row.to_vec())).collect();
+        if let Some(id) = self.verdict {
+            rows.push(super::verdict::verdict_row(id));
+        }
+        rows
     }
 
     /// For poise's `send` and `ReplyHandle::edit` (an edit replaces content, embeds and buttons).

@@ -113,6 +113,9 @@ pub async fn on_error(error: poise::FrameworkError<'_, Data, Error>) {
             } else if ctx.command().name == "reingest" {
                 tracing::info!(user = ctx.author().id.get(), "reingest refused: not the campaign's DM");
                 tell(ctx, &lang.reingest_refused()).await;
+            } else if ctx.command().name == "oraculo_informe" {
+                tracing::info!(user = ctx.author().id.get(), "report refused: not the campaign's DM");
+                tell(ctx, &lang.report_refused()).await;
             } else {
                 tell(ctx, &lang.not_allowed()).await;
             }

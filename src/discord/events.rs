@@ -5,6 +5,8 @@
 //! - MESSAGE_CREATE elsewhere in a configured server that mentions the bot, or replies to one
 //!   of its answers: a question in that channel's conversation, answered as a reply.
 //! - A "📖 label" button under an answer: the source in full, only to whoever clicked.
+//! - A 👍/👎 button under an answer, or a reason after a 👎: the verdict kept, ephemerally
+//!   acknowledged (`feedback`).
 //! - MESSAGE_DELETE of a message whose question waits in the queue: the question leaves it.
 //! - READY, the first time: the questions a previous run left in flight are answered.
 
@@ -14,6 +16,7 @@ use tracing::Instrument;
 use super::access::{Barred, Location, Surface, interaction_place, refuse_barred};
 use super::embeds::{self, Message};
 use super::errors::log_discord_error;
+use super::feedback::feedback_button;
 use super::locale::Lang;
 use super::place::Place;
 use super::reply::{Outlet, answer_question, refuse_question, source_messages_for};
@@ -47,7 +50,9 @@ pub async fn handle(
             }
         }
         serenity::FullEvent::InteractionCreate { interaction: serenity::Interaction::Component(component) } => {
-            source_button(ctx, data, component).await
+            if !feedback_button(ctx, data, component).await {
+                source_button(ctx, data, component).await
+            }
         }
         _ => {}
     }
@@ -120,7 +125,7 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
     async {
         // Shown while the answer is made; stops when dropped.
         let _typing = message.channel_id.start_typing(&ctx.http);
-        answer_question(data, &desk, &outlet, question, place, audience, lang, in_flight).await;
+        answer_question(data, &desk, &outlet, question, user, place, audience, lang, in_flight).await;
     }
     .instrument(span)
     .await;
@@ -193,7 +198,7 @@ async fn mention_or_reply(ctx: &serenity::Context, data: &Data, message: &sereni
     let span = tracing::info_span!("discord.reply", campaign = %desk.name, place = %place.key(), ?audience, user, via = "mention");
     async {
         let _typing = message.channel_id.start_typing(&ctx.http);
-        answer_question(data, &desk, &outlet, &question, place, audience, lang, in_flight).await;
+        answer_question(data, &desk, &outlet, &question, user, place, audience, lang, in_flight).await;
     }
     .instrument(span)
     .await;

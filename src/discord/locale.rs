@@ -364,6 +364,13 @@ impl Lang {
         )
     }
 
+    pub fn report_refused(self) -> String {
+        self.pick(
+            "Solo el DM de la campaña puede ver el informe de lo preguntado.",
+            "Only the campaign's DM may read the report of what was asked.",
+        )
+    }
+
     pub fn reingest_running(self) -> String {
         self.pick(
             "⏳ Reindexando las notas… las preguntas siguen usando el índice anterior hasta que termine.",
@@ -541,5 +548,90 @@ impl Lang {
             (Lang::En, true) => format!("Recap of session {session} (the last one)"),
             (Lang::En, false) => format!("Recap of session {session}"),
         }
+    }
+
+    // --- 👍/👎 and the DM's report (`discord/feedback.rs`) ---
+
+    /// The ephemeral question after a 👎.
+    pub fn what_was_wrong(self) -> String {
+        self.pick("Anotado 👎. ¿Qué estaba mal? (opcional)", "Noted 👎. What was wrong? (optional)")
+    }
+
+    /// The three choices after a 👎.
+    pub fn reason_label(self, reason: crate::feedback::Reason) -> String {
+        use crate::feedback::Reason;
+        match reason {
+            Reason::Wrong => self.pick("Era incorrecta", "It was wrong"),
+            Reason::Incomplete => self.pick("Estaba incompleta", "It was incomplete"),
+            Reason::InTheNotes => self.pick("Estaba en las notas", "It was in the notes"),
+        }
+    }
+
+    /// After a 👍, or a reason given.
+    pub fn verdict_noted(self) -> String {
+        self.pick(
+            "Anotado, gracias: el DM lo verá en su informe.",
+            "Noted, thank you: the DM will see it in their report.",
+        )
+    }
+
+    /// A verdict on an answer no longer kept (older than `keep_days`).
+    pub fn verdict_too_old(self) -> String {
+        self.pick(
+            "Esa respuesta ya no se guarda: no se anotó nada.",
+            "That answer is no longer kept: nothing was noted.",
+        )
+    }
+
+    /// `/oraculo_informe`'s first line: how many questions, whose.
+    pub fn report_heading(self, n_questions: usize, n_unanswered: usize, gm_view: bool) -> String {
+        match (self, gm_view) {
+            (Lang::Es, true) => format!(
+                "**{n_questions} pregunta(s) guardada(s)** (todos los canales); las notas no respondieron {n_unanswered}."
+            ),
+            (Lang::Es, false) => format!(
+                "**{n_questions} pregunta(s) guardada(s)** (canales de jugadores); las notas no respondieron \
+                 {n_unanswered}."
+            ),
+            (Lang::En, true) => {
+                format!("**{n_questions} question(s) kept** (every channel); the notes did not answer {n_unanswered}.")
+            }
+            (Lang::En, false) => format!(
+                "**{n_questions} question(s) kept** (players' channels); the notes did not answer {n_unanswered}."
+            ),
+        }
+    }
+
+    pub fn report_unanswered(self) -> String {
+        self.pick(
+            "**Sin respuesta en las notas**, por lo que nombran (lo más preguntado primero):",
+            "**Not answered by the notes**, by what they name (most asked first):",
+        )
+    }
+
+    pub fn report_session(self, session: &str) -> String {
+        self.pick(&format!("sesión {session}"), &format!("session {session}"))
+    }
+
+    pub fn report_nothing_named(self) -> String {
+        self.pick("(nada nombrado)", "(nothing named)")
+    }
+
+    pub fn report_marked_wrong(self) -> String {
+        self.pick(
+            "**Marcadas como mal 👎**, con las etiquetas que citaban:",
+            "**Marked wrong 👎**, with the labels they cited:",
+        )
+    }
+
+    pub fn report_weeks(self) -> String {
+        self.pick(
+            "**Por semana** (preguntas · sin respuesta · 👍 · 👎):",
+            "**By week** (asked · unanswered · 👍 · 👎):",
+        )
+    }
+
+    pub fn report_empty(self) -> String {
+        self.pick("No hay preguntas guardadas todavía.", "No question is kept yet.")
     }
 }

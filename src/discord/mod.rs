@@ -12,6 +12,8 @@
 //!   campaign's conversations.
 //! - `queue`: LLM work in order with a configured concurrency, and the per-user rate limit.
 //! - `errors`: the one `on_error`, and what users read when something fails.
+//! - `feedback`: the 👍/👎 under every answer and the DM's report (`/oraculo_informe`), kept in
+//!   the campaign's index through [`crate::feedback`]; `verdict` the buttons' ids and row.
 //! - `locale`: every sentence the bot says, in Spanish and English.
 //!
 //! Architecture invariant: this is the only module that imports serenity or poise. It reaches
@@ -26,12 +28,14 @@ pub mod commands;
 pub mod embeds;
 pub mod errors;
 pub mod events;
+pub mod feedback;
 pub mod locale;
 mod notices;
 pub mod place;
 pub mod queue;
 pub mod reply;
 pub mod resume;
+pub mod verdict;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -100,6 +104,8 @@ pub struct Desk {
     pub name: String,
     pub oracle: Arc<Oracle>,
     pub history: History,
+    /// What its players asked, kept for the DM (`[feedback]`), with their verdicts.
+    pub asked: crate::feedback::AskedQuestions,
     pub access: Access,
     pub reingest: Arc<ReingestSetup>,
     /// The language of its messages that carry no locale (thread follow-ups, mentions).
@@ -186,7 +192,8 @@ pub async fn run_with_client(
     let lifecycle = Lifecycle::new();
     let worker = queue::LocalWorker::start("answers").context("starting the answer thread")?;
     let ingest_worker = queue::LocalWorker::start("ingest").context("starting the ingest thread")?;
-    let desks = open_desks(opened, discord.history_turns, batch_size);
+    let desks = open_desks(opened, discord.history_turns, batch_size, config.feedback);
+    prune_kept_questions(&desks).await;
     let guild_ids = guild_ids(&config);
     let queue = Queue::new(discord.concurrency, discord.questions_per_minute)
         .with_room(discord.queue_limit, Duration::from_secs_f64(config.answer.seconds));
@@ -276,8 +283,23 @@ fn discord_settings(config: &Config) -> anyhow::Result<DiscordConfig> {
     Ok(discord)
 }
 
-/// One desk per opened campaign: its oracle, history, access, re-ingest setup and language.
-fn open_desks(opened: Vec<crate::app::OpenCampaign>, history_turns: usize, batch_size: usize) -> Vec<Arc<Desk>> {
+/// What the players asked is kept `feedback.keep_days`: older questions go at each start.
+async fn prune_kept_questions(desks: &[Arc<Desk>]) {
+    for desk in desks {
+        if let Err(err) = desk.asked.prune().await {
+            tracing::warn!(campaign = %desk.name, error = format!("{err:#}"), "the kept questions could not be pruned");
+        }
+    }
+}
+
+/// One desk per opened campaign: its oracle, history, kept questions, access, re-ingest setup
+/// and language.
+fn open_desks(
+    opened: Vec<crate::app::OpenCampaign>,
+    history_turns: usize,
+    batch_size: usize,
+    feedback: crate::config::FeedbackConfig,
+) -> Vec<Arc<Desk>> {
     opened
         .into_iter()
         .map(|open| {
@@ -285,6 +307,7 @@ fn open_desks(opened: Vec<crate::app::OpenCampaign>, history_turns: usize, batch
             Arc::new(Desk {
                 name: open.named.name.clone(),
                 history: History::new(oracle.index_dir(), history_turns),
+                asked: crate::feedback::AskedQuestions::new(oracle.index_dir(), feedback),
                 oracle,
                 access: Access::from_places(&open.named.places),
                 reingest: Arc::new(ReingestSetup {

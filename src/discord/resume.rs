@@ -146,6 +146,7 @@ async fn resume_one(ctx: &serenity::Context, data: &Data, recorded_in: Arc<Desk>
         &desk,
         &outlet,
         &in_flight.question,
+        delivery.user,
         delivery.place,
         audience,
         delivery.lang,

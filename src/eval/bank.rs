@@ -89,6 +89,21 @@ pub struct EvalQuestion {
     /// Earlier turns, for follow-ups.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Turn>,
+    /// A question kept from real play (`oraculo asked --bank`), and what its `expected` holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_play: Option<FromPlay>,
+}
+
+/// What a question kept from real play carries in `expected` (eval/README.md, «A bank from
+/// real play»).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FromPlay {
+    /// Nothing yet: the DM fills `expected` (and the kind). Read, searched and not scored until then.
+    ToFill,
+    /// The labels the answer cited, which a player liked (👍, no 👎): a first guess for the
+    /// DM to check.
+    CitedAndLiked,
 }
 
 impl EvalQuestion {
@@ -141,7 +156,8 @@ fn parse_bank(text: &str) -> anyhow::Result<Vec<EvalQuestion>> {
 }
 
 /// A bank must have questions, each non-empty; answerable questions name at least one
-/// expected label and unanswerable ones none; follow-ups carry history; ids are unique.
+/// expected label (but a question from play left for the DM to fill) and unanswerable ones
+/// none; follow-ups carry history; ids are unique.
 pub fn check_bank(bank: &[EvalQuestion]) -> anyhow::Result<()> {
     anyhow::ensure!(!bank.is_empty(), "the bank has no questions");
     let mut ids = BTreeSet::new();
@@ -155,7 +171,7 @@ pub fn check_bank(bank: &[EvalQuestion]) -> anyhow::Result<()> {
         );
         if question.kind == QuestionKind::Unanswerable {
             anyhow::ensure!(question.expected.is_empty(), "question {id} is unanswerable but lists expected labels");
-        } else {
+        } else if question.from_play != Some(FromPlay::ToFill) {
             anyhow::ensure!(!question.expected.is_empty(), "question {id} lists no expected label");
         }
         anyhow::ensure!(
@@ -464,5 +480,17 @@ mod tests {
         // «session 0.5», the vault's own name for its catch-up chronicle, reads as session zero.
         assert_eq!(unread, ["a44"]);
         assert!(time_questions.len() - unread.len() >= 6, "{}", time_questions.len() - unread.len());
+    }
+
+    #[test]
+    fn a_question_from_play_may_wait_for_its_expected_labels() {
+        let to_fill = r#"{"id": "play-1", "question": "¿Dónde está Baika?", "kind": "fact", "from_play": "to_fill"}"#;
+        let bank = parse_bank(to_fill).unwrap();
+        assert_eq!(bank[0].from_play, Some(FromPlay::ToFill));
+        check_bank(&bank).unwrap();
+        let unmarked = r#"{"id": "q1", "question": "¿Dónde está Baika?", "kind": "fact"}"#;
+        assert!(check_bank(&parse_bank(unmarked).unwrap()).is_err(), "a hand-written question names its labels");
+        let liked = r#"{"id": "p2", "question": "¿Y Odo?", "kind": "fact", "from_play": "cited_and_liked"}"#;
+        assert!(check_bank(&parse_bank(liked).unwrap()).is_err(), "a liked answer's labels are in the line");
     }
 }

@@ -27,7 +27,7 @@ use crate::retrieve::bm25::Bm25Scoring;
 use crate::retrieve::rerank::RerankDecision;
 use crate::retrieve::{Audience, CompendiumIndex, PathSet, RetrievalPath};
 
-pub use bank::{EvalQuestion, QuestionKind, load_bank};
+pub use bank::{EvalQuestion, FromPlay, QuestionKind, load_bank};
 pub use baseline::{BASELINE_WINDOW_WORDS, Baseline};
 pub use score::{EvalReport, FULL_PIPELINE, FUSION_ONLY, Found, NAIVE_BASELINE, QuestionRow, RunInfo, WITHOUT_TIME};
 

@@ -39,6 +39,7 @@ use super::uri::{TEMPLATE, parse_source_uri, source_uri};
 use crate::app::worker::LocalWorker;
 use crate::config::Config;
 use crate::corpus::{LabelLanguage, NoteKind, SessionNumber};
+use crate::feedback::{AskedQuestions, FrontEnd, KeptAnswer};
 use crate::llm::Embedder;
 use crate::llm::chat::ChatModel;
 use crate::oracle::{AskRequest, Oracle, question_language};
@@ -231,6 +232,13 @@ impl OraculoServer {
         let _turn =
             if std::ptr::eq(oracle, &campaign.searcher) { None } else { Some(self.state.answer_turn.lock().await) };
         let asked = crate::app::ask_settled(oracle, &request).await.map_err(|err| Failure::of_ask(err, campaign))?;
+        // Kept for the DM's report only when the config asks (`[feedback] keep_mcp`): an
+        // assistant's questions are the DM's own work, not the players'.
+        let feedback = self.state.config.feedback;
+        if feedback.keep_mcp {
+            let kept = KeptAnswer::of(&asked, self.state.audience, FrontEnd::Mcp, None);
+            AskedQuestions::new(campaign.searcher.index_dir(), feedback).keep(kept).await;
+        }
         let language = question_language(&params.question);
         let mut json = crate::app::settled_json(&asked)
             .map_err(|err| Failure::new("failed", format!("the answer could not be encoded: {err}")))?;

@@ -93,6 +93,14 @@ impl Settled {
     pub fn turn_text(&self) -> &str {
         &self.turn_text
     }
+
+    /// Whether the notes held no answer: the model cited none of them (its answer is not
+    /// used), or what stays cites no note at all (nothing was found). What the DM's report of
+    /// unanswered questions counts (`feedback`).
+    pub fn not_in_the_notes(&self) -> bool {
+        self.instant_kept == Some(InstantKept::ModelAbstained)
+            || !self.answer.citations.iter().any(|citation| citation.valid)
+    }
 }
 
 impl Oracle {

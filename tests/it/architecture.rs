@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("conversation", &["corpus", "index", "retrieve"]),
     ("ingest", &["answer", "compendium", "config", "corpus", "index", "llm", "prompt"]),
     ("oracle", &["answer", "config", "corpus", "index", "lexicon", "llm", "prompt", "retrieve"]),
+    ("feedback", &["config", "corpus", "index", "oracle", "retrieve"]),
     ("timeline", &["answer", "corpus", "index", "llm", "oracle", "prompt", "retrieve"]),
     ("eval", &["answer", "corpus", "index", "llm", "oracle", "retrieve", "sample"]),
     ("app", &["answer", "config", "corpus", "index", "ingest", "llm", "oracle", "sample"]),
@@ -42,6 +43,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "conversation",
             "corpus",
             "doctor",
+            "feedback",
             "ingest",
             "llm",
             "oracle",
@@ -50,12 +52,12 @@ const LAYERS: &[(&str, &[&str])] = &[
             "watch",
         ],
     ),
-    ("mcp", &["app", "config", "corpus", "llm", "oracle", "retrieve", "timeline"]),
+    ("mcp", &["app", "config", "corpus", "feedback", "llm", "oracle", "retrieve", "timeline"]),
     (
         "cli",
         &[
-            "answer", "app", "config", "corpus", "discord", "doctor", "eval", "index", "ingest", "llm", "logging",
-            "mcp", "oracle", "prompt", "retrieve", "sample", "timeline", "watch",
+            "answer", "app", "config", "corpus", "discord", "doctor", "eval", "feedback", "index", "ingest", "llm",
+            "logging", "mcp", "oracle", "prompt", "retrieve", "sample", "timeline", "watch",
         ],
     ),
 ];

@@ -48,7 +48,7 @@ async fn the_bot_answers_threads_follow_ups_and_guards_reingest() {
         })
         .await;
     let names: Vec<&str> = registered.body.as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
-    assert_eq!(names, ["oraculo", "fuente", "reingest", "cronologia", "resumen"]);
+    assert_eq!(names, ["oraculo", "fuente", "reingest", "cronologia", "resumen", "oraculo_informe"]);
     assert_eq!(registered.body[0]["name_localizations"]["en-US"], "oracle");
     assert_eq!(registered.body[0]["options"][0]["name_localizations"]["en-US"], "question");
     assert_eq!(registered.header("authorization"), Some(format!("Bot {TOKEN}").as_str()));

@@ -236,7 +236,7 @@ fn config_knows(table: Option<&str>, key: &str) -> Result<(), String> {
 /// The keys a document names: `chat.answer_mode` in inline code, and the first column of
 /// configuration.md's tables under a `## \`[table]\`` heading.
 fn named_keys(text: &str) -> Vec<(usize, Option<String>, String)> {
-    let dotted = regex::Regex::new(r"^(campaign|campaigns|embedder|ollama|chat|discord)\.([a-z_]+)$").unwrap();
+    let dotted = regex::Regex::new(r"^(campaign|campaigns|embedder|ollama|chat|discord|feedback)\.([a-z_]+)$").unwrap();
     let mut keys = Vec::new();
     for (line_number, span) in inline_spans(text) {
         if NOT_CONFIG_KEYS.contains(&span.trim()) {

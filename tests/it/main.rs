@@ -18,6 +18,7 @@ mod docs;
 mod doctor;
 mod embedded;
 mod eval;
+mod feedback;
 mod first_answer;
 mod guard;
 mod ingest;

@@ -350,3 +350,29 @@ async fn mcp_serves_every_campaign_of_the_config_each_named_and_one_when_the_com
     assert_eq!(structured("sessions", &answer)["campaign"], "Vorn");
     client.cancel().await.unwrap();
 }
+
+/// The `ask` tool keeps nothing for the DM's report, unless the config asks
+/// (`[feedback] keep_mcp = true`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_ask_keeps_a_question_for_the_dm_only_when_the_config_asks() {
+    let data = sample();
+    let kept = || {
+        let output = oraculo(data).args(["asked", "--gm", "--json"]).output().unwrap();
+        assert!(output.status.success(), "oraculo asked: {}", String::from_utf8_lossy(&output.stderr));
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        report["n_questions"].as_u64().unwrap()
+    };
+    let question = json!({ "question": "¿Quién es Odo?" });
+    let client = connect(data, &[]).await;
+    structured("ask", &call(&client, "ask", question.clone()).await);
+    client.cancel().await.unwrap();
+    assert_eq!(kept(), 0, "keep_mcp is off by default");
+
+    let config = TempDir::new().unwrap();
+    let config_path = config.path().join("config.toml");
+    std::fs::write(&config_path, "[feedback]\nkeep_mcp = true\n").unwrap();
+    let client = connect(data, &["--config", config_path.to_str().unwrap()]).await;
+    structured("ask", &call(&client, "ask", question).await);
+    client.cancel().await.unwrap();
+    assert_eq!(kept(), 1, "kept with keep_mcp = true");
+}

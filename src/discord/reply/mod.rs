@@ -18,10 +18,12 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::embeds::{self, Message};
 use super::errors::{ask_error_text, log_ask_error, log_discord_error};
+use super::feedback::add_verdict_buttons;
 use super::locale::Lang;
 use super::place::Place;
 use super::queue::{Admission, QueueEvent, Slot, Waiting, Withdrawal, WorkerGone};
 use super::{Data, Desk};
+use crate::feedback::{FrontEnd, KeptAnswer};
 use crate::oracle::{Answer, AnswerEvent, AskError, AskRequest, ModelTurn, Settled, Stage};
 use crate::retrieve::{Audience, Turn};
 use outlet::EditPace;
@@ -64,18 +66,23 @@ type Made<T> = Result<Result<T, AskError>, WorkerGone>;
 /// `in_flight`: the question as written to the campaign's store before it was acknowledged
 /// ([`super::resume`]); it is removed once this returns (answered, or told why not), so only a
 /// process that dies on the way leaves it for the next start.
+///
+/// `asker`: who asked (the Discord user id); kept with the question only with
+/// `[feedback] keep_askers`.
 #[allow(clippy::too_many_arguments)]
 pub async fn answer_question(
     data: &Data,
     desk: &Arc<Desk>,
     outlet: &Outlet<'_>,
     question: &str,
+    asker: u64,
     place: Place,
     audience: Audience,
     lang: Lang,
     in_flight: Option<i64>,
 ) -> Option<Answered> {
-    let asking = Asking { data, desk, outlet, question, place, audience, lang, asked_in: Lang::of_question(question) };
+    let asked_in = Lang::of_question(question);
+    let asking = Asking { data, desk, outlet, question, asker, place, audience, lang, asked_in };
     let answered = asking.answer_in_turn().await;
     if let Some(id) = in_flight {
         desk.history.forget_question(id).await;
@@ -134,6 +141,8 @@ struct Asking<'a, 'o> {
     desk: &'a Arc<Desk>,
     outlet: &'a Outlet<'o>,
     question: &'a str,
+    /// Who asked (a Discord user id).
+    asker: u64,
     place: Place,
     audience: Audience,
     /// The asker's language: the bot's notices.
@@ -453,6 +462,12 @@ impl<'o> Asking<'_, 'o> {
             None if answer.fallback.is_some() => embeds::add_footer_note(&mut messages, &lang.model_not_answering()),
             None => {}
         }
+        // Kept for the DM before it is posted: the 👍/👎 buttons under it carry its id.
+        let kept = KeptAnswer::of(&settled, self.audience, FrontEnd::Discord, Some(self.asker));
+        let kept = self.desk.asked.keep(kept).await;
+        if let Some(id) = kept {
+            add_verdict_buttons(&mut messages, id);
+        }
         let mut first_message = None;
         for (index, message) in messages.iter().enumerate() {
             if index == 0 {
@@ -465,9 +480,12 @@ impl<'o> Asking<'_, 'o> {
                 log_discord_error(&err, "posting the rest of an answer");
             }
         }
-        // Only an answer the asker could read joins the conversation.
+        // Only an answer the asker could read joins the conversation, and stays kept.
         let Some(first_message) = first_message else {
             tracing::warn!(place = self.place.key(), "the answer could not be posted; it is not kept in the history");
+            if let Some(id) = kept {
+                self.desk.asked.forget(id).await;
+            }
             return None;
         };
         if settled.joins_history() {

@@ -296,6 +296,7 @@ mod tests {
             key_facts: strings(key_facts),
             forbidden: Vec::new(),
             history: Vec::new(),
+            from_play: None,
         }
     }
 

@@ -34,6 +34,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0005_bm25_over_passages", include_str!("../../../migrations/0005_bm25_over_passages.sql")),
     ("0006_compendium_knows_its_audience", include_str!("../../../migrations/0006_compendium_knows_its_audience.sql")),
     ("0007_questions_survive_a_restart", include_str!("../../../migrations/0007_questions_survive_a_restart.sql")),
+    ("0008_what_the_players_asked", include_str!("../../../migrations/0008_what_the_players_asked.sql")),
 ];
 
 /// Words of one BM25 passage (`fragment_windows`): about what the naive baseline's windows
