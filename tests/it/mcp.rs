@@ -355,7 +355,9 @@ async fn mcp_serves_every_campaign_of_the_config_each_named_and_one_when_the_com
 /// (`[feedback] keep_mcp = true`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_ask_keeps_a_question_for_the_dm_only_when_the_config_asks() {
-    let data = sample();
+    // This test writes to the index: its own copy of the shared one.
+    let copy = crate::harness::copy_of(sample());
+    let data = copy.path();
     let kept = || {
         let output = oraculo(data).args(["asked", "--gm", "--json"]).output().unwrap();
         assert!(output.status.success(), "oraculo asked: {}", String::from_utf8_lossy(&output.stderr));

@@ -248,25 +248,61 @@ impl E5Model {
     /// once, which is much faster for short texts than embedding them one by one.
     pub fn embed_batch(&self, texts: &[&str], prefix: E5Prefix) -> Vec<Vec<f32>> {
         let sequences: Vec<Vec<u32>> = texts.iter().map(|text| self.input_ids(text, prefix)).collect();
-        let mut vectors = Vec::with_capacity(texts.len());
-        let mut chunk_start = 0;
-        while chunk_start < sequences.len() {
-            let mut chunk_end = chunk_start;
-            let mut n_tokens = 0;
-            while chunk_end < sequences.len()
-                && (chunk_end == chunk_start || n_tokens + sequences[chunk_end].len() <= BATCH_TOKENS)
-            {
-                n_tokens += sequences[chunk_end].len();
-                chunk_end += 1;
+        let chunks = token_chunks(&sequences, BATCH_TOKENS);
+        // Each chunk is encoded alone (a sequence attends only to itself), so chunks run side
+        // by side and give the vectors one after the other would, bit for bit.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_CHUNK_THREADS);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut encoded: Vec<Vec<Vec<f32>>> = vec![Vec::new(); chunks.len()];
+        let encode_some = || {
+            let mut done = Vec::new();
+            loop {
+                let idx = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(range) = chunks.get(idx) else { return done };
+                done.push((idx, self.encode_mean(&sequences[range.clone()])));
             }
-            for mut vector in self.encode_mean(&sequences[chunk_start..chunk_end]) {
-                crate::llm::normalize(&mut vector);
-                vectors.push(vector);
+        };
+        if threads <= 1 || chunks.len() <= 1 {
+            for (idx, vectors) in encode_some() {
+                encoded[idx] = vectors;
             }
-            chunk_start = chunk_end;
+        } else {
+            std::thread::scope(|scope| {
+                let helpers: Vec<_> = (1..threads.min(chunks.len())).map(|_| scope.spawn(encode_some)).collect();
+                let mut all = encode_some();
+                for helper in helpers {
+                    all.extend(helper.join().expect("an encoder thread does not panic"));
+                }
+                for (idx, vectors) in all {
+                    encoded[idx] = vectors;
+                }
+            });
+        }
+        let mut vectors: Vec<Vec<f32>> = encoded.into_iter().flatten().collect();
+        for vector in &mut vectors {
+            crate::llm::normalize(vector);
         }
         vectors
     }
+}
+
+/// `sequences` cut into runs of at most `max_tokens` tokens (a longer sequence alone), in order.
+fn token_chunks(sequences: &[Vec<u32>], max_tokens: usize) -> Vec<std::ops::Range<usize>> {
+    let mut chunks = Vec::new();
+    let mut chunk_start = 0;
+    while chunk_start < sequences.len() {
+        let mut chunk_end = chunk_start;
+        let mut n_tokens = 0;
+        while chunk_end < sequences.len()
+            && (chunk_end == chunk_start || n_tokens + sequences[chunk_end].len() <= max_tokens)
+        {
+            n_tokens += sequences[chunk_end].len();
+            chunk_end += 1;
+        }
+        chunks.push(chunk_start..chunk_end);
+        chunk_start = chunk_end;
+    }
+    chunks
 }
 
 impl fmt::Debug for E5Model {
@@ -288,6 +324,10 @@ const Q4_BLOCK_BYTES: usize = 18;
 /// matrix (four ~500-token passages, or a hundred queries), small enough that the
 /// activations stay ~45 MB.
 const BATCH_TOKENS: usize = 2048;
+/// Chunks of one batch encoded at once, each on its own thread: the encoder's element-wise
+/// steps (layer norm, softmax, GELU, int8 rounding) run on one core, so an ingest on a
+/// 2-core machine left the other idle. Each chunk holds its own ~45 MB of activations.
+const MAX_CHUNK_THREADS: usize = 2;
 
 /// `text` behind the marker e5 expects for its side (`query: `, `passage: `).
 fn prefixed(text: &str, prefix: E5Prefix) -> String {
