@@ -25,6 +25,7 @@ mod init;
 mod instant;
 mod mcp;
 mod pin;
+mod quoted;
 mod restart;
 mod retrieve;
 mod robustness;
