@@ -80,7 +80,7 @@ pub async fn open_oracle(config: &Config) -> anyhow::Result<Oracle> {
 /// with `chat.answer_style = "quotes"` no chat model is loaded (the embedded one costs seconds
 /// and a gigabyte, and the notes' own sentences are the answer).
 pub async fn open_answerer(config: &Config) -> anyhow::Result<Oracle> {
-    if config.answer.style != crate::answer::AnswerStyle::Quotes {
+    if !config.answer.quotes() {
         return open_oracle(config).await;
     }
     let (_, index_dir) = campaign_paths(config, &config.campaign)?;

@@ -110,6 +110,14 @@ pub struct AnswerConfig {
     pub style: AnswerStyle,
 }
 
+impl AnswerConfig {
+    /// Whether the answer is the notes' own sentences (`chat.answer_style = "quotes"`): no chat
+    /// model is needed for it.
+    pub fn quotes(&self) -> bool {
+        self.style == AnswerStyle::Quotes
+    }
+}
+
 /// Which chat model answers, annotates and reranks; `llm::connect_chat` builds it.
 #[derive(Debug, Clone)]
 pub enum ChatConfig {

@@ -154,7 +154,7 @@ impl OraculoServer {
     /// is connected for it.
     async fn answering<'a>(&'a self, campaign: &'a Campaign) -> (&'a Oracle, Option<String>) {
         let state = &self.state;
-        if state.config.answer.style == crate::answer::AnswerStyle::Quotes {
+        if state.config.answer.quotes() {
             return (&campaign.searcher, None);
         }
         let chat = state

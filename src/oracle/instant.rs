@@ -118,16 +118,20 @@ impl Oracle {
     }
 
     /// Everything before the model, with no call to the chat model: the search, the
-    /// fragments in fusion order (the sessions the question names first), the context, and
-    /// the quotable sentences weighed by the embedder. Nothing here waits for a generation
-    /// that is running.
+    /// fragments in fusion order (the sessions the question names first), the context, and,
+    /// when no model writes the answer, the quotable sentences weighed by the embedder.
+    /// Nothing here waits for a generation that is running.
     pub(super) async fn prepare_without_model(&self, request: &AskRequest<'_>) -> Result<Prepared, AskError> {
         let question = check_question(request.question)?;
         let index = self.open_index().await?;
         let compendium = self.compendium(&index, request.audience)?;
         let pipeline = Pipeline { paths: PathSet::ALL, rerank: false };
         let mut prepared = self.prepare_checked(&index, &compendium, question, request, pipeline).await?;
-        self.weigh_quotes(&mut prepared).await;
+        // Where the quotes are the answer; before a model's prose they rank by words alone
+        // (the model's answer replaces them), and the embedder is asked nothing more.
+        if self.answer_mode() == AnswerMode::Extractive {
+            self.weigh_quotes(&mut prepared).await;
+        }
         Ok(prepared)
     }
 
