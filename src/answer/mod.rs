@@ -12,6 +12,9 @@
 //!   best-ranked with the largest share.
 //! - `passages`: the paragraphs of a fragment that matter for a question (when a CPU has
 //!   no time for the whole), and the extractive answer (when no model can answer).
+//! - `quotes`: the quoted answer, the notes' own sentences ranked sentence by sentence (the
+//!   question's words, its names, the embedder's similarity passed in, a number when it asks
+//!   how much or when, the fragment's rank), fused by reciprocal rank.
 //! - `structured`: the JSON schema of a structured answer, its check, its rendering as
 //!   cited text, and the sentences picked out of it while it streams.
 //! - `grounding`: every sentence of a structured answer backed by the notes it cites (its
@@ -32,6 +35,7 @@ pub mod citations;
 pub mod context;
 pub mod grounding;
 pub mod passages;
+pub mod quotes;
 pub mod provenance;
 pub mod structured;
 pub mod support;
@@ -46,6 +50,16 @@ pub enum AnswerMode {
     Free,
     /// No model: the notes' own sentences, each with its label.
     Extractive,
+}
+
+/// How an answer is given (`chat.answer_style`): the notes' own sentences, or the model's prose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnswerStyle {
+    /// The notes' own sentences, ranked and cited ([`quotes`]): at once, no model runs.
+    Quotes,
+    /// The model writes the answer from the notes (`chat.answer_mode`), after the quotes.
+    Prose,
 }
 
 pub use citations::{Citation, CitationSpan, INVENTED_MARK, ValidatedAnswer, parse_citations, validate_citations};

@@ -51,6 +51,8 @@ pub struct QueryTerms {
     terms: Vec<(String, u32)>,
     /// The question asks how much or how many: a sentence stating a number answers it.
     asks_quantity: bool,
+    /// The question asks when («¿Cuándo…?», "When…?"): a date or a session's number answers it.
+    asks_when: bool,
 }
 
 /// Words that ask for a quantity, folded: «¿cuánto pagó?», "how many arrows".
@@ -72,7 +74,18 @@ impl QueryTerms {
             add(word, 1);
         }
         let asks_quantity = fold_words(question).any(|word| QUANTITY_WORDS.contains(&word.as_str()));
-        QueryTerms { terms, asks_quantity }
+        QueryTerms { terms, asks_quantity, asks_when: asks_when(question) }
+    }
+
+    /// Whether a number in a sentence answers the question: it asks how much, how many or when.
+    pub fn asks_number(&self) -> bool {
+        self.asks_quantity || self.asks_when
+    }
+
+    /// Whether the question asks something beyond the names of the entities it names: a word
+    /// of its own, or a quantity.
+    pub fn asks_beyond_names(&self) -> bool {
+        self.asks_quantity || self.terms.iter().any(|(_, weight)| *weight == 1)
     }
 
     /// How much of what the question asks beyond the entities it names `text` holds: the
@@ -101,6 +114,7 @@ impl QueryTerms {
         QueryTerms {
             terms: self.terms.iter().filter(|(term, _)| !dropped.contains(term)).cloned().collect(),
             asks_quantity: self.asks_quantity,
+            asks_when: self.asks_when,
         }
     }
 
@@ -113,6 +127,14 @@ impl QueryTerms {
             .map(|(_, weight)| weight)
             .sum()
     }
+}
+
+/// Whether `question` asks when: «cuándo» with its accent (without it, «cuando» is a
+/// conjunction), or an English question opening with "when".
+fn asks_when(question: &str) -> bool {
+    let mut words = question.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty());
+    let opens_with_when = words.clone().next().is_some_and(|word| word.eq_ignore_ascii_case("when"));
+    opens_with_when || words.any(|word| word.to_lowercase() == "cuándo")
 }
 
 /// Folded words of three letters or more that are not stopwords.

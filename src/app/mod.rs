@@ -3,7 +3,8 @@
 //!
 //! - [`campaign_paths`]: a campaign's notes folder (the embedded sample written out when none
 //!   is configured) and its index folder under the data dir.
-//! - [`open_oracle`]: the CLI's campaign, its models connected; [`open_searcher`]: the same
+//! - [`open_oracle`]: the CLI's campaign, its models connected ([`open_answerer`]: no chat
+//!   model with `chat.answer_style = "quotes"`); [`open_searcher`]: the same
 //!   oracle with no chat model loaded, for `oraculo search` (it never asks one);
 //!   [`campaign_searcher`]: any campaign's, over an embedder already connected.
 //! - [`ask_settled`]: one question answered through the oracle's one entry
@@ -73,6 +74,19 @@ pub async fn open_oracle(config: &Config) -> anyhow::Result<Oracle> {
     let embedder = connect_embedder(&config.embedder, &config.data_dir).await?;
     let chat = connect_chat(&config.chat, &config.data_dir).await?;
     Ok(Oracle::new(&index_dir, embedder, chat, AnswerSettings::from_config(config.chat_max_tokens, &config.answer)))
+}
+
+/// The oracle of the CLI's campaign for `oraculo ask` and `oraculo chat`: [`open_oracle`], but
+/// with `chat.answer_style = "quotes"` no chat model is loaded (the embedded one costs seconds
+/// and a gigabyte, and the notes' own sentences are the answer).
+pub async fn open_answerer(config: &Config) -> anyhow::Result<Oracle> {
+    if !config.answer.quotes() {
+        return open_oracle(config).await;
+    }
+    let (_, index_dir) = campaign_paths(config, &config.campaign)?;
+    let embedder = connect_embedder(&config.embedder, &config.data_dir).await?;
+    let settings = AnswerSettings::from_config(config.chat_max_tokens, &config.answer);
+    Ok(Oracle::new(&index_dir, embedder, Arc::new(crate::llm::chat::NoChat), settings))
 }
 
 /// The oracle of the CLI's campaign for a search only (`oraculo search`): the configured

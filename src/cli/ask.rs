@@ -3,14 +3,15 @@
 
 use anyhow::Context;
 
-use super::{ChatArgs, SearchArgs, open_oracle, render_error};
+use super::{ChatArgs, SearchArgs, render_error};
+use crate::app::open_answerer;
 use crate::oracle::{AnswerEvent, AskRequest, Oracle};
 use crate::retrieve::{Audience, Turn, TurnRole};
 
 pub(super) async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
     let config = args.campaign.load_config()?;
     let history = read_history(args.history.as_deref())?;
-    let mut oracle = open_oracle(&config).await?;
+    let mut oracle = open_answerer(&config).await?;
     oracle.set_k(args.k.max(1));
     if args.extractive {
         oracle.set_mode(crate::answer::AnswerMode::Extractive);
@@ -155,7 +156,7 @@ pub(super) fn print_sources(answer: &crate::oracle::Answer) {
 pub(super) async fn chat(args: &ChatArgs) -> anyhow::Result<()> {
     use std::io::BufRead;
     let config = args.campaign.load_config()?;
-    let oracle = open_oracle(&config).await?;
+    let oracle = open_answerer(&config).await?;
     let audience = if args.gm { Audience::Gm } else { Audience::Player };
     let mut history: Vec<Turn> = Vec::new();
     let mut last: Option<crate::oracle::Answer> = None;

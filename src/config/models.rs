@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
-use crate::answer::AnswerMode;
+use crate::answer::{AnswerMode, AnswerStyle};
 use crate::llm::ModelServer;
 use crate::llm::chat::ollama::OllamaChatConfig;
 use crate::llm::chat::openai::{ApiKey, OpenAiChatConfig};
@@ -69,6 +69,7 @@ pub struct RawChat {
     pub timeout_secs: Option<u64>,
     pub retries: Option<u32>,
     pub answer_mode: Option<String>,
+    pub answer_style: Option<String>,
     pub answer_seconds: Option<f64>,
     pub answer_deadline_secs: Option<u64>,
     pub instant_answer: Option<bool>,
@@ -104,6 +105,17 @@ pub struct AnswerConfig {
     /// Whether the notes' own sentences are shown at once, before the model's answer
     /// (`chat.instant_answer`, default on).
     pub instant: bool,
+    /// Whether the answer is the notes' own sentences or the model's prose
+    /// (`chat.answer_style`; see [`answer_style`]).
+    pub style: AnswerStyle,
+}
+
+impl AnswerConfig {
+    /// Whether the answer is the notes' own sentences (`chat.answer_style = "quotes"`): no chat
+    /// model is needed for it.
+    pub fn quotes(&self) -> bool {
+        self.style == AnswerStyle::Quotes
+    }
 }
 
 /// Which chat model answers, annotates and reranks; `llm::connect_chat` builds it.
@@ -188,7 +200,21 @@ pub(super) fn answer_config(chat: &mut RawChat, env: &dyn Fn(&str) -> Option<Str
         bail!("chat.answer_deadline_secs = {deadline_secs}: expected at least chat.answer_seconds ({seconds})");
     }
     let instant = chat.instant_answer.take().unwrap_or(true);
-    Ok(AnswerConfig { mode, seconds, deadline: std::time::Duration::from_secs(deadline_secs), instant })
+    let style = answer_style(chat.answer_style.take().as_deref(), &backend)?;
+    Ok(AnswerConfig { mode, seconds, deadline: std::time::Duration::from_secs(deadline_secs), instant, style })
+}
+
+/// `chat.answer_style`. By default the embedded backend (a CPU, where a 1.5B model takes a
+/// minute to write two sentences) answers with the notes' own sentences, at once; a served
+/// model (Ollama, OpenAI-compatible: a GPU) writes prose.
+fn answer_style(configured: Option<&str>, backend: &str) -> anyhow::Result<AnswerStyle> {
+    Ok(match configured {
+        None if backend == "embedded" => AnswerStyle::Quotes,
+        None => AnswerStyle::Prose,
+        Some("quotes") => AnswerStyle::Quotes,
+        Some("prose") => AnswerStyle::Prose,
+        Some(other) => bail!("chat.answer_style = {other:?}: expected \"quotes\" or \"prose\""),
+    })
 }
 
 /// Validates `[chat]`; the Ollama backend reaches the server `[ollama]` describes.
@@ -278,7 +304,7 @@ mod tests {
     use super::{
         DEFAULT_ANSWER_DEADLINE_SECS, DEFAULT_ANSWER_SECONDS, DEFAULT_CHAT_MAX_TOKENS, DEFAULT_EMBEDDED_N_CTX,
     };
-    use crate::answer::AnswerMode;
+    use crate::answer::{AnswerMode, AnswerStyle};
     use crate::config::tests::check;
 
     #[test]
@@ -295,6 +321,7 @@ mod tests {
                 seconds: DEFAULT_ANSWER_SECONDS,
                 deadline: std::time::Duration::from_secs(DEFAULT_ANSWER_DEADLINE_SECS),
                 instant: true,
+                style: AnswerStyle::Quotes,
             }
         );
 
@@ -305,6 +332,7 @@ mod tests {
         assert!(!format!("{chat:?}").contains("sk-1"));
 
         assert_eq!(config.answer.mode, AnswerMode::Free, "a server's model writes free text by default");
+        assert_eq!(config.answer.style, AnswerStyle::Prose, "a server's model writes the answer by default");
 
         let config = check(text, &[("HOME", "/h"), ("ORACULO_CHAT", "ollama")]).unwrap();
         assert!(matches!(config.chat, ChatConfig::Ollama(_)));
@@ -315,8 +343,12 @@ mod tests {
         let deadline = std::time::Duration::from_secs(60);
         assert_eq!(
             config.answer,
-            AnswerConfig { mode: AnswerMode::Structured, seconds: 30.0, deadline, instant: true }
+            AnswerConfig { mode: AnswerMode::Structured, seconds: 30.0, deadline, instant: true, style: AnswerStyle::Prose }
         );
+        let quotes = check("[chat]\nbackend = \"ollama\"\nanswer_style = \"quotes\"\n", &[("HOME", "/h")]).unwrap();
+        assert_eq!(quotes.answer.style, AnswerStyle::Quotes, "a server may answer with the notes' sentences too");
+        let prose = check("[chat]\nanswer_style = \"prose\"\n", &[("HOME", "/h")]).unwrap();
+        assert_eq!(prose.answer.style, AnswerStyle::Prose, "and a CPU may wait for the model's prose");
         let off = check("[chat]\ninstant_answer = false\n", &[("HOME", "/h")]).unwrap();
         assert!(!off.answer.instant, "chat.instant_answer = false turns the notes' sentences first off");
     }
@@ -331,6 +363,7 @@ mod tests {
             ("[chat]\nn_ctx = 512\nmax_tokens = 1024\n", "chat.n_ctx"),
             ("[chat]\nthreads = 0\n", "chat.threads"),
             ("[chat]\nanswer_mode = \"json\"\n", "chat.answer_mode"),
+            ("[chat]\nanswer_style = \"poem\"\n", "chat.answer_style"),
             ("[chat]\nanswer_seconds = 2\n", "chat.answer_seconds"),
             ("[chat]\nanswer_seconds = 90\nanswer_deadline_secs = 30\n", "chat.answer_deadline_secs"),
         ] {

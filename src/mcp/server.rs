@@ -151,8 +151,13 @@ impl OraculoServer {
 
     /// The oracle that answers with the chat model, connected on first use; the searcher
     /// (the notes' own sentences) with why, when no model can be had.
+    /// With `chat.answer_style = "quotes"` the notes' own sentences are the answer: no model
+    /// is connected for it.
     async fn answering<'a>(&'a self, campaign: &'a Campaign) -> (&'a Oracle, Option<String>) {
         let state = &self.state;
+        if state.config.answer.quotes() {
+            return (&campaign.searcher, None);
+        }
         let chat = state
             .chat
             .get_or_init(|| async {

@@ -14,6 +14,7 @@ use std::pin::Pin;
 
 use tracing::Instrument;
 
+use crate::answer::AnswerStyle;
 use crate::llm::chat::TokenSink;
 
 use super::instant::settle;
@@ -52,6 +53,8 @@ impl Oracle {
     /// Answers one question: the search and the context, the notes' own sentences (with
     /// `chat.instant_answer`), the model's turn, the rerank and the model's answer, checked;
     /// then what stays of the two ([`Settled`]). Every stage a caller may show is an event.
+    /// With `chat.answer_style = "quotes"` the notes' own sentences are the answer, at once,
+    /// and no model is asked (`quoted.rs`).
     ///
     /// A model that fails after the notes' sentences were shown leaves them as the answer
     /// (`InstantKept::ModelFailed`), whoever asked; with nothing shown first, its error is
@@ -62,9 +65,17 @@ impl Oracle {
         events: AnswerEvents<'_>,
         model_turn: Option<ModelTurn<'_>>,
     ) -> Result<Settled, AskError> {
-        let span = tracing::info_span!("answer", audience = ?request.audience, instant = self.settings.instant);
+        let span = tracing::info_span!(
+            "answer",
+            audience = ?request.audience,
+            instant = self.settings.instant,
+            style = ?self.settings.style
+        );
         async move {
             let question = check_question(request.question)?;
+            if self.settings.style == AnswerStyle::Quotes {
+                return self.answer_with_quotes(request, events, model_turn).await;
+            }
             let on_text = |piece: &str| events(AnswerEvent::Text(piece));
             if !self.settings.instant {
                 if let Some(turn) = model_turn {
@@ -110,7 +121,10 @@ impl Oracle {
         events(AnswerEvent::Stage(Stage::Searching));
         let index = self.open_index().await?;
         let compendium = self.compendium(&index, request.audience)?;
-        let prepared = self.prepare_checked(&index, &compendium, question, request, Pipeline::default()).await?;
+        let mut prepared = self.prepare_checked(&index, &compendium, question, request, Pipeline::default()).await?;
+        if self.answer_mode() == crate::answer::AnswerMode::Extractive {
+            self.weigh_quotes(&mut prepared).await;
+        }
         events(AnswerEvent::Prepared(&prepared));
         events(AnswerEvent::Stage(Stage::Writing { notes: prepared.context.shown_labels.len() }));
         self.generate(&prepared, Some(on_text)).await

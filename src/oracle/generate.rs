@@ -15,6 +15,7 @@ use tracing::Instrument;
 
 use crate::answer::grounding::{CitedNotes, Ungrounded};
 use crate::answer::passages::{Excerpt, extract_excerpts, render_extractive};
+use crate::answer::quotes::rank_quotes;
 use crate::answer::structured::{
     Repeats, Sentence, SentenceStream, StructuredAnswer, answer_schema, complete_sentence_text, parse_structured,
     render_sentence, render_structured,
@@ -476,23 +477,33 @@ impl Oracle {
         }
     }
 
-    /// The excerpts of the chosen fragments for the question. A question that names sessions
-    /// («¿qué pasó en la sesión 27?») is answered from those sessions when they were chosen:
-    /// their words, not other notes that say «sesión».
+    /// The excerpts of the chosen fragments for the question, ranked sentence by sentence
+    /// (`answer::quotes`, with the similarities [`Oracle::weigh_quotes`] kept). A question
+    /// with no word to rank by («¿y qué?») gets the opening sentences of the top fragments.
     fn excerpts_of_chosen(&self, prepared: &Prepared) -> Vec<Excerpt> {
-        let named = &prepared.search.time.named_sessions;
-        let names_chosen = prepared.chosen.iter().any(|c| c.session.is_some_and(|session| named.contains(&session)));
-        let fragments: Vec<(&str, &str)> = prepared
-            .chosen
-            .iter()
-            .filter(|candidate| !names_chosen || candidate.session.is_some_and(|session| named.contains(&session)))
-            .filter_map(|candidate| {
-                let stored = prepared.texts.get(&candidate.fragment_id)?;
-                Some((candidate.label.as_str(), stored.fragment.text.as_str()))
-            })
-            .collect();
-        extract_excerpts(&fragments, &prepared.terms)
+        let fragments = quotable_fragments(prepared);
+        if prepared.terms.is_empty() {
+            return extract_excerpts(&fragments, &prepared.terms);
+        }
+        rank_quotes(&fragments, &prepared.terms, &|text: &str| prepared.quote_similarity.get(text).copied())
     }
+}
+
+/// The chosen fragments an answer quotes from (label, text; best first). A question that
+/// names sessions («¿qué pasó en la sesión 27?») is answered from those sessions when they
+/// were chosen: their words, not other notes that say «sesión».
+pub(super) fn quotable_fragments(prepared: &Prepared) -> Vec<(&str, &str)> {
+    let named = &prepared.search.time.named_sessions;
+    let names_chosen = prepared.chosen.iter().any(|c| c.session.is_some_and(|session| named.contains(&session)));
+    prepared
+        .chosen
+        .iter()
+        .filter(|candidate| !names_chosen || candidate.session.is_some_and(|session| named.contains(&session)))
+        .filter_map(|candidate| {
+            let stored = prepared.texts.get(&candidate.fragment_id)?;
+            Some((candidate.label.as_str(), stored.fragment.text.as_str()))
+        })
+        .collect()
 }
 
 /// Why a sentence was dropped: the kind, which names nothing of it (the logs at info), and

@@ -68,6 +68,21 @@ impl Settled {
         }
     }
 
+    /// The notes' own sentences as the answer (`chat.answer_style = "quotes"`): no model was
+    /// asked, so nothing is kept instead of its answer; the quotes are the turn a follow-up
+    /// builds on.
+    pub fn quoted(answer: Answer) -> Settled {
+        Settled {
+            turn_text: answer.text.clone(),
+            answer,
+            instant_kept: None,
+            notes_added: Vec::new(),
+            instant: None,
+            model: None,
+            model_failure: None,
+        }
+    }
+
     /// The instant answer stays where the model's would have gone, because the model failed
     /// for `failure` (a server down, a worker gone).
     pub fn model_failed(instant: Answer, failure: String) -> Settled {
@@ -111,14 +126,21 @@ impl Oracle {
     }
 
     /// Everything before the model, with no call to the chat model: the search, the
-    /// fragments in fusion order (the sessions the question names first) and the context.
+    /// fragments in fusion order (the sessions the question names first), the context, and,
+    /// when no model writes the answer, the quotable sentences weighed by the embedder.
     /// Nothing here waits for a generation that is running.
     pub(super) async fn prepare_without_model(&self, request: &AskRequest<'_>) -> Result<Prepared, AskError> {
         let question = check_question(request.question)?;
         let index = self.open_index().await?;
         let compendium = self.compendium(&index, request.audience)?;
         let pipeline = Pipeline { paths: PathSet::ALL, rerank: false };
-        self.prepare_checked(&index, &compendium, question, request, pipeline).await
+        let mut prepared = self.prepare_checked(&index, &compendium, question, request, pipeline).await?;
+        // Where the quotes are the answer; before a model's prose they rank by words alone
+        // (the model's answer replaces them), and the embedder is asked nothing more.
+        if self.answer_mode() == AnswerMode::Extractive {
+            self.weigh_quotes(&mut prepared).await;
+        }
+        Ok(prepared)
     }
 
     /// The fragments chosen again by the rerank over the same search (one call to the chat

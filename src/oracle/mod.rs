@@ -12,6 +12,7 @@ mod found;
 mod generate;
 mod instant;
 mod plan;
+mod quoted;
 mod story;
 
 use crate::corpus::FragmentId;
@@ -24,7 +25,7 @@ use tracing::debug;
 
 use crate::answer::grounding::NameBook;
 use crate::answer::passages::QueryTerms;
-use crate::answer::{AnswerMode, Context, ContextFragment};
+use crate::answer::{AnswerMode, AnswerStyle, Context, ContextFragment};
 use crate::index::store::SourceSummary;
 use crate::index::{Index, IndexError, StoredFragment};
 use crate::llm::chat::{ChatMessage, ChatModel};
@@ -77,6 +78,8 @@ pub struct AnswerSettings {
     pub deadline: Duration,
     /// Whether the notes' own sentences are shown before the model's answer.
     pub instant: bool,
+    /// The notes' own sentences as the answer, at once, or the model's prose after them.
+    pub style: AnswerStyle,
 }
 
 impl AnswerSettings {
@@ -93,6 +96,7 @@ impl AnswerSettings {
             answer_seconds: crate::config::DEFAULT_ANSWER_SECONDS,
             deadline: Duration::from_secs(crate::config::DEFAULT_ANSWER_DEADLINE_SECS),
             instant: true,
+            style: AnswerStyle::Prose,
         }
     }
 
@@ -103,6 +107,7 @@ impl AnswerSettings {
             answer_seconds: answer.seconds,
             deadline: answer.deadline,
             instant: answer.instant,
+            style: answer.style,
             ..AnswerSettings::new(max_tokens)
         }
     }
@@ -139,6 +144,9 @@ pub struct Prepared {
     history: Vec<ChatMessage>,
     /// What the question is about, for passages and excerpts.
     terms: QueryTerms,
+    /// The quotable sentences' similarity to the question, by text, where they were embedded
+    /// ([`Oracle::weigh_quotes`]); the quotes are ranked without meaning where empty.
+    quote_similarity: HashMap<String, f32>,
     /// What the context was built from, kept to build it again smaller after a refusal.
     chosen_context: Vec<ContextFragment>,
     /// An arc question's story, which the plan takes its first block's lines from.
@@ -307,13 +315,21 @@ impl Oracle {
         (needed_seconds > allowed_seconds).then_some(RerankSkip::NoTime { needed_seconds, allowed_seconds })
     }
 
-    /// Changes how answers are made (`oraculo ask --extractive`).
+    /// Changes how answers are made (`oraculo ask --extractive`, `oraculo eval
+    /// --answer-mode`): a mode that asks the model is asking for its prose.
     pub fn set_mode(&mut self, mode: AnswerMode) {
         self.settings.mode = mode;
+        if mode != AnswerMode::Extractive {
+            self.settings.style = AnswerStyle::Prose;
+        }
     }
 
-    /// The mode a question is answered in: a smoke-test model never writes free text.
+    /// The mode a question is answered in: a smoke-test model never writes free text, and
+    /// with `chat.answer_style = "quotes"` no model writes at all.
     fn answer_mode(&self) -> AnswerMode {
+        if self.settings.style == AnswerStyle::Quotes {
+            return AnswerMode::Extractive;
+        }
         match self.settings.mode {
             AnswerMode::Free if self.chat.is_smoke_test() => AnswerMode::Structured,
             mode => mode,
@@ -536,6 +552,7 @@ impl Oracle {
             texts,
             history,
             terms,
+            quote_similarity: HashMap::new(),
             chosen_context,
             story,
             leftovers,

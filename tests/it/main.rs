@@ -26,6 +26,7 @@ mod init;
 mod instant;
 mod mcp;
 mod pin;
+mod quoted;
 mod restart;
 mod retrieve;
 mod robustness;

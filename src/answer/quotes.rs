@@ -1,0 +1,312 @@
+//! The quoted answer: the notes' own sentences that answer a question, ranked sentence by
+//! sentence, each cited to its note. What a CPU answers with (`chat.answer_style = "quotes"`),
+//! what the instant answer shows, and the extractive answer.
+//!
+//! Over the chosen fragments (best first), every sentence ([`sentences`], the one splitter) is
+//! scored by several signals, fused by reciprocal rank as the retrieval paths are:
+//! - what the question asks beyond the names it names ([`QueryTerms::asked_score`]);
+//! - all its terms, names included ([`QueryTerms::score`]);
+//! - its meaning: the embedder's similarity of the sentence to the question, computed by the
+//!   caller ([`quote_candidates`] says which sentences are worth embedding);
+//! - a number, when the question asks how much, how many or when;
+//! - its fragment's rank.
+//!
+//! A sentence that cannot stand alone («Él…», "Then…") is quoted with the one before it. The
+//! best sentences holding a term of the question are kept, at most [`MAX_EXCERPTS`], at most
+//! [`QUOTES_PER_FRAGMENT`] a fragment, and shown in story order (fragment, then place).
+//!
+//! Pure: text in, ranking out.
+
+use crate::corpus::Label;
+
+use super::passages::{EXCERPT_MAX_CHARS, Excerpt, MAX_EXCERPTS, QueryTerms, links_as_text, sentences};
+use crate::text::shorten;
+
+/// RRF damping, as the retrieval paths are fused (`retrieve::fuse`): 60 is the standard value
+/// and the one measured there.
+pub const QUOTE_RRF_K: f64 = 60.0;
+/// Sentences quoted from one fragment, so that the top one does not fill the answer alone.
+pub const QUOTES_PER_FRAGMENT: usize = 2;
+/// Sentences the embedder scores at most, the lexically best: 48 short sentences embed in a
+/// few hundred milliseconds with e5-small on a CPU, where all of eight session fragments
+/// (~500) took seconds.
+pub const EMBEDDED_QUOTES_MAX: usize = 48;
+/// A quote is cut (at a word) beyond this many characters: a sentence and the one it leans
+/// on, never a page.
+const QUOTE_MAX_CHARS: usize = 2 * EXCERPT_MAX_CHARS;
+
+/// First words after which a sentence does not stand alone: what they point at is in the
+/// sentence before («Él huyó.», "Then they left."). Lowercase, accents kept («El» is an article).
+const LEANING_OPENERS: [&str; 17] = [
+    "él", "ella", "ellos", "ellas", "allí", "allá", "ahí", "entonces", "he", "she", "they", "there", "then", "it",
+    "his", "her", "their",
+];
+
+/// A quote in the making: sentences `first..=last` of fragment `fragment`, as one text.
+#[derive(Debug, Clone)]
+struct Unit {
+    fragment: usize,
+    first: usize,
+    last: usize,
+    text: String,
+    /// Its last sentence, the one ranked (the first, when it leans on it, only comes along).
+    own: String,
+}
+
+/// The signals of one unit (higher is better; `None`: not known).
+#[derive(Debug, Clone, Copy)]
+struct Signals {
+    asked: u32,
+    all_terms: u32,
+    similarity: Option<f32>,
+    number: bool,
+    /// Its own sentence holds a term of the question: a leaning sentence that holds none
+    /// would only repeat the sentence before it.
+    own_holds_term: bool,
+}
+
+/// Whether `sentence` opens with a word that points at the sentence before it.
+pub fn leans_on_previous(sentence: &str) -> bool {
+    let first = sentence
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|word| !word.is_empty())
+        .map(str::to_lowercase)
+        .unwrap_or_default();
+    LEANING_OPENERS.contains(&first.as_str())
+}
+
+/// Each fragment's quotable units: each sentence, with the one before it when it leans on it.
+fn units_of(fragments: &[(&str, &str)]) -> Vec<Unit> {
+    let mut units = Vec::new();
+    for (fragment, (_, text)) in fragments.iter().enumerate() {
+        // Links as their text before the split: `[Jaleas Ocre](https://…)` is words, not a URL.
+        let own = sentences(&links_as_text(text));
+        for (at, sentence) in own.iter().enumerate() {
+            let first = if at > 0 && leans_on_previous(sentence) { at - 1 } else { at };
+            let text = own[first..=at].join(" ");
+            units.push(Unit { fragment, first, last: at, text, own: sentence.clone() });
+        }
+    }
+    units
+}
+
+fn holds_number(text: &str) -> bool {
+    text.chars().any(|c| c.is_ascii_digit())
+}
+
+fn signals_of(unit: &Unit, terms: &QueryTerms, similarity: &dyn Fn(&str) -> Option<f32>) -> Signals {
+    Signals {
+        asked: terms.asked_score(&unit.text),
+        all_terms: terms.score(&unit.text),
+        similarity: similarity(&unit.text),
+        number: terms.asks_number() && holds_number(&unit.text),
+        own_holds_term: unit.first == unit.last || terms.score(&unit.own) > 0 || terms.asked_score(&unit.own) > 0,
+    }
+}
+
+/// Whether a unit may be quoted at all: it holds a term of the question. When the question
+/// asks something beyond the names it names, a unit only naming them still may, as long as
+/// some unit holds what it asks ([`rank_quotes`] checks that first).
+fn is_eligible(signals: &Signals) -> bool {
+    signals.own_holds_term && (signals.asked > 0 || signals.all_terms > 0)
+}
+
+/// Reciprocal-rank fusion of the units' signals: for each signal, a unit with a value
+/// (a positive count, a known similarity, a number) ranks by it (ties share the rank), and
+/// adds `1 / (QUOTE_RRF_K + rank)`; every unit adds its fragment's rank.
+fn fused_scores(units: &[Unit], signals: &[Signals]) -> Vec<f64> {
+    let mut fused = vec![0.0; units.len()];
+    let mut add_signal = |values: Vec<Option<f64>>| {
+        for (at, value) in values.iter().enumerate() {
+            let Some(value) = value else { continue };
+            let better = values.iter().filter(|other| other.is_some_and(|other| other > *value)).count();
+            fused[at] += 1.0 / (QUOTE_RRF_K + 1.0 + better as f64);
+        }
+    };
+    let positive = |count: u32| (count > 0).then_some(f64::from(count));
+    add_signal(signals.iter().map(|s| positive(s.asked)).collect());
+    add_signal(signals.iter().map(|s| positive(s.all_terms)).collect());
+    add_signal(signals.iter().map(|s| s.similarity.map(f64::from)).collect());
+    add_signal(signals.iter().map(|s| s.number.then_some(1.0)).collect());
+    add_signal(units.iter().map(|unit| Some(-(unit.fragment as f64))).collect());
+    fused
+}
+
+/// The units of `fragments` worth embedding for the question: those that may be quoted,
+/// the best [`EMBEDDED_QUOTES_MAX`] by the signals without meaning. The caller embeds them
+/// and passes the similarities to [`rank_quotes`].
+pub fn quote_candidates(fragments: &[(&str, &str)], terms: &QueryTerms) -> Vec<String> {
+    let units = units_of(fragments);
+    let signals: Vec<Signals> = units.iter().map(|unit| signals_of(unit, terms, &|_| None)).collect();
+    let fused = fused_scores(&units, &signals);
+    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| is_eligible(&signals[at])).collect();
+    ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
+    let mut texts: Vec<String> = Vec::new();
+    for at in ranked {
+        if texts.len() == EMBEDDED_QUOTES_MAX {
+            break;
+        }
+        if !texts.contains(&units[at].text) {
+            texts.push(units[at].text.clone());
+        }
+    }
+    texts
+}
+
+/// The quoted answer's sentences from `fragments` (label, text; best first) for `terms`, with
+/// `similarity` (a unit's text → its similarity to the question, where it was embedded).
+/// Empty: the notes do not say it, because no sentence holds a term of the question, or the
+/// question asks something beyond the names it names and no sentence holds that.
+pub fn rank_quotes(
+    fragments: &[(&str, &str)],
+    terms: &QueryTerms,
+    similarity: &dyn Fn(&str) -> Option<f32>,
+) -> Vec<Excerpt> {
+    let _span = tracing::info_span!("answer.quotes", n_fragments = fragments.len()).entered();
+    let units = units_of(fragments);
+    let signals: Vec<Signals> = units.iter().map(|unit| signals_of(unit, terms, similarity)).collect();
+    if terms.asks_beyond_names() && !signals.iter().any(|signals| signals.asked > 0) {
+        tracing::debug!(n_units = units.len(), "no sentence holds what the question asks");
+        return Vec::new();
+    }
+    let fused = fused_scores(&units, &signals);
+    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| is_eligible(&signals[at])).collect();
+    ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
+    let picked = pick_units(&units, &ranked);
+    tracing::debug!(n_units = units.len(), n_eligible = ranked.len(), n_quoted = picked.len(), "sentences ranked");
+    picked
+        .into_iter()
+        .map(|(fragment, first, last)| {
+            let text = sentences(&links_as_text(fragments[fragment].1))[first..=last].join(" ");
+            Excerpt { label: Label::new(fragments[fragment].0), text: shorten(&text, QUOTE_MAX_CHARS) }
+        })
+        .collect()
+}
+
+/// The best units in `ranked` order within the limits, as (fragment, first, last) sentence
+/// spans in story order: a unit overlapping one already picked of its fragment
+/// joins it (a leaning sentence and the one it leans on are one quote).
+fn pick_units(units: &[Unit], ranked: &[usize]) -> Vec<(usize, usize, usize)> {
+    let mut picked: Vec<(usize, usize, usize)> = Vec::new();
+    for &at in ranked {
+        let unit = &units[at];
+        let joins = picked.iter_mut().find(|(fragment, first, last)| {
+            *fragment == unit.fragment && unit.first <= *last && *first <= unit.last
+        });
+        if let Some(span) = joins {
+            (span.1, span.2) = (span.1.min(unit.first), span.2.max(unit.last));
+            continue;
+        }
+        if picked.len() == MAX_EXCERPTS {
+            continue;
+        }
+        if picked.iter().filter(|(fragment, ..)| *fragment == unit.fragment).count() < QUOTES_PER_FRAGMENT {
+            picked.push((unit.fragment, unit.first, unit.last));
+        }
+    }
+    picked.sort_unstable();
+    // A span that grew into the next one of its fragment is one quote with it.
+    let mut merged: Vec<(usize, usize, usize)> = Vec::with_capacity(picked.len());
+    for span in picked {
+        match merged.last_mut() {
+            Some(last) if last.0 == span.0 && span.1 <= last.2 => last.2 = last.2.max(span.2),
+            _ => merged.push(span),
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ranks `fragments` for `question` (entity names `names`, similarities `near`: a
+    /// sentence's text holding the key gets the value) and compares the quotes as
+    /// `label: text` lines.
+    fn check(fragments: &[(&str, &str)], question: &str, names: &[&str], near: &[(&str, f32)], expect: &[&str]) {
+        let terms = QueryTerms::new(question, names);
+        let similarity = |text: &str| near.iter().find(|(key, _)| text.contains(key)).map(|(_, value)| *value);
+        let quoted: Vec<String> = rank_quotes(fragments, &terms, &similarity)
+            .into_iter()
+            .map(|excerpt| format!("{}: {}", excerpt.label, excerpt.text))
+            .collect();
+        assert_eq!(quoted, expect, "{question}");
+    }
+
+    const PORT: &str = "El archiduque Leandro recibe al grupo en su palacio. \
+        El archiduque ofrece 300 coronas por las caravanas perdidas. \
+        Rook no se fía del archiduque.";
+
+    #[test]
+    fn a_quantity_question_quotes_the_sentence_with_the_number() {
+        check(
+            &[("Sesión 2", PORT)],
+            "¿Cuánto ofreció el archiduque?",
+            &["archiduque"],
+            &[],
+            &[
+                "Sesión 2: El archiduque Leandro recibe al grupo en su palacio.",
+                "Sesión 2: El archiduque ofrece 300 coronas por las caravanas perdidas.",
+            ],
+        );
+    }
+
+    #[test]
+    fn a_sentence_that_leans_on_the_one_before_is_quoted_with_it() {
+        let notes = "Llueve en Salobre. El grupo encuentra a la abadesa Celia en el claustro. \
+            Ella les entrega el mapa de las Salinas.";
+        check(
+            &[("Sesión 4", notes)],
+            "¿Quién les entregó el mapa?",
+            &[],
+            &[],
+            &["Sesión 4: El grupo encuentra a la abadesa Celia en el claustro. Ella les entrega el mapa de las Salinas."],
+        );
+        assert!(leans_on_previous("Él huyó.") && leans_on_previous("Then they left.") && leans_on_previous("«Allí, nada."));
+        assert!(!leans_on_previous("El archiduque huyó.") && !leans_on_previous("Italia queda lejos."));
+    }
+
+    #[test]
+    fn not_in_the_notes_only_when_no_sentence_holds_what_is_asked() {
+        // Every sentence names him; none says what he ate.
+        check(&[("Sesión 2", PORT)], "¿Qué comió el archiduque?", &["archiduque"], &[], &[]);
+        // Asking only about him: the sentences naming him answer.
+        let who = QueryTerms::new("¿Quién es el archiduque?", &["archiduque"]);
+        assert_eq!(rank_quotes(&[("Sesión 2", PORT)], &who, &|_| None).len(), QUOTES_PER_FRAGMENT);
+        check(&[("Sesión 2", PORT)], "¿y qué?", &[], &[], &[]);
+    }
+
+    #[test]
+    fn meaning_decides_between_sentences_the_words_cannot_tell_apart() {
+        let tower = [("Sesión 1", "La torre arde al alba. La torre tiene tres pisos. La torre se derrumba.")];
+        // Each holds «torre»; the embedder finds the collapse nearest, then the fire.
+        let near = [("derrumba", 0.9), ("arde", 0.8), ("pisos", 0.1)];
+        check(&tower, "¿Qué le pasó a la torre?", &[], &near, &[
+            "Sesión 1: La torre arde al alba.",
+            "Sesión 1: La torre se derrumba.",
+        ]);
+        // Without meaning, the first two in the notes.
+        check(&tower, "¿Qué le pasó a la torre?", &[], &[], &[
+            "Sesión 1: La torre arde al alba.",
+            "Sesión 1: La torre tiene tres pisos.",
+        ]);
+        // At most two a fragment and five in all, the best fragments first, in story order.
+        let many: Vec<(String, String)> = (1..=5)
+            .map(|n| (format!("Sesión {n}"), "La torre cae. La torre arde. La torre calla.".to_string()))
+            .collect();
+        let many: Vec<(&str, &str)> = many.iter().map(|(l, t)| (l.as_str(), t.as_str())).collect();
+        let quoted = rank_quotes(&many, &QueryTerms::new("¿Qué le pasó a la torre?", &[]), &|_| None);
+        let labels: Vec<&str> = quoted.iter().map(|excerpt| excerpt.label.as_str()).collect();
+        assert_eq!(labels, ["Sesión 1", "Sesión 1", "Sesión 2", "Sesión 2", "Sesión 3"]);
+    }
+
+    #[test]
+    fn links_render_as_their_text_and_candidates_are_the_quotable_units() {
+        let notes = "El grupo visita las [Jaleas Ocre](https://example.org/j). [[PNJs/Baika|La Tejedora]] teje.";
+        check(&[("Sesión 5", notes)], "¿Qué visitaron en las Jaleas?", &[], &[], &[
+            "Sesión 5: El grupo visita las Jaleas Ocre.",
+        ]);
+        let terms = QueryTerms::new("¿Qué teje la Tejedora?", &[]);
+        assert_eq!(quote_candidates(&[("Sesión 5", notes)], &terms), ["La Tejedora teje."]);
+    }
+}
