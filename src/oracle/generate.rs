@@ -485,7 +485,15 @@ impl Oracle {
         if prepared.terms.is_empty() {
             return extract_excerpts(&fragments, &prepared.terms);
         }
-        rank_quotes(&fragments, &prepared.terms, &|text: &str| prepared.quote_similarity.get(text).copied())
+        let ranked =
+            rank_quotes(&fragments, &prepared.terms, &|text: &str| prepared.quote_similarity.get(text).copied());
+        // «What happened in the last session?» asks for the session itself: every sentence of
+        // it answers, though none says «happened» or «session». Those sessions' opening
+        // sentences, as before the ranking, rather than «the notes say nothing».
+        if ranked.is_empty() && names_chosen(prepared) {
+            return extract_excerpts(&fragments, &prepared.terms);
+        }
+        ranked
     }
 }
 
@@ -494,7 +502,7 @@ impl Oracle {
 /// were chosen: their words, not other notes that say «sesión».
 pub(super) fn quotable_fragments(prepared: &Prepared) -> Vec<(&str, &str)> {
     let named = &prepared.search.time.named_sessions;
-    let names_chosen = prepared.chosen.iter().any(|c| c.session.is_some_and(|session| named.contains(&session)));
+    let names_chosen = names_chosen(prepared);
     prepared
         .chosen
         .iter()
@@ -504,6 +512,12 @@ pub(super) fn quotable_fragments(prepared: &Prepared) -> Vec<(&str, &str)> {
             Some((candidate.label.as_str(), stored.fragment.text.as_str()))
         })
         .collect()
+}
+
+/// Whether the question names sessions and some of them were chosen.
+fn names_chosen(prepared: &Prepared) -> bool {
+    let named = &prepared.search.time.named_sessions;
+    prepared.chosen.iter().any(|c| c.session.is_some_and(|session| named.contains(&session)))
 }
 
 /// Why a sentence was dropped: the kind, which names nothing of it (the logs at info), and

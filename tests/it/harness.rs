@@ -356,26 +356,6 @@ pub fn sample_with_e5() -> &'static Path {
         .path()
 }
 
-/// A copy of the data dir `from` in a new temp dir: for a test that writes to an index
-/// others share.
-pub fn copy_of(from: &Path) -> TempDir {
-    fn copy_dir(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap() {
-            let entry = entry.unwrap();
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy_dir(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), &target).unwrap();
-            }
-        }
-    }
-    let copy = TempDir::new().unwrap();
-    copy_dir(from, copy.path());
-    copy
-}
-
 /// The `oraculo` binary on `scratch`'s campaign and data dir, with Ollama (embedder and chat)
 /// at the stand-in's address and no config file from the environment.
 pub fn oraculo_command(scratch: &Scratch, fake: &FakeOllama, args: &[&str]) -> std::process::Command {

@@ -355,9 +355,10 @@ async fn mcp_serves_every_campaign_of_the_config_each_named_and_one_when_the_com
 /// (`[feedback] keep_mcp = true`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_ask_keeps_a_question_for_the_dm_only_when_the_config_asks() {
-    // This test writes to the index: its own copy of the shared one.
-    let copy = crate::harness::copy_of(sample());
-    let data = copy.path();
+    // The one test that writes to the shared index: only the kept questions' table, which no
+    // other test reads (a copy of the data dir would not be found: the sample's index is keyed
+    // by where its notes were unpacked).
+    let data = sample();
     let kept = || {
         let output = oraculo(data).args(["asked", "--gm", "--json"]).output().unwrap();
         assert!(output.status.success(), "oraculo asked: {}", String::from_utf8_lossy(&output.stderr));
