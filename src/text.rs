@@ -143,6 +143,29 @@ impl NextMarker {
     }
 }
 
+/// Stems shorter than this match only as the same word: «sal» (salt) is also the stem of
+/// «salió» (went out).
+const MIN_STEM_CHARS: usize = 4;
+
+/// The Snowball stems of `word` in the campaigns' two languages, folded (accents and case),
+/// those of at least [`MIN_STEM_CHARS`] characters: «expulsaron» and «expulsado» share
+/// «expuls», "vanished" and "vanishes" share "vanish". The word is stemmed before it is
+/// folded, since the Spanish stemmer reads its accents («regaló»).
+pub fn stems(word: &str) -> Vec<String> {
+    use rust_stemmers::{Algorithm, Stemmer};
+    static SPANISH: std::sync::LazyLock<Stemmer> = std::sync::LazyLock::new(|| Stemmer::create(Algorithm::Spanish));
+    static ENGLISH: std::sync::LazyLock<Stemmer> = std::sync::LazyLock::new(|| Stemmer::create(Algorithm::English));
+    let lower = word.to_lowercase();
+    let mut found: Vec<String> = Vec::with_capacity(2);
+    for stemmer in [&*SPANISH, &*ENGLISH] {
+        let stem = fold(&stemmer.stem(&lower));
+        if stem.chars().count() >= MIN_STEM_CHARS && !found.contains(&stem) {
+            found.push(stem);
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,5 +228,16 @@ mod tests {
         assert_eq!(shorten("uno dos, tres", 10), "uno dos…");
         assert_eq!(shorten("abcdefghij", 5), "abcd…");
         assert!(shorten(&"ñ".repeat(300), 200).chars().count() <= 200);
+    }
+
+    #[test]
+    fn forms_of_one_word_share_a_stem_and_short_stems_do_not_count() {
+        let shared = |a: &str, b: &str| stems(a).iter().any(|stem| stems(b).contains(stem));
+        assert!(shared("expulsaron", "expulsado"));
+        assert!(shared("desapareció", "desaparecido"));
+        assert!(shared("regaló", "regala"));
+        assert!(shared("vanished", "vanishes"));
+        assert!(!shared("sal", "salió"), "{:?} {:?}", stems("sal"), stems("salió"));
+        assert!(!shared("expulsaron", "regaló"));
     }
 }

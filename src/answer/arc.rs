@@ -12,7 +12,7 @@
 //! scores them against the question (its terms, and the embedder's similarity); this module
 //! picks and renders.
 
-use crate::answer::passages::{EXCERPT_MAX_CHARS, sentences};
+use crate::answer::passages::{EXCERPT_MAX_CHARS, leads_into_next, sentences};
 use crate::corpus::{FragmentId, Label, SessionNumber};
 use crate::text::shorten;
 
@@ -89,7 +89,7 @@ pub fn arc_sentences(fragments: &[ArcFragment<'_>], names_entity: &dyn Fn(&str) 
                 continue;
             }
             let mut text = sentence.clone();
-            if text.chars().count() < ARC_MIN_SENTENCE_CHARS
+            if (text.chars().count() < ARC_MIN_SENTENCE_CHARS || leads_into_next(&text))
                 && let Some(next) = all.get(position + 1)
             {
                 text = format!("{text} {next}");

@@ -10,7 +10,7 @@
 //!
 //! Pure: text in, text out; the oracle decides when each is used.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use crate::corpus::{Label, LabelLanguage};
@@ -49,12 +49,23 @@ pub const GAP_MARK: &str = "(…)";
 #[derive(Debug, Clone, Default)]
 pub struct QueryTerms {
     terms: Vec<(String, u32)>,
+    /// Each term's Snowball stems (`text::stems`), by the term: a sentence holding another
+    /// form of the word («expulsado» for «expulsaron») holds the term.
+    stems: HashMap<String, Vec<String>>,
     /// The question asks how much or how many: a sentence stating a number answers it.
     asks_quantity: bool,
     /// The question asks when («¿Cuándo…?», "When…?"): a date or a session's number answers it.
     asks_when: bool,
 }
 
+/// Words of a question that ask for a session's story rather than for something in it,
+/// folded: «¿Qué pasó en la sesión 27?», «Resume la sesión 33», "What happened last session?".
+/// Every sentence of the session answers those; a sentence saying «sesión» or «pasó» is no
+/// better than the others.
+const ASKS_FOR_THE_SESSION: [&str; 16] = [
+    "sesion", "sesiones", "session", "sessions", "partida", "resume", "resumen", "resumir", "summarize", "summary",
+    "recap", "paso", "ocurrio", "sucedio", "happened", "happen",
+];
 /// Words that ask for a quantity, folded: «¿cuánto pagó?», "how many arrows".
 const QUANTITY_WORDS: [&str; 8] = ["cuanto", "cuanta", "cuantos", "cuantas", "much", "many", "precio", "cost"];
 
@@ -70,11 +81,23 @@ impl QueryTerms {
                 add(word, 2);
             }
         }
-        for word in content_words(question) {
+        for word in content_words(question).filter(|word| !ASKS_FOR_THE_SESSION.contains(&word.as_str())) {
             add(word, 1);
         }
+        let mut stems: HashMap<String, Vec<String>> = HashMap::new();
+        for raw in entity_names.iter().chain(std::iter::once(&question)).flat_map(|text| raw_words(text)) {
+            let folded = fold(raw);
+            if terms.iter().any(|(term, _)| *term == folded) {
+                let known = stems.entry(folded).or_default();
+                for stem in crate::text::stems(raw) {
+                    if !known.contains(&stem) {
+                        known.push(stem);
+                    }
+                }
+            }
+        }
         let asks_quantity = fold_words(question).any(|word| QUANTITY_WORDS.contains(&word.as_str()));
-        QueryTerms { terms, asks_quantity, asks_when: asks_when(question) }
+        QueryTerms { terms, stems, asks_quantity, asks_when: asks_when(question) }
     }
 
     /// Whether a number in a sentence answers the question: it asks how much, how many or when.
@@ -93,14 +116,17 @@ impl QueryTerms {
     /// «¿Cuánto ofreció el archiduque?»: the line with «300 coronas» scores; the five that
     /// only name the archduke do not.
     pub fn asked_score(&self, text: &str) -> u32 {
-        let words: HashSet<String> = fold_words(text).collect();
-        let own = self
-            .terms
-            .iter()
-            .filter(|(term, weight)| *weight == 1 && words.iter().any(|word| same_stem(term, word)))
-            .count() as u32;
-        let number = self.asks_quantity && words.iter().any(|word| word.chars().any(|c| c.is_ascii_digit()));
+        let words = TextWords::of(text);
+        let own = self.terms.iter().filter(|(term, weight)| *weight == 1 && self.holds(&words, term)).count() as u32;
+        let number = self.asks_quantity && words.folded.iter().any(|word| word.chars().any(|c| c.is_ascii_digit()));
         own + u32::from(number)
+    }
+
+    /// Whether `words` hold `term`: the word itself, a word it begins (or that begins it,
+    /// [`same_stem`]), or another form of it (a shared Snowball stem).
+    fn holds(&self, words: &TextWords, term: &str) -> bool {
+        words.folded.iter().any(|word| same_stem(term, word))
+            || self.stems.get(term).is_some_and(|stems| stems.iter().any(|stem| words.stems.contains(stem)))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -113,6 +139,7 @@ impl QueryTerms {
         let dropped: HashSet<String> = names.iter().flat_map(|name| content_words(name)).collect();
         QueryTerms {
             terms: self.terms.iter().filter(|(term, _)| !dropped.contains(term)).cloned().collect(),
+            stems: self.stems.clone(),
             asks_quantity: self.asks_quantity,
             asks_when: self.asks_when,
         }
@@ -120,10 +147,10 @@ impl QueryTerms {
 
     /// How much `text` is about the question: the weights of the distinct terms it holds.
     pub fn score(&self, text: &str) -> u32 {
-        let words: HashSet<String> = fold_words(text).collect();
+        let words = TextWords::of(text);
         self.terms
             .iter()
-            .filter(|(term, _)| words.iter().any(|word| same_stem(term, word)))
+            .filter(|(term, _)| self.holds(&words, term))
             .map(|(_, weight)| weight)
             .sum()
     }
@@ -143,7 +170,29 @@ fn content_words(text: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 fn fold_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(fold)
+    raw_words(text).map(fold)
+}
+
+fn raw_words(text: &str) -> impl Iterator<Item = &str> + '_ {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty())
+}
+
+/// A text's words as [`QueryTerms`] matches them: folded, and their stems.
+struct TextWords {
+    folded: HashSet<String>,
+    stems: HashSet<String>,
+}
+
+impl TextWords {
+    fn of(text: &str) -> TextWords {
+        let mut words = TextWords { folded: HashSet::new(), stems: HashSet::new() };
+        for raw in raw_words(text) {
+            if words.folded.insert(fold(raw)) {
+                words.stems.extend(crate::text::stems(raw));
+            }
+        }
+        words
+    }
 }
 
 fn same_stem(term: &str, word: &str) -> bool {
@@ -605,6 +654,12 @@ pub(crate) fn sentences(text: &str) -> Vec<String> {
         push_sentence(&mut found, &joined[start..]);
     }
     found
+}
+
+/// Whether `sentence` announces what follows it («Lucio cuenta que tenía pesadillas:» before a
+/// list): alone it promises something it does not say, so it is read with the next one.
+pub(crate) fn leads_into_next(sentence: &str) -> bool {
+    sentence.trim_end().ends_with(':')
 }
 
 fn push_sentence(found: &mut Vec<String>, sentence: &str) {

@@ -19,7 +19,9 @@
 
 use crate::corpus::Label;
 
-use super::passages::{EXCERPT_MAX_CHARS, Excerpt, MAX_EXCERPTS, QueryTerms, links_as_text, sentences};
+use super::passages::{
+    EXCERPT_MAX_CHARS, Excerpt, MAX_EXCERPTS, QueryTerms, leads_into_next, links_as_text, sentences,
+};
 use crate::text::shorten;
 
 /// RRF damping, as the retrieval paths are fused (`retrieve::fuse`): 60 is the standard value
@@ -42,14 +44,15 @@ const LEANING_OPENERS: [&str; 17] = [
     "his", "her", "their",
 ];
 
-/// A quote in the making: sentences `first..=last` of fragment `fragment`, as one text.
+/// A quote in the making: sentences `first..=last` of fragment `fragment`, as one text: its
+/// own sentence, with the one before when it leans on it and the one after when it announces it.
 #[derive(Debug, Clone)]
 struct Unit {
     fragment: usize,
     first: usize,
     last: usize,
     text: String,
-    /// Its last sentence, the one ranked (the first, when it leans on it, only comes along).
+    /// The sentence ranked (the one it leans on, or the one it announces, only comes along).
     own: String,
 }
 
@@ -83,8 +86,9 @@ fn units_of(fragments: &[(&str, &str)]) -> Vec<Unit> {
         let own = sentences(&links_as_text(text));
         for (at, sentence) in own.iter().enumerate() {
             let first = if at > 0 && leans_on_previous(sentence) { at - 1 } else { at };
-            let text = own[first..=at].join(" ");
-            units.push(Unit { fragment, first, last: at, text, own: sentence.clone() });
+            let last = if at + 1 < own.len() && leads_into_next(sentence) { at + 1 } else { at };
+            let text = own[first..=last].join(" ");
+            units.push(Unit { fragment, first, last, text, own: sentence.clone() });
         }
     }
     units
@@ -100,7 +104,7 @@ fn signals_of(unit: &Unit, terms: &QueryTerms, similarity: &dyn Fn(&str) -> Opti
         all_terms: terms.score(&unit.text),
         similarity: similarity(&unit.text),
         number: terms.asks_number() && holds_number(&unit.text),
-        own_holds_term: unit.first == unit.last || terms.score(&unit.own) > 0 || terms.asked_score(&unit.own) > 0,
+        own_holds_term: terms.score(&unit.own) > 0 || terms.asked_score(&unit.own) > 0,
     }
 }
 
@@ -165,6 +169,9 @@ pub fn rank_quotes(
     let _span = tracing::info_span!("answer.quotes", n_fragments = fragments.len()).entered();
     let units = units_of(fragments);
     let signals: Vec<Signals> = units.iter().map(|unit| signals_of(unit, terms, similarity)).collect();
+    let best_asked = signals.iter().filter(|s| s.asked > 0).filter_map(|s| s.similarity).fold(f32::MIN, f32::max);
+    let best_other = signals.iter().filter(|s| s.asked == 0).filter_map(|s| s.similarity).fold(f32::MIN, f32::max);
+    tracing::debug!(best_asked, best_other, "calibration");
     if terms.asks_beyond_names() && !signals.iter().any(|signals| signals.asked > 0) {
         tracing::debug!(n_units = units.len(), "no sentence holds what the question asks");
         return Vec::new();
@@ -264,6 +271,15 @@ mod tests {
         );
         assert!(leans_on_previous("Él huyó.") && leans_on_previous("Then they left.") && leans_on_previous("«Allí, nada."));
         assert!(!leans_on_previous("El archiduque huyó.") && !leans_on_previous("Italia queda lejos."));
+    }
+
+    #[test]
+    fn a_sentence_that_announces_the_next_is_quoted_with_it() {
+        let notes = "Lucio cuenta que el archiduque tenía pesadillas:\n\n- Soñaba con un pozo lleno de sal.\n- Oía voces.";
+        check(&[("Sesión 10", notes)], "¿Qué pesadillas tenía el archiduque?", &["archiduque"], &[], &[
+            "Sesión 10: Lucio cuenta que el archiduque tenía pesadillas: Soñaba con un pozo lleno de sal.",
+        ]);
+        assert!(leads_into_next("Lucio cuenta: ") && !leads_into_next("Hora: las tres."));
     }
 
     #[test]

@@ -141,9 +141,11 @@ pub(super) fn print_sources(answer: &crate::oracle::Answer) {
         println!("\n(no sources cited)");
     } else {
         println!("\nSources:");
+        // Quotes are their own excerpts: the answer above already shows each note's words.
+        let quotes = !answer.quoted.is_empty();
         for citation in valid {
             println!("  [{}] {}", citation.label, citation.source_path.as_deref().unwrap_or(""));
-            if let Some(excerpt) = &citation.excerpt {
+            if let Some(excerpt) = citation.excerpt.as_ref().filter(|_| !quotes) {
                 println!("      {excerpt}");
             }
         }

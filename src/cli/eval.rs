@@ -5,6 +5,7 @@ use anyhow::Context;
 use super::EvalArgs;
 use super::ingest::run_ingest;
 use super::{campaign_paths, open_oracle};
+use crate::app::open_answerer;
 
 pub(super) async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     if !args.compare.is_empty() {
@@ -31,8 +32,9 @@ pub(super) async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
         None => anyhow::bail!("--questions FILE is required for a campaign other than the built-in sample"),
     };
     if !args.no_ingest {
-        let summary =
-            run_ingest(&config, !args.retrieval_only, !args.campaign.json, crate::ingest::Removal::Guarded).await?;
+        // Annotations feed the rerank before a model's answer; quotes need none.
+        let annotate = !args.retrieval_only && !config.answer.quotes();
+        let summary = run_ingest(&config, annotate, !args.campaign.json, crate::ingest::Removal::Guarded).await?;
         eprintln!(
             "eval: ingested {} ({} fragments, {} embedded){}",
             summary.campaign,
@@ -44,7 +46,8 @@ pub(super) async fn eval(args: &EvalArgs) -> anyhow::Result<()> {
             }
         );
     }
-    let mut oracle = open_oracle(&config).await?;
+    // As `oraculo ask` answers: with `chat.answer_style = "quotes"` no chat model is loaded.
+    let mut oracle = open_answerer(&config).await?;
     oracle.set_k(args.k.max(1));
     if let Some(mode) = args.answer_mode {
         oracle.set_mode(mode);

@@ -1,7 +1,8 @@
 //! The naive baseline the design is measured against: what a three-step RAG tutorial builds.
 //! Every note's player-visible text cut blindly into fixed windows of
 //! [`BASELINE_WINDOW_WORDS`] words (across session boundaries, headers ignored), embedded with
-//! the same embedder, searched by cosine alone, top `k`.
+//! the same embedder and indexed by BM25 (FTS5, in memory), the two window lists fused by
+//! reciprocal rank (K = [`crate::retrieve::RRF_K`]), top `k` windows.
 //!
 //! A window that straddles two sessions carries both labels, which flatters the baseline:
 //! its hits are an upper bound.
@@ -11,9 +12,10 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::corpus::{Label, Visibility, content_hash};
+use crate::corpus::{FragmentId, Label, Visibility, content_hash};
 use crate::index::Index;
 use crate::llm::{EmbedRole, Embedder, cosine};
+use crate::retrieve::{RetrievalPath, bm25::fts_query, fuse_weighted};
 
 /// "Fixed 300-word windows": the tutorial's chunk size, no overlap.
 pub const BASELINE_WINDOW_WORDS: usize = 300;
@@ -25,10 +27,39 @@ struct Window {
     vector: Vec<f32>,
 }
 
-/// The baseline's in-memory "index": brute-force cosine over every window.
-#[derive(Debug)]
+/// The baseline's in-memory "index": brute-force cosine over every window, and an FTS5
+/// table of the same windows (rowid = the window's place).
 pub struct Baseline {
     windows: Vec<Window>,
+    bm25: rusqlite::Connection,
+}
+
+impl std::fmt::Debug for Baseline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Baseline").field("windows", &self.windows.len()).finish_non_exhaustive()
+    }
+}
+
+/// The windows' BM25 table, with the index's own tokenizer (accents folded).
+fn bm25_table(texts: &[&str]) -> anyhow::Result<rusqlite::Connection> {
+    let connection = rusqlite::Connection::open_in_memory().context("opening the baseline's BM25 table")?;
+    connection
+        .execute_batch("CREATE VIRTUAL TABLE windows USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2');")?;
+    {
+        let mut insert = connection.prepare("INSERT INTO windows (rowid, text) VALUES (?1, ?2)")?;
+        for (n, text) in texts.iter().enumerate() {
+            insert.execute(rusqlite::params![n as i64, text])?;
+        }
+    }
+    Ok(connection)
+}
+
+/// What the naive baseline finds for a question: the labels of its top `k` windows, fused
+/// (what a tutorial builds today), and by cosine alone (what it built before hybrid search).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaselineHits {
+    pub hybrid: Vec<String>,
+    pub dense: Vec<String>,
 }
 
 /// A fragment's text with where it sits in its file and the label it carries.
@@ -104,9 +135,11 @@ impl Baseline {
             && vectors.len() == cut.len()
         {
             tracing::info!(windows = vectors.len(), "eval: baseline vectors from the cache");
+            let bm25 = bm25_table(&cut.iter().map(|(_, text)| text.as_str()).collect::<Vec<_>>())?;
             let windows = cut.into_iter().zip(vectors).map(|((labels, _), vector)| Window { labels, vector }).collect();
-            return Ok(Baseline { windows });
+            return Ok(Baseline { windows, bm25 });
         }
+        let bm25 = bm25_table(&cut.iter().map(|(_, text)| text.as_str()).collect::<Vec<_>>())?;
         let mut windows = Vec::with_capacity(cut.len());
         for batch in cut.chunks(batch_size.max(1)) {
             let texts: Vec<String> = batch.iter().map(|(_, text)| text.clone()).collect();
@@ -132,33 +165,56 @@ impl Baseline {
                 tracing::warn!(error = %err, path = %cache_file.display(), "the baseline's vectors were not cached");
             }
         }
-        Ok(Baseline { windows })
+        Ok(Baseline { windows, bm25 })
     }
 
     pub fn windows(&self) -> usize {
         self.windows.len()
     }
 
-    /// The labels of the `k` windows nearest to `question` (best first, each label once).
-    pub async fn search(&self, embedder: &dyn Embedder, question: &str, k: usize) -> anyhow::Result<Vec<String>> {
+    /// The labels of the `k` windows the two lists fuse first, and of the `k` nearest by
+    /// cosine alone (each best first, each label once).
+    pub async fn search(&self, embedder: &dyn Embedder, question: &str, k: usize) -> anyhow::Result<BaselineHits> {
         let query = embedder
             .embed(&[question.to_string()], EmbedRole::Query)
             .await
             .context("embedding the question for the baseline")?
             .pop()
             .unwrap_or_default();
+        let depth = crate::retrieve::path_depth(k);
         let mut scored: Vec<(f32, usize)> =
             self.windows.iter().enumerate().map(|(n, window)| (cosine(&window.vector, &query), n)).collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let dense: Vec<FragmentId> = scored.iter().take(depth).map(|(_, n)| FragmentId(*n as i64)).collect();
+        let bm25 = self.bm25_windows(question, depth).context("the baseline's BM25 search")?;
+        let lists = [(RetrievalPath::Dense, 1.0, dense), (RetrievalPath::Bm25, 1.0, bm25)];
+        let fused = fuse_weighted(&lists, k);
+        let hybrid = self.labels_of(fused.iter().map(|entry| entry.fragment_id.0 as usize));
+        let dense = self.labels_of(scored.iter().take(k).map(|(_, n)| *n));
+        Ok(BaselineHits { hybrid, dense })
+    }
+
+    /// The labels of `windows` (their places), in order, each once.
+    fn labels_of(&self, windows: impl Iterator<Item = usize>) -> Vec<String> {
         let mut labels: Vec<String> = Vec::new();
-        for (_, n) in scored.into_iter().take(k) {
+        for n in windows {
             for label in &self.windows[n].labels {
                 if !labels.contains(label) {
                     labels.push(label.clone());
                 }
             }
         }
-        Ok(labels)
+        labels
+    }
+
+    /// The windows BM25 ranks first for `question` (as ids: their places), at most `depth`.
+    fn bm25_windows(&self, question: &str, depth: usize) -> anyhow::Result<Vec<FragmentId>> {
+        let Some(query) = fts_query(question) else { return Ok(Vec::new()) };
+        let mut statement = self.bm25.prepare_cached(
+            "SELECT rowid FROM windows WHERE windows MATCH ?1 ORDER BY bm25(windows), rowid LIMIT ?2",
+        )?;
+        let rows = statement.query_map(rusqlite::params![query, depth as i64], |row| row.get::<_, i64>(0))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?.into_iter().map(FragmentId).collect())
     }
 }
 

@@ -270,36 +270,44 @@ pub fn compare(banks: &[BankRows]) -> Comparison {
 }
 
 impl Comparison {
-    /// The table: each rule's hits per bank, its total and its worst bank against plain RRF;
-    /// then the leave-one-bank-out choices.
+    /// The table: each rule's hits per bank, its total, and its worst bank against plain RRF
+    /// and (where every report ran it) against the naive baseline, the floor no rule may fall
+    /// below; then the leave-one-bank-out choices.
     pub fn render(&self) -> String {
         let width = self.banks.iter().map(|bank| bank.chars().count()).max().unwrap_or(4).max(6);
+        let naive: Option<Vec<usize>> = self.naive.iter().copied().collect();
         let mut out = format!("{:<44}", "top-8 hits");
         for bank in &self.banks {
             out.push_str(&format!(" {bank:>width$}"));
         }
-        out.push_str("  total  worst vs plain\n");
+        out.push_str("  total  worst vs plain");
+        out.push_str(if naive.is_some() { "  worst vs naive\n" } else { "\n" });
         out.push_str(&format!("{:<44}", "answerable questions"));
         for n in &self.questions {
             out.push_str(&format!(" {n:>width$}"));
         }
         out.push_str(&format!("  {:>5}\n", self.questions.iter().sum::<usize>()));
         let plain = &self.rules[0].1;
+        let worst = |scores: &[usize], against: &[usize]| {
+            scores.iter().zip(against).map(|(a, b)| *a as i64 - *b as i64).min().unwrap_or(0)
+        };
         let mut line = |name: &str, scores: &[usize]| {
             out.push_str(&format!("{name:<44}"));
             for n in scores {
                 out.push_str(&format!(" {n:>width$}"));
             }
-            let worst = scores.iter().zip(plain).map(|(a, b)| *a as i64 - *b as i64).min().unwrap_or(0);
-            out.push_str(&format!("  {:>5}  {worst:+}\n", scores.iter().sum::<usize>()));
+            out.push_str(&format!("  {:>5}  {:>+14}", scores.iter().sum::<usize>(), worst(scores, plain)));
+            if let Some(naive) = &naive {
+                out.push_str(&format!("  {:>+14}", worst(scores, naive)));
+            }
+            out.push('\n');
         };
         for (name, scores) in &self.rules {
             line(name, scores);
         }
         line("shipped (the report's full pipeline)", &self.shipped);
-        if self.naive.iter().all(Option::is_some) {
-            let naive: Vec<usize> = self.naive.iter().map(|n| n.unwrap_or(0)).collect();
-            line("naive (the report's baseline)", &naive);
+        if let Some(naive) = &naive {
+            line("naive (the report's baseline)", naive);
         }
         out.push_str(
             "\nLeave one bank out: the rule with the best total on the other banks, scored on the one left out\n",

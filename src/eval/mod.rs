@@ -21,6 +21,7 @@ use crate::corpus::FragmentId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use crate::answer::AnswerStyle;
 use crate::index::Index;
 use crate::oracle::{AnswerEvent, AnswerTimings, AskRequest, Oracle, Pipeline, Prepared};
 use crate::retrieve::bm25::Bm25Scoring;
@@ -29,7 +30,9 @@ use crate::retrieve::{Audience, CompendiumIndex, PathSet, RetrievalPath};
 
 pub use bank::{EvalQuestion, FromPlay, QuestionKind, load_bank};
 pub use baseline::{BASELINE_WINDOW_WORDS, Baseline};
-pub use score::{EvalReport, FULL_PIPELINE, FUSION_ONLY, Found, NAIVE_BASELINE, QuestionRow, RunInfo, WITHOUT_TIME};
+pub use score::{
+    EvalReport, FULL_PIPELINE, FUSION_ONLY, Found, NAIVE_BASELINE, NAIVE_DENSE, QuestionRow, RunInfo, WITHOUT_TIME,
+};
 
 /// Which questions get an answer generated and scored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,7 +164,7 @@ pub async fn run_eval(
     let mut variant_order = vec![FULL_PIPELINE.to_string(), FUSION_ONLY.to_string(), WITHOUT_TIME.to_string()];
     if options.ablations {
         variant_order.extend(path_variants().into_iter().map(PathSet::name));
-        variant_order.push(NAIVE_BASELINE.to_string());
+        variant_order.extend([NAIVE_BASELINE.to_string(), NAIVE_DENSE.to_string()]);
     }
 
     let mut rows = Vec::with_capacity(bank.len());
@@ -255,11 +258,26 @@ async fn eval_question(
         score.cut_short = answer.cut_short.is_some();
         (score.model_sentences, score.recited, score.dropped) =
             (answer.model_sentences, answer.recited.len(), answer.ungrounded.len());
-        let answer_shown =
-            expected.iter().any(|label| answer.fragments_shown.iter().any(|shown| shown.label == *label));
+        // Quotes are chosen from every chosen fragment; a model reads those shown in full.
+        let quoted = oracle.answer_style() == AnswerStyle::Quotes;
+        let answer_shown = if quoted {
+            expected.iter().any(|label| full.chosen.iter().any(|chosen| chosen.label == *label))
+        } else {
+            expected.iter().any(|label| answer.fragments_shown.iter().any(|shown| shown.label == *label))
+        };
+        if quoted {
+            // A quote that says «no» is the note's, not the answer's: a quoted answer abstains
+            // when it quotes nothing.
+            score.abstained = answer.quoted.is_empty();
+        }
         score.abstained_with_answer_shown =
             question.kind != bank::QuestionKind::Unanswerable && score.abstained && answer_shown;
-        score.seconds = Some(answer.timings.generation_ms / 1000.0);
+        // A quoted answer's time is the whole answer's (no model writes it).
+        let spent_ms = if quoted { answer.timings.total_ms } else { answer.timings.generation_ms };
+        score.seconds = Some(spent_ms / 1000.0);
+        if quoted {
+            score.key_facts_in_candidates = Some(score::key_facts_in(question, &full.quotable_text()).0);
+        }
         score.budget_seconds = answer.context_plan.answer_seconds;
         if question.kind == bank::QuestionKind::Chronology {
             // The model's own order: the sentences kept under it follow the notes'.
@@ -281,12 +299,12 @@ async fn eval_question(
         }
     }
     if let Some(baseline) = baseline {
-        let labels = baseline.search(oracle.embedder().as_ref(), &question.question, oracle.k()).await?;
-        let top = score::labels_found(&expected, labels.iter().map(String::as_str));
-        variants.insert(
-            NAIVE_BASELINE.to_string(),
-            Found { pool: top.clone(), top: top.clone(), full: top.clone(), context: top, pool_size: labels.len() },
-        );
+        let hits = baseline.search(oracle.embedder().as_ref(), &question.question, oracle.k()).await?;
+        for (variant, labels) in [(NAIVE_BASELINE, &hits.hybrid), (NAIVE_DENSE, &hits.dense)] {
+            let top = score::labels_found(&expected, labels.iter().map(String::as_str));
+            let found = Found { pool: top.clone(), top: top.clone(), full: top.clone(), context: top, pool_size: labels.len() };
+            variants.insert(variant.to_string(), found);
+        }
     }
 
     // Unanswerable questions list no key facts, and the summary counts answerable ones only.

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::answer::passages::GAP_MARK;
+use crate::answer::passages::{Excerpt, GAP_MARK};
 use crate::answer::{AnswerMode, Context, ValidatedAnswer};
 use crate::corpus::{FragmentId, Label, NoteKind, SessionNumber};
 use crate::index::StoredFragment;
@@ -29,7 +29,8 @@ pub struct CitationSource {
     pub session: Option<SessionNumber>,
     pub kind: Option<NoteKind>,
     pub fragment_id: Option<FragmentId>,
-    /// The start of the cited fragment (or its summary, when only the summary was shown).
+    /// What an extractive answer quoted of the note; else the start of the cited fragment
+    /// (or its summary, when only the summary was shown).
     pub excerpt: Option<String>,
     /// Times the answer cites it.
     pub count: usize,
@@ -200,6 +201,19 @@ pub(super) fn citation_sources(
             source
         })
         .collect()
+}
+
+/// An extractive answer's sources show what it quoted of each note (two quotes of one note
+/// joined by « … »): the reader checks the words cited, not the note's opening, which may
+/// say something else.
+pub(super) fn excerpts_from_quotes(citations: &mut [CitationSource], quoted: &[Excerpt]) {
+    for source in citations.iter_mut().filter(|source| source.valid) {
+        let own: Vec<&str> =
+            quoted.iter().filter(|quote| quote.label.as_str() == source.label).map(|quote| quote.text.as_str()).collect();
+        if !own.is_empty() {
+            source.excerpt = Some(shorten(&own.join(" … "), EXCERPT_CHARS));
+        }
+    }
 }
 
 /// The first `EXCERPT_CHARS` characters of a fragment, cut at a word, on one line.

@@ -27,7 +27,7 @@ use crate::llm::chat::{ChatMessage, ChatRequest, ChatResponse, TokenSink};
 use crate::llm::{EmbedRole, LlmError, SupportFloor};
 use crate::prompt::{answer_messages, structured_answer_messages, structured_retry_message};
 
-use super::answer::{Answer, AnswerTimings, ShownSource, citation_sources};
+use super::answer::{Answer, AnswerTimings, ShownSource, citation_sources, excerpts_from_quotes};
 use super::{AskError, Oracle, Prepared};
 
 /// Structured replies tried before the answer becomes extractive: the first, and one retry
@@ -195,7 +195,10 @@ impl Oracle {
             tracing::warn!(n_invented = validated.invented.len(), "the answer cited labels it was not shown");
             tracing::debug!(invented = ?validated.invented, "the labels it invented");
         }
-        let citations = citation_sources(&validated, context, texts, &search.candidates);
+        let mut citations = citation_sources(&validated, context, texts, &search.candidates);
+        if made.mode == AnswerMode::Extractive {
+            excerpts_from_quotes(&mut citations, &made.quoted);
+        }
         let shown = |fragment_id, label: &Label, session| ShownSource { fragment_id, label: label.clone(), session };
         Answer {
             question: question.clone(),
@@ -512,6 +515,18 @@ pub(super) fn quotable_fragments(prepared: &Prepared) -> Vec<(&str, &str)> {
             Some((candidate.label.as_str(), stored.fragment.text.as_str()))
         })
         .collect()
+}
+
+impl Prepared {
+    /// Every sentence a quoted answer chooses from, as one text: an arc question's story
+    /// lines, else the chosen fragments it quotes from. What the eval holds the ranking's
+    /// choice against (a key fact missing here was not the ranking's to find).
+    pub fn quotable_text(&self) -> String {
+        match self.context.arc.as_ref().filter(|arc| !arc.lines.is_empty()) {
+            Some(arc) => arc.lines.iter().map(|line| line.text.as_str()).collect::<Vec<_>>().join("\n"),
+            None => quotable_fragments(self).iter().map(|(_, text)| *text).collect::<Vec<_>>().join("\n"),
+        }
+    }
 }
 
 /// Whether the question names sessions and some of them were chosen.

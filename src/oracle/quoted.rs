@@ -83,6 +83,7 @@ impl Oracle {
                     .collect();
                 tracing::debug!(
                     n_sentences = similarity.len(),
+                    best = similarity.values().copied().fold(f32::MIN, f32::max),
                     ms = started.elapsed().as_secs_f64() * 1000.0,
                     "quotable sentences weighed by meaning"
                 );

@@ -3,7 +3,7 @@
 //! binary saves.
 
 use oraculo::eval::{
-    AnswerScope, EvalOptions, EvalQuestion, FULL_PIPELINE, FUSION_ONLY, NAIVE_BASELINE, RunInfo, run_eval,
+    AnswerScope, EvalOptions, EvalQuestion, FULL_PIPELINE, FUSION_ONLY, NAIVE_BASELINE, NAIVE_DENSE, RunInfo, run_eval,
 };
 use oraculo::oracle::{AnswerSettings, Oracle};
 
@@ -54,7 +54,8 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
             "dense+bm25+entity+time [bm25 by best passage]",
             "bm25 [bm25 by best two passages]",
             "dense+bm25+entity+time [bm25 by best two passages]",
-            NAIVE_BASELINE
+            NAIVE_BASELINE,
+            NAIVE_DENSE
         ]
     );
     assert_eq!(report.errors, 0);
@@ -66,6 +67,7 @@ async fn eval_runs_every_variant_and_scores_the_answers() {
     assert_eq!(puente.variants["bm25"].top, ["Sesión 7"]);
     assert_eq!(puente.variants[FUSION_ONLY].top, ["Sesión 7"]);
     assert_eq!(puente.variants[NAIVE_BASELINE].top, ["Sesión 7"]);
+    assert_eq!(puente.variants[NAIVE_DENSE].top, ["Sesión 7"]);
     assert_eq!(puente.rerank.as_deref(), Some("skipped: missing_annotation"));
     let answer = puente.answer.as_ref().unwrap();
     assert!(answer.supported && !answer.abstained);

@@ -58,6 +58,10 @@ pub struct AnswerScore {
     pub dropped: usize,
     /// The answer says the notes do not hold it while a note that does was shown in full.
     pub abstained_with_answer_shown: bool,
+    /// For an answer that quotes the notes: the key facts in every sentence it chose from
+    /// (`Prepared::quotable_text`), the most a perfect choice could have quoted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_facts_in_candidates: Option<Vec<String>>,
 }
 
 /// How a player's final answer was made from the model's and the instant one
@@ -143,6 +147,7 @@ impl AnswerScore {
             recited: 0,
             dropped: 0,
             abstained_with_answer_shown: false,
+            key_facts_in_candidates: None,
         }
     }
 }
@@ -240,6 +245,8 @@ pub struct AnswerSummary {
     pub dropped: usize,
     /// Answerable questions answered «not in the notes» with an answering note shown in full.
     pub abstained_with_answer_shown: usize,
+    /// Quoted answers: the key facts in every sentence they chose from (`None`: no answer quoted).
+    pub key_facts_in_candidates: Option<usize>,
     /// Answers the model was stopped in at its deadline.
     pub cut_short: usize,
     /// Seconds per answer's generation, p50 and p95.
@@ -311,6 +318,10 @@ impl AnswerSummary {
             recited: answered.iter().map(|(_, answer)| answer.recited).sum(),
             dropped: answered.iter().map(|(_, answer)| answer.dropped).sum(),
             abstained_with_answer_shown: answered.iter().filter(|(_, a)| a.abstained_with_answer_shown).count(),
+            key_facts_in_candidates: with_facts
+                .iter()
+                .map(|(_, a)| a.key_facts_in_candidates.as_ref().map(Vec::len))
+                .sum::<Option<usize>>(),
             cut_short: answered.iter().filter(|(_, answer)| answer.cut_short).count(),
             seconds_p50: percentile(&seconds, 0.5),
             seconds_p95: percentile(&seconds, 0.95),

@@ -243,6 +243,13 @@ held {}/{}",
             a.key_facts_in_material,
             a.key_facts
         );
+        if let Some(candidates) = a.key_facts_in_candidates {
+            let _ = writeln!(
+                out,
+                "  quoted from          every sentence the quotes were chosen from held {candidates}/{} key facts",
+                a.key_facts
+            );
+        }
         let _ = writeln!(out, "  arc key facts        {}", share(a.arc_key_facts_found, a.arc_key_facts));
         if let (Some(model), Some(arc_model)) = (a.model_key_facts_found, a.arc_model_key_facts_found) {
             let _ = writeln!(
