@@ -691,7 +691,7 @@ mod tests {
         check_change(Modify(ModifyKind::Name(RenameMode::To)), "Sesion 4.md", true);
         // A folder moved away: gone, so asked by its name.
         check_change(Remove(RemoveKind::Folder), "Sesiones", true);
-        // Issue 38: a folder with a dot in its name, moved to `.trash/` or out of the vault.
+        // A folder with a dot in its name, moved to `.trash/` or out of the vault.
         check_change(Remove(RemoveKind::Any), "Arco.Viejo", true);
         check_change(Modify(ModifyKind::Name(RenameMode::From)), "Arco.Viejo/Mapas", true);
         check_change(Remove(RemoveKind::File), "imagen.png", false);

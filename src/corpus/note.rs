@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::RangeInclusive;
 
-use super::markdown::{self, Body, TextMarkers, diagnostic};
+use super::markdown::{self, Body, FrontMatter, TextMarkers, diagnostic};
 use super::secrets::SecretNotes;
 use super::session::{session_from_file_name, session_from_patterns};
 use super::{
@@ -131,14 +131,7 @@ fn read_note(
         TextMarkers::in_text(text),
         &mut diagnostics,
     );
-    // A note-level mark: front matter, or a tag holding a GM word (`#secreto`, `tags: [gm]`).
-    let tagged = front.tags.iter().map(|tag| (None, tag)).chain(body.tags.iter().map(|(at, tag)| (Some(*at), tag)));
-    let gm_tag = tagged.into_iter().find_map(|(at, tag)| {
-        let word = config.gm_word_in(tag)?;
-        let line = at.map(|at: usize| u32::try_from(at + 1).unwrap_or(u32::MAX));
-        Some(HiddenBecause::new(line, "tag", &format!("#{tag}"), word))
-    });
-    let mark = front.hidden_because.take().or(gm_tag);
+    let mark = note_level_mark(&mut front, &body, config);
     if front.gm_only || mark.is_some() {
         note.visibility = Visibility::DmOnly;
         if note.hidden_because.is_none() {
@@ -159,17 +152,7 @@ fn read_note(
     note.aliases = std::mem::take(&mut front.aliases);
     note.tags = merge_tags(&front.tags, &body.tags);
     note.declared_type = front.declared_type.clone();
-    // Session-like notes: `sessions: [81, 82]` in the front matter (the first one orders and
-    // slots the note), else the configured patterns over the file name and first heading.
-    let first_heading = body.visible[front.body_start.min(body.visible.len())..]
-        .iter()
-        .find(|line| line.trim_start().starts_with('#'))
-        .map(String::as_str);
-    note.session = front
-        .session
-        .or_else(|| front.sessions.first().copied())
-        .or_else(|| session_from_file_name(path))
-        .or_else(|| session_from_patterns(&config.session_patterns, path, first_heading));
+    note.session = note_session(&front, &body, config, path);
     let sessions = if front.session.is_none() { front.sessions.clone() } else { Vec::new() };
 
     let kind_hint = front
@@ -193,6 +176,33 @@ fn read_note(
     note.blocks = blocks;
     note.links = body.links;
     ReadNote { note, diagnostics, link_targets }
+}
+
+/// Why the whole note is GM-only, if a note-level mark says so: its front matter (taken from
+/// `front`), or a tag holding a GM word (`#secreto`, `tags: [gm]`).
+fn note_level_mark(front: &mut FrontMatter, body: &Body, config: &CorpusConfig) -> Option<HiddenBecause> {
+    let tagged = front.tags.iter().map(|tag| (None, tag)).chain(body.tags.iter().map(|(at, tag)| (Some(*at), tag)));
+    let gm_tag = tagged.into_iter().find_map(|(at, tag)| {
+        let word = config.gm_word_in(tag)?;
+        let line = at.map(|at: usize| u32::try_from(at + 1).unwrap_or(u32::MAX));
+        Some(HiddenBecause::new(line, "tag", &format!("#{tag}"), word))
+    });
+    front.hidden_because.take().or(gm_tag)
+}
+
+/// The session of a session-like note: `session:`, or `sessions: [81, 82]` in the front matter
+/// (the first one orders and slots the note), else the configured patterns over the file name
+/// and first heading.
+fn note_session(front: &FrontMatter, body: &Body, config: &CorpusConfig, path: &str) -> Option<SessionNumber> {
+    let first_heading = body.visible[front.body_start.min(body.visible.len())..]
+        .iter()
+        .find(|line| line.trim_start().starts_with('#'))
+        .map(String::as_str);
+    front
+        .session
+        .or_else(|| front.sessions.first().copied())
+        .or_else(|| session_from_file_name(path))
+        .or_else(|| session_from_patterns(&config.session_patterns, path, first_heading))
 }
 
 /// The kind and blocks of a note that is not empty: one named block for a sheet or a world

@@ -169,23 +169,7 @@ pub async fn run_with_client(
     // 2. The oracles: one per campaign over one embedder and one chat model, opened as the
     // CLI opens them.
     let opened = crate::app::open_campaigns(&config).await.context("opening the campaigns' oracles")?;
-    // The DM reads in the start log how much the notes hide (`oraculo secrets` lists it).
-    for campaign in &opened {
-        match crate::app::audit_secrets(&config, &campaign.named.campaign) {
-            Ok((_, audit)) => tracing::info!(
-                campaign = %campaign.named.name,
-                hidden_notes = audit.hidden_notes.len(),
-                hidden_spans = audit.hidden_passages.len(),
-                check_lines = audit.check.len(),
-                "GM-only: {} note(s) and {} span(s) hidden from players (`oraculo secrets` lists them)",
-                audit.hidden_notes.len(),
-                audit.hidden_passages.len()
-            ),
-            Err(err) => {
-                tracing::warn!(campaign = %campaign.named.name, "the secrets audit could not read the notes: {err:#}");
-            }
-        }
-    }
+    log_secrets_audits(&config, &opened);
     let batch_size = config.embedder.batch_size();
 
     // 3. The shared state.
@@ -211,26 +195,8 @@ pub async fn run_with_client(
     };
     tracing::info!(?data, concurrency = discord.concurrency, "bot state ready");
 
-    // 4. The framework: commands, the error handler, the event handler; commands are
-    // registered once connected.
-    let framework = poise::Framework::builder()
-        .options(poise::FrameworkOptions {
-            commands: commands::commands(),
-            command_check: Some(|ctx| Box::pin(access::place_check(ctx))),
-            on_error: |error| Box::pin(errors::on_error(error)),
-            event_handler: |ctx, event, framework, data| Box::pin(events::handle(ctx, event, framework, data)),
-            allowed_mentions: Some(embeds::no_mentions()),
-            ..Default::default()
-        })
-        .initialize_owners(false)
-        .setup(move |ctx, ready, framework| {
-            Box::pin(async move {
-                register_commands(ctx, &framework.options().commands, &guild_ids).await;
-                tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
-                Ok(data)
-            })
-        })
-        .build();
+    // 4. The framework: commands, the error handler, the event handler.
+    let framework = framework(data, guild_ids);
 
     // 5. The client: REST straight to Discord, or through the configured proxy.
     let http = rest_http(token.expose(), rest_client, &discord);
@@ -264,6 +230,50 @@ pub async fn run_with_client(
     }
     tracing::info!("bot stopped");
     Ok(())
+}
+
+/// Logs each campaign's secrets audit: the DM reads in the start log how much the notes hide
+/// (`oraculo secrets` lists it).
+fn log_secrets_audits(config: &Config, opened: &[crate::app::OpenCampaign]) {
+    for campaign in opened {
+        match crate::app::audit_secrets(config, &campaign.named.campaign) {
+            Ok((_, audit)) => tracing::info!(
+                campaign = %campaign.named.name,
+                hidden_notes = audit.hidden_notes.len(),
+                hidden_spans = audit.hidden_passages.len(),
+                check_lines = audit.check.len(),
+                "GM-only: {} note(s) and {} span(s) hidden from players (`oraculo secrets` lists them)",
+                audit.hidden_notes.len(),
+                audit.hidden_passages.len()
+            ),
+            Err(err) => {
+                tracing::warn!(campaign = %campaign.named.name, "the secrets audit could not read the notes: {err:#}");
+            }
+        }
+    }
+}
+
+/// The poise framework over `data`: the commands, the place check, the error handler, the
+/// event handler, no mentions; the commands are registered in `guild_ids` once connected.
+fn framework(data: Data, guild_ids: Vec<u64>) -> poise::Framework<Data, Error> {
+    poise::Framework::builder()
+        .options(poise::FrameworkOptions {
+            commands: commands::commands(),
+            command_check: Some(|ctx| Box::pin(access::place_check(ctx))),
+            on_error: |error| Box::pin(errors::on_error(error)),
+            event_handler: |ctx, event, framework, data| Box::pin(events::handle(ctx, event, framework, data)),
+            allowed_mentions: Some(embeds::no_mentions()),
+            ..Default::default()
+        })
+        .initialize_owners(false)
+        .setup(move |ctx, ready, framework| {
+            Box::pin(async move {
+                register_commands(ctx, &framework.options().commands, &guild_ids).await;
+                tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
+                Ok(data)
+            })
+        })
+        .build()
 }
 
 /// The `[discord]` settings, once every campaign names the servers it answers in.

@@ -423,7 +423,7 @@ mod tests {
         "Mundo: orange-theory",
     ];
 
-    /// The banks written by other hands (issue 39), frozen: they parse, hold 40 questions each
+    /// The banks written by other hands, frozen: they parse, hold 40 questions each
     /// with every answerable one's gold labels, and are never edited to suit a ranking (the
     /// count of their lines is part of the freeze).
     #[test]

@@ -358,7 +358,6 @@ async fn search_paths(
         return Err(RetrieveError::CompendiumForTheGm);
     }
     let depth = path_depth(request.k);
-    let visibility = request.audience.visibility_filter();
 
     // Follow-ups: a name in the question always wins over the history. A title asked in
     // another language than the notes write it («the archduke») is a name too.
@@ -381,29 +380,13 @@ async fn search_paths(
     };
 
     let started_bm25 = Instant::now();
-    let bm25_hits = if request.paths.bm25 {
-        bm25::search_bm25(&index.store, &search_query, visibility, depth, request.paths.bm25_scoring).unwrap_or_else(
-            |error| {
-                failures.fail(RetrievalPath::Bm25, error.into());
-                bm25::Bm25Hits::default()
-            },
-        )
-    } else {
-        bm25::Bm25Hits::default()
-    };
+    let bm25_hits = run_bm25_path(index, request, &search_query, depth, &mut failures);
     let (bm25, bm25_terms) = (bm25_hits.ids, bm25_hits.terms);
     timings.bm25_ms = ms(started_bm25);
 
     let started_entity = Instant::now();
     let named_entities: Vec<(i64, String)> = detected.iter().map(|(id, entity)| (*id, entity.name.clone())).collect();
-    let entity_evidence = if request.paths.entity && !named_entities.is_empty() {
-        let arc = entity::is_arc_question(&search_query);
-        entity::search_entities(&index.store, &named_entities, visibility, depth, arc)
-            .map_err(|error| failures.fail(RetrievalPath::Entity, error.into()))
-            .ok()
-    } else {
-        None
-    };
+    let entity_evidence = run_entity_path(index, request, &search_query, &named_entities, depth, &mut failures);
     let (by_entity, entity_weight) =
         entity_evidence.as_ref().map_or((Vec::new(), 1.0), |evidence| (evidence.ranked.clone(), evidence.weight));
     timings.entity_ms = names_ms + ms(started_entity);
@@ -471,6 +454,46 @@ async fn run_dense_path(
         }
         Some(_) => search_dense_path(index, embedder, search_query, visibility, depth, timings).await,
     })
+}
+
+/// The BM25 path when asked for; its failure is this path failing alone (no hits).
+fn run_bm25_path(
+    index: &Index,
+    request: &SearchRequest<'_>,
+    search_query: &str,
+    depth: usize,
+    failures: &mut PathFailures,
+) -> bm25::Bm25Hits {
+    if !request.paths.bm25 {
+        return bm25::Bm25Hits::default();
+    }
+    let visibility = request.audience.visibility_filter();
+    bm25::search_bm25(&index.store, search_query, visibility, depth, request.paths.bm25_scoring).unwrap_or_else(
+        |error| {
+            failures.fail(RetrievalPath::Bm25, error.into());
+            bm25::Bm25Hits::default()
+        },
+    )
+}
+
+/// The entity path when asked for and the question names an entity; its failure is this path
+/// failing alone (no evidence).
+fn run_entity_path(
+    index: &Index,
+    request: &SearchRequest<'_>,
+    search_query: &str,
+    named_entities: &[(i64, String)],
+    depth: usize,
+    failures: &mut PathFailures,
+) -> Option<entity::EntityEvidence> {
+    if !request.paths.entity || named_entities.is_empty() {
+        return None;
+    }
+    let visibility = request.audience.visibility_filter();
+    let arc = entity::is_arc_question(search_query);
+    entity::search_entities(&index.store, named_entities, visibility, depth, arc)
+        .map_err(|error| failures.fail(RetrievalPath::Entity, error.into()))
+        .ok()
 }
 
 /// The fused pool of candidates, best first: the lists fused, their heads read, one note's

@@ -203,6 +203,16 @@ fn fragment_ids_and_labels_cross_modules_as_their_types() {
 /// Every source file under `src/`, as its path relative to `src/` (`llm/chat/ollama.rs`), with
 /// its lines of code, trimmed and numbered from 1 (comments left out).
 fn source_files() -> BTreeMap<String, Vec<(usize, String)>> {
+    let mut files = BTreeMap::new();
+    for (relative, text) in source_texts() {
+        let code = text.lines().map(str::trim).enumerate().filter(|(_, line)| !line.starts_with("//"));
+        files.insert(relative, code.map(|(index, line)| (index + 1, line.to_string())).collect());
+    }
+    files
+}
+
+/// Every source file under `src/`, as its path relative to `src/`, with its whole text.
+fn source_texts() -> BTreeMap<String, String> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = BTreeMap::new();
     let mut stack = vec![src.clone()];
@@ -213,9 +223,7 @@ fn source_files() -> BTreeMap<String, Vec<(usize, String)>> {
                 stack.push(path);
             } else if path.extension().is_some_and(|ext| ext == "rs") {
                 let relative = path.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
-                let text = std::fs::read_to_string(&path).unwrap();
-                let code = text.lines().map(str::trim).enumerate().filter(|(_, line)| !line.starts_with("//"));
-                files.insert(relative, code.map(|(index, line)| (index + 1, line.to_string())).collect());
+                files.insert(relative, std::fs::read_to_string(&path).unwrap());
             }
         }
     }
@@ -361,4 +369,361 @@ fn the_architecture_reads_in_short_lines() {
         .map(|(number, line)| format!("{}: {}…", number + 1, line.chars().take(60).collect::<String>()))
         .collect();
     assert!(long.is_empty(), "ARCHITECTURE.md lines of 200 characters or more:\n{}", long.join("\n"));
+}
+
+/// A source file holds at most this many lines of code (CONTRIBUTING.md, "Build and test"):
+/// past it, a file is several subjects, and a reader cannot hold it.
+const MAX_FILE_CODE_LINES: usize = 700;
+/// A function spans at most this many lines, from its `fn` line to its closing brace: past it,
+/// it is several steps that want a name each.
+const MAX_FUNCTION_LINES: usize = 100;
+
+/// Files and functions over a limit only because a branch being worked on elsewhere is changing
+/// them now: `(file under src/, function)`, an empty function for the file itself. Each entry
+/// goes once that branch lands and splits it; the test fails on an entry that no longer
+/// exceeds, so the list cannot outlive its reason.
+const PENDING: &[(&str, &str)] = &[
+    // Being changed on another branch (the evaluation's scoring).
+    ("eval/mod.rs", "eval_question"),
+];
+
+/// Every file under `src/` and every function in it within [`MAX_FILE_CODE_LINES`] and
+/// [`MAX_FUNCTION_LINES`] (what counts: [`code_lines`] and [`function_sizes`]).
+#[test]
+fn no_source_file_or_function_outgrows_its_limit() {
+    let mut over = Vec::new();
+    let mut pending_seen = BTreeSet::new();
+    for (file, text) in source_texts() {
+        for oversize in oversizes(&file, &text) {
+            let key = (file.as_str(), oversize.function.as_deref().unwrap_or(""));
+            match PENDING.iter().find(|pending| **pending == key) {
+                Some(pending) => {
+                    pending_seen.insert(*pending);
+                }
+                None => over.push(oversize.message),
+            }
+        }
+    }
+    for pending in PENDING.iter().filter(|pending| !pending_seen.contains(*pending)) {
+        over.push(format!("{pending:?} is in PENDING but within its limit now: take it out of the list"));
+    }
+    assert!(over.is_empty(), "split these by meaning, a named step each:\n{}", over.join("\n"));
+}
+
+/// One file or function over its limit, with the message that names it.
+struct Oversize {
+    /// `None` for the file itself.
+    function: Option<String>,
+    message: String,
+}
+
+/// What in one file's text exceeds a limit: the file's code lines, then each function.
+fn oversizes(file: &str, text: &str) -> Vec<Oversize> {
+    let mut found = Vec::new();
+    let n_code_lines = code_lines(text);
+    if n_code_lines > MAX_FILE_CODE_LINES {
+        found.push(Oversize {
+            function: None,
+            message: format!("{file}: {n_code_lines} code lines (limit {MAX_FILE_CODE_LINES})"),
+        });
+    }
+    for (name, line, n_lines) in function_sizes(text) {
+        if n_lines > MAX_FUNCTION_LINES {
+            found.push(Oversize {
+                message: format!("{file}:{line}: fn {name}: {n_lines} lines (limit {MAX_FUNCTION_LINES})"),
+                function: Some(name),
+            });
+        }
+    }
+    found
+}
+
+/// The lines of a file that count against [`MAX_FILE_CODE_LINES`]: those with code on them
+/// (not blank, not only a comment; the inside of a string literal is code) outside the
+/// `#[cfg(test)] mod … { … }` blocks, whose tests sit beside the code by design.
+fn code_lines(text: &str) -> usize {
+    let masked = masked_lines(text);
+    let tests = test_blocks(&masked);
+    let in_tests = |index: usize| tests.iter().any(|(first, last)| (*first..=*last).contains(&index));
+    masked.iter().enumerate().filter(|(index, line)| !line.trim().is_empty() && !in_tests(*index)).count()
+}
+
+/// Each function with a body (`fn name … { … }`, test functions and nested ones included): its
+/// name, the number of the line its `fn` is on, and its lines from there to its closing brace.
+fn function_sizes(text: &str) -> Vec<(String, usize, usize)> {
+    let masked: Vec<char> = masked_lines(text).join("\n").chars().collect();
+    let line_at = |at: usize| masked[..at].iter().filter(|c| **c == '\n').count() + 1;
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut found = Vec::new();
+    for at in 0..masked.len().saturating_sub(2) {
+        let starts_fn = masked[at] == 'f'
+            && masked[at + 1] == 'n'
+            && masked[at + 2].is_whitespace()
+            && (at == 0 || !is_ident(masked[at - 1]));
+        if !starts_fn {
+            continue;
+        }
+        let mut cursor = at + 2;
+        while cursor < masked.len() && masked[cursor].is_whitespace() {
+            cursor += 1;
+        }
+        let name: String = masked[cursor..].iter().take_while(|c| is_ident(**c)).collect();
+        if name.is_empty() {
+            continue;
+        }
+        // The body opens at the first `{` outside the signature's parentheses and brackets; a
+        // `;` there first is a declaration without one.
+        let mut depth = 0usize;
+        let mut open = None;
+        while cursor < masked.len() {
+            match masked[cursor] {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth = depth.saturating_sub(1),
+                '{' if depth == 0 => {
+                    open = Some(cursor);
+                    break;
+                }
+                ';' if depth == 0 => break,
+                _ => {}
+            }
+            cursor += 1;
+        }
+        let Some(open) = open else { continue };
+        let Some(close) = closing_brace(&masked, open) else { continue };
+        found.push((name, line_at(at), line_at(close) - line_at(at) + 1));
+    }
+    found
+}
+
+/// The index of the `}` that closes the `{` at `open`, in masked text.
+fn closing_brace(masked: &[char], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (at, c) in masked.iter().enumerate().skip(open) {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(at);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The `#[cfg(test)]`-gated inline modules of masked lines, as (first, last) line indexes: the
+/// attribute's line to the module's closing brace.
+fn test_blocks(masked: &[String]) -> Vec<(usize, usize)> {
+    let text: Vec<char> = masked.join("\n").chars().collect();
+    let line_starts: Vec<usize> =
+        std::iter::once(0).chain(text.iter().enumerate().filter(|(_, c)| **c == '\n').map(|(at, _)| at + 1)).collect();
+    let line_at = |at: usize| line_starts.partition_point(|start| *start <= at) - 1;
+    let mut blocks = Vec::new();
+    for (index, line) in masked.iter().enumerate() {
+        if line.trim() != "#[cfg(test)]" {
+            continue;
+        }
+        // Further attributes may sit between it and the `mod`.
+        let Some(item) = masked[index + 1..].iter().position(|line| !line.trim().starts_with("#[")) else { continue };
+        let item = index + 1 + item;
+        let declaration = masked[item].trim();
+        let declares_module = declaration.split_whitespace().take(2).any(|word| word == "mod");
+        let Some(brace) = masked[item].find('{').filter(|_| declares_module) else { continue };
+        let open = line_starts[item] + masked[item][..brace].chars().count();
+        if let Some(close) = closing_brace(&text, open) {
+            blocks.push((index, line_at(close)));
+        }
+    }
+    blocks
+}
+
+/// A file's lines with the comments taken out and every character inside a string or character
+/// literal (delimiters kept) turned into `_`, whitespace kept: what is left holds no brace,
+/// quote or `fn` that is not code, and a line of a literal still shows as a line of code.
+fn masked_lines(text: &str) -> Vec<String> {
+    enum State {
+        Code,
+        LineComment,
+        BlockComment(usize),
+        Quoted,
+        RawQuoted(usize),
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let starts_word = |at: usize| at == 0 || !is_ident(chars[at - 1]);
+    let mask = |c: char| if c.is_whitespace() { c } else { '_' };
+    let mut out = String::with_capacity(text.len());
+    let mut state = State::Code;
+    let mut at = 0;
+    while at < chars.len() {
+        let c = chars[at];
+        let next = chars.get(at + 1).copied();
+        match state {
+            State::Code => match c {
+                '/' if next == Some('/') => state = State::LineComment,
+                '/' if next == Some('*') => {
+                    state = State::BlockComment(1);
+                    at += 1;
+                }
+                '"' => {
+                    out.push(c);
+                    state = State::Quoted;
+                }
+                // `r"…"`, `r#"…"#`, `br"…"`: an `r` that starts a word, or follows a `b` that does.
+                'r' if (starts_word(at) || (chars[at - 1] == 'b' && starts_word(at - 1)))
+                    && matches!(next, Some('"' | '#')) =>
+                {
+                    let hashes = chars[at + 1..].iter().take_while(|c| **c == '#').count();
+                    if chars.get(at + 1 + hashes) == Some(&'"') {
+                        out.extend(&chars[at..at + 2 + hashes]);
+                        at += 1 + hashes;
+                        state = State::RawQuoted(hashes);
+                    } else {
+                        out.push(c);
+                    }
+                }
+                '\'' => {
+                    // A character literal ('x', '\n', '\u{7b}'), or else a lifetime or label.
+                    let end = if next == Some('\\') {
+                        chars[at + 3..].iter().position(|c| *c == '\'').map(|offset| at + 4 + offset)
+                    } else if chars.get(at + 2) == Some(&'\'') {
+                        Some(at + 3)
+                    } else {
+                        None
+                    };
+                    match end {
+                        Some(end) => {
+                            out.push('\'');
+                            out.extend(chars[at + 1..end - 1].iter().map(|c| mask(*c)));
+                            out.push('\'');
+                            at = end - 1;
+                        }
+                        None => out.push(c),
+                    }
+                }
+                _ => out.push(c),
+            },
+            State::LineComment => {
+                if c == '\n' {
+                    out.push(c);
+                    state = State::Code;
+                }
+            }
+            State::BlockComment(depth) => {
+                if c == '\n' {
+                    out.push(c);
+                } else if c == '/' && next == Some('*') {
+                    state = State::BlockComment(depth + 1);
+                    at += 1;
+                } else if c == '*' && next == Some('/') {
+                    state = if depth == 1 { State::Code } else { State::BlockComment(depth - 1) };
+                    at += 1;
+                }
+            }
+            State::Quoted => match c {
+                '\\' => {
+                    out.push('_');
+                    if let Some(escaped) = next {
+                        out.push(mask(escaped));
+                        at += 1;
+                    }
+                }
+                '"' => {
+                    out.push(c);
+                    state = State::Code;
+                }
+                _ => out.push(mask(c)),
+            },
+            State::RawQuoted(hashes) => {
+                let closes = c == '"' && chars[at + 1..].iter().take(hashes).filter(|c| **c == '#').count() == hashes;
+                if closes {
+                    out.extend(&chars[at..at + 1 + hashes]);
+                    at += hashes;
+                    state = State::Code;
+                } else {
+                    out.push(mask(c));
+                }
+            }
+        }
+        at += 1;
+    }
+    out.split('\n').map(String::from).collect()
+}
+
+/// A planted function of `n_lines` lines, from its `fn` line to its closing brace.
+fn planted_function(n_lines: usize) -> String {
+    let mut text = String::from("fn planted() {\n");
+    for _ in 0..n_lines - 2 {
+        text.push_str("    let step = 1;\n");
+    }
+    text.push_str("}\n");
+    text
+}
+
+/// A planted file of `n_code_lines` code lines in one-line functions, with comments, blank
+/// lines and a long test module that do not count.
+fn planted_file(n_code_lines: usize) -> String {
+    let mut text = String::from("//! A planted file.\n\n");
+    for index in 0..n_code_lines {
+        text.push_str(&format!("/// Step {index}.\nfn step_{index}() {{}}\n\n"));
+    }
+    text.push_str("#[cfg(test)]\nmod tests {\n");
+    for index in 0..n_code_lines {
+        text.push_str(&format!("    fn check_{index}() {{}}\n"));
+    }
+    text.push_str("}\n");
+    text
+}
+
+#[test]
+fn a_function_of_101_lines_is_over_the_limit_and_one_of_100_is_not() {
+    assert!(oversizes("planted.rs", &planted_function(100)).is_empty());
+    let over = oversizes("planted.rs", &planted_function(101));
+    assert_eq!(over.len(), 1);
+    assert_eq!(over[0].function.as_deref(), Some("planted"));
+    assert_eq!(over[0].message, "planted.rs:1: fn planted: 101 lines (limit 100)");
+}
+
+#[test]
+fn a_file_of_701_code_lines_is_over_the_limit_and_one_of_700_is_not() {
+    assert_eq!(code_lines(&planted_file(700)), 700);
+    assert!(oversizes("planted.rs", &planted_file(700)).is_empty());
+    let over = oversizes("planted.rs", &planted_file(701));
+    assert_eq!(over.len(), 1);
+    assert_eq!(over[0].function, None);
+    assert_eq!(over[0].message, "planted.rs: 701 code lines (limit 700)");
+}
+
+#[test]
+fn braces_and_fn_in_literals_and_comments_are_not_code() {
+    let text = r##"
+/// fn doc() { in a doc comment
+fn first<'a>(text: &'a str) -> Vec<char> {
+    let open = '{';
+    let escaped = '\'';
+    let quoted = "} fn not_a_function() {";
+    let raw = r#"a "quoted" } brace"#;
+    /* a } block /* nested } */ comment */
+    let bytes = br"}";
+    vec![open, escaped]
+}
+
+fn declared(text: &str) -> usize;
+
+fn second() -> impl Fn(&str) -> bool {
+    |text| text.contains('}')
+}
+"##;
+    assert_eq!(function_sizes(text), vec![("first".to_string(), 3, 9), ("second".to_string(), 15, 3)]);
+    // The doc comment, the block comment and the blank lines do not count; the rest does.
+    assert_eq!(code_lines(text), 12);
+}
+
+#[test]
+fn a_literal_spread_over_lines_is_code_and_the_test_module_is_not() {
+    let text = "fn prompt() -> &'static str {\n    \"first\n\n    }second\"\n}\n#[cfg(test)]\n#[allow(dead_code)]\nmod tests {\n    fn check() { let brace = '}'; }\n}\n";
+    assert_eq!(function_sizes(text), vec![("prompt".to_string(), 1, 5), ("check".to_string(), 9, 1)]);
+    assert_eq!(code_lines(text), 4);
 }

@@ -75,7 +75,7 @@ pub const CANARIES: &[(&str, &str, bool)] = &[
     ("Obrindel", "a note outside the campaign, reached through a link", false),
     // A line of two hundred thousand markers.
     ("Quarnebel", "a gm comment at the end of one line of 200 KB of markers", true),
-    // The one rule over named things (issue 36's classes), each form written as DMs write it.
+    // The one rule over named things (its classes), each form written as DMs write it.
     ("Grindolmo", "a `## Notas del DJ` section at the end of an NPC sheet", true),
     ("Halvestre", "a paragraph that opens with **GM:**", true),
     ("Ixbalto", "a list item that opens with Secreto:", true),

@@ -947,7 +947,7 @@ async fn what_a_player_sees_on_the_sample_campaign() {
     bot.stop().await;
 }
 
-/// One way to answer (issue 40): `oraculo ask` and `/oraculo` call the same entry, so the same
+/// One way to answer: `oraculo ask` and `/oraculo` call the same entry, so the same
 /// question over the same notes and the same model's words settles into the same answer: the
 /// same text (the model's, with the notes' sentences it did not say under it) and the same
 /// sources.

@@ -1,4 +1,4 @@
-//! Issue 38: nothing lost, nothing wiped. The mass-removal guard, a folder that cannot be
+//! Nothing lost, nothing wiped. The mass-removal guard, a folder that cannot be
 //! listed, an emptied note whose session another note claims, two first ingests of one data
 //! dir, and the vector table's versions, against real SQLite and LanceDB in temp dirs.
 
@@ -26,7 +26,7 @@ async fn labels(scratch: &Scratch) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn issue_38_an_empty_campaign_folder_keeps_the_last_index_until_the_dm_confirms() {
+async fn an_empty_campaign_folder_keeps_the_last_index_until_the_dm_confirms() {
     let scratch = campaign(3);
     let fake = FakeOllama::start(&[MODEL]).await;
     let embedder = ollama_embedder(&fake, MODEL).await;
@@ -58,7 +58,7 @@ async fn issue_38_an_empty_campaign_folder_keeps_the_last_index_until_the_dm_con
 }
 
 #[tokio::test]
-async fn issue_38_most_notes_gone_is_refused_a_few_or_a_moved_folder_is_not() {
+async fn most_notes_gone_is_refused_a_few_or_a_moved_folder_is_not() {
     let scratch = campaign(10);
     let fake = FakeOllama::start(&[MODEL]).await;
     let embedder = ollama_embedder(&fake, MODEL).await;
@@ -88,7 +88,7 @@ async fn issue_38_most_notes_gone_is_refused_a_few_or_a_moved_folder_is_not() {
 }
 
 #[tokio::test]
-async fn issue_38_a_campaign_folder_that_cannot_be_listed_is_an_error_and_a_subfolder_keeps_its_notes() {
+async fn a_campaign_folder_that_cannot_be_listed_is_an_error_and_a_subfolder_keeps_its_notes() {
     use std::os::unix::fs::PermissionsExt;
     let scratch = Scratch::of(&sessions(1..=2, |i| format!("El faro {i}.\n")));
     scratch.write("Arco/Viejo.md", "# Arco viejo\nLa torre del arco viejo.\n");
@@ -123,7 +123,7 @@ async fn issue_38_a_campaign_folder_that_cannot_be_listed_is_an_error_and_a_subf
 }
 
 #[tokio::test]
-async fn issue_38_an_emptied_note_whose_session_another_note_claims_does_not_wedge_the_ingest() {
+async fn an_emptied_note_whose_session_another_note_claims_does_not_wedge_the_ingest() {
     let scratch = campaign(3);
     let fake = FakeOllama::start(&[MODEL]).await;
     let embedder = ollama_embedder(&fake, MODEL).await;
@@ -152,7 +152,7 @@ async fn issue_38_an_emptied_note_whose_session_another_note_claims_does_not_wed
 }
 
 #[tokio::test]
-async fn issue_38_a_first_ingest_takes_the_lock_before_its_migrations() {
+async fn a_first_ingest_takes_the_lock_before_its_migrations() {
     let scratch = campaign(1);
     let fake = FakeOllama::start(&[MODEL]).await;
     let embedder = ollama_embedder(&fake, MODEL).await;
@@ -194,10 +194,10 @@ async fn issue_38_a_first_ingest_takes_the_lock_before_its_migrations() {
     }
 }
 
-/// Issue 38, point 8: thirty saves made 61 table versions. With the cleanup after each ingest,
+/// Thirty saves once made 61 table versions. With the cleanup after each ingest,
 /// the table keeps its last versions only and its files stay a few.
 #[tokio::test]
-async fn issue_38_many_saves_of_one_note_keep_the_vector_table_bounded() {
+async fn many_saves_of_one_note_keep_the_vector_table_bounded() {
     let scratch = campaign(3);
     let fake = FakeOllama::start(&[MODEL]).await;
     let embedder = ollama_embedder(&fake, MODEL).await;

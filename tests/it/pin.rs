@@ -1,4 +1,4 @@
-//! No behaviour change by refactoring (issue 40): the sample campaign's 73 questions, searched
+//! No behaviour change by refactoring: the sample campaign's 73 questions, searched
 //! as `oraculo eval --retrieval-only` searches them (the embedded e5, no rerank), find the
 //! same labels in the same order as the pinned run in `data/sample-pin.txt`: the fused pool
 //! (whose first k are the chosen) and each path's list. A change meant to reorder them writes the file anew

@@ -1,4 +1,4 @@
-//! Questions and a busy bot (issue 38): a question in flight when the bot process is killed
+//! Questions and a busy bot: a question in flight when the bot process is killed
 //! is answered by the next start, exactly once; a full queue tells the asker when to come
 //! back; a burst of fifty (a benchmark, `--ignored`) loses none.
 
@@ -205,7 +205,7 @@ async fn a_full_queue_tells_the_asker_when_to_come_back() {
     bot.stop().await;
 }
 
-/// The burst of issue 38, measured: 50 questions at once from 10 players in 5 channels, one
+/// A burst, measured: 50 questions at once from 10 players in 5 channels, one
 /// answered at a time; every one gets its answer. Prints the process's memory peak and the
 /// p50/p95 time from asking to the final answer. A benchmark, not a timed test:
 /// `cargo test --release --test it -- --ignored burst_of_fifty --nocapture`.

@@ -286,10 +286,10 @@ async fn a_note_caught_empty_keeps_its_last_fragments_until_it_is_saved_again() 
     .await;
 }
 
-/// Issue 38: a folder whose name holds a dot, moved to `.trash/`, used to be taken for a
+/// A folder whose name holds a dot, moved to `.trash/`, used to be taken for a
 /// file and ignored: its notes still answered.
 #[tokio::test]
-async fn issue_38_a_dotted_folder_moved_to_the_trash_no_longer_answers() {
+async fn a_dotted_folder_moved_to_the_trash_no_longer_answers() {
     let files = [("Sesiones/Sesion 1.md", SESSION_1), ("Arco.Viejo/Sesion 2.md", SESSION_2)];
     watching(&files, WatchMode::Events, |scratch, mut watching| async move {
         assert!(watching.found("¿Qué hundió el barco?", "tormenta").await);
@@ -303,10 +303,10 @@ async fn issue_38_a_dotted_folder_moved_to_the_trash_no_longer_answers() {
     .await;
 }
 
-/// Issue 38: the folder emptied under the watcher (a sync tool mid-resync) is refused, and
+/// The folder emptied under the watcher (a sync tool mid-resync) is refused, and
 /// the campaign keeps answering; the notes back, it reads them as usual.
 #[tokio::test]
-async fn issue_38_a_folder_emptied_under_the_watcher_keeps_answering() {
+async fn a_folder_emptied_under_the_watcher_keeps_answering() {
     watching(BOTH, WatchMode::Events, |scratch, mut watching| async move {
         let away = tempfile::TempDir::new().unwrap();
         std::fs::rename(scratch.campaign.path().join("Sesiones"), away.path().join("Sesiones")).unwrap();
@@ -372,10 +372,10 @@ async fn the_bot_tells_the_dm_by_direct_message_of_a_saved_notes_warnings() {
     tokio::time::timeout(WAIT, bot).await.expect("the bot stops").unwrap().unwrap();
 }
 
-/// Issue 38: a watched ingest that fails (the embedder answering 500) or that the guard
+/// A watched ingest that fails (the embedder answering 500) or that the guard
 /// refuses reaches the DM by direct message, though the DM asked for no warnings.
 #[tokio::test]
-async fn issue_38_the_bot_tells_the_dm_of_a_failed_and_of_a_refused_watched_ingest() {
+async fn the_bot_tells_the_dm_of_a_failed_and_of_a_refused_watched_ingest() {
     oraculo::logging::init();
     let scratch = Scratch::new(BOTH);
     let ollama = FakeOllama::start(&[EMBED_MODEL, CHAT_MODEL]).await;

@@ -236,6 +236,16 @@ Fuera.",
                 "3| Fuera.
 secret 1-1: SECRETO en plural",
             ),
+        ];
+        for (note, expect) in table {
+            check(note, expect);
+        }
+    }
+
+    #[test]
+    fn a_secret_callout_ends_where_its_quote_ends() {
+        // (note, what stays visible, the secret passages); `SECRETO` marks GM text.
+        let table: &[(&str, &str)] = &[
             // Lazy continuation: a non-blank line right after the quote stays in it.
             (
                 "> [!secret]
