@@ -244,49 +244,7 @@ async fn eval_question(
         None => oracle.prepare_from_search(index, compendium, &request, full.search.clone(), false).await?,
     };
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
-    let answer = settled.map(|settled| {
-        // What a player reads once the model is done: its answer with the notes' sentences
-        // shown first that it did not say, or those sentences when it could not answer.
-        let stays = &settled.answer;
-        let answer = settled.model.as_ref().unwrap_or(stays);
-        // Citations are distinct per label already (`answer::validate_citations`).
-        let valid = stays.citations.iter().filter(|citation| citation.valid).map(|c| c.label.clone()).collect();
-        let mut score = score::AnswerScore::new(question, &stays.text, valid, stays.invented_citations.clone());
-        score.model_key_facts_found = Some(score::key_facts_in(question, &answer.text).0);
-        score.settled = Some(score::SettledAs::of(&settled));
-        (score.mode, score.fallback) = (Some(answer.mode), answer.fallback.clone());
-        score.cut_short = answer.cut_short.is_some();
-        (score.model_sentences, score.recited, score.dropped) =
-            (answer.model_sentences, answer.recited.len(), answer.ungrounded.len());
-        // Quotes are chosen from every chosen fragment; a model reads those shown in full.
-        let quoted = oracle.answer_style() == AnswerStyle::Quotes;
-        let answer_shown = if quoted {
-            expected.iter().any(|label| full.chosen.iter().any(|chosen| chosen.label == *label))
-        } else {
-            expected.iter().any(|label| answer.fragments_shown.iter().any(|shown| shown.label == *label))
-        };
-        if quoted {
-            // A quote that says «no» is the note's, not the answer's: a quoted answer abstains
-            // when it quotes nothing.
-            score.abstained = answer.quoted.is_empty();
-        }
-        score.abstained_with_answer_shown =
-            question.kind != bank::QuestionKind::Unanswerable && score.abstained && answer_shown;
-        // A quoted answer's time is the whole answer's (no model writes it).
-        let spent_ms = if quoted { answer.timings.total_ms } else { answer.timings.generation_ms };
-        score.seconds = Some(spent_ms / 1000.0);
-        if quoted {
-            score.key_facts_in_candidates = Some(score::key_facts_in(question, &full.quotable_text()).0);
-        }
-        score.budget_seconds = answer.context_plan.answer_seconds;
-        if question.kind == bank::QuestionKind::Chronology {
-            // The model's own order: the sentences kept under it follow the notes'.
-            let cited: Vec<_> =
-                answer.citations.iter().filter(|c| c.valid).map(|c| (c.label.clone(), c.session)).collect();
-            score.story_order = score::cited_in_story_order(&answer.text, &cited);
-        }
-        score
-    });
+    let answer = settled.map(|settled| score_answer(oracle, question, &expected, &full, &settled));
 
     // The time variant: the full pipeline with the time path off.
     let without_time = Pipeline { paths: PathSet::ALL.without_time(), rerank: true };
@@ -322,6 +280,59 @@ async fn eval_question(
         ..QuestionRow::unscored(question)
     })
 }
+/// What a player reads once the model is done, scored: its answer with the notes' sentences
+/// shown first that it did not say, or those sentences when it could not answer; a quoted
+/// answer as quoted.
+fn score_answer(
+    oracle: &Oracle,
+    question: &EvalQuestion,
+    expected: &[&str],
+    full: &Prepared,
+    settled: &crate::oracle::Settled,
+) -> score::AnswerScore {
+    // What a player reads once the model is done: its answer with the notes' sentences
+    // shown first that it did not say, or those sentences when it could not answer.
+    let stays = &settled.answer;
+    let answer = settled.model.as_ref().unwrap_or(stays);
+    // Citations are distinct per label already (`answer::validate_citations`).
+    let valid = stays.citations.iter().filter(|citation| citation.valid).map(|c| c.label.clone()).collect();
+    let mut score = score::AnswerScore::new(question, &stays.text, valid, stays.invented_citations.clone());
+    score.model_key_facts_found = Some(score::key_facts_in(question, &answer.text).0);
+    score.settled = Some(score::SettledAs::of(settled));
+    (score.mode, score.fallback) = (Some(answer.mode), answer.fallback.clone());
+    score.cut_short = answer.cut_short.is_some();
+    (score.model_sentences, score.recited, score.dropped) =
+        (answer.model_sentences, answer.recited.len(), answer.ungrounded.len());
+    // Quotes are chosen from every chosen fragment; a model reads those shown in full.
+    let quoted = oracle.answer_style() == AnswerStyle::Quotes;
+    let answer_shown = if quoted {
+        expected.iter().any(|label| full.chosen.iter().any(|chosen| chosen.label == *label))
+    } else {
+        expected.iter().any(|label| answer.fragments_shown.iter().any(|shown| shown.label == *label))
+    };
+    if quoted {
+        // A quote that says «no» is the note's, not the answer's: a quoted answer abstains
+        // when it quotes nothing.
+        score.abstained = answer.quoted.is_empty();
+    }
+    score.abstained_with_answer_shown =
+        question.kind != bank::QuestionKind::Unanswerable && score.abstained && answer_shown;
+    // A quoted answer's time is the whole answer's (no model writes it).
+    let spent_ms = if quoted { answer.timings.total_ms } else { answer.timings.generation_ms };
+    score.seconds = Some(spent_ms / 1000.0);
+    if quoted {
+        score.key_facts_in_candidates = Some(score::key_facts_in(question, &full.quotable_text()).0);
+    }
+    score.budget_seconds = answer.context_plan.answer_seconds;
+    if question.kind == bank::QuestionKind::Chronology {
+        // The model's own order: the sentences kept under it follow the notes'.
+        let cited: Vec<_> =
+            answer.citations.iter().filter(|c| c.valid).map(|c| (c.label.clone(), c.session)).collect();
+        score.story_order = score::cited_in_story_order(&answer.text, &cited);
+    }
+    score
+}
+
 /// The sample campaign's built-in bank (`crate::sample::SAMPLE_BANK`), read and checked like
 /// any other.
 pub fn sample_bank() -> anyhow::Result<Vec<EvalQuestion>> {
