@@ -35,8 +35,8 @@ pub mod citations;
 pub mod context;
 pub mod grounding;
 pub mod passages;
-pub mod quotes;
 pub mod provenance;
+pub mod quotes;
 pub mod structured;
 pub mod support;
 

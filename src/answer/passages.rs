@@ -63,8 +63,22 @@ pub struct QueryTerms {
 /// Every sentence of the session answers those; a sentence saying «sesión» or «pasó» is no
 /// better than the others.
 const ASKS_FOR_THE_SESSION: [&str; 16] = [
-    "sesion", "sesiones", "session", "sessions", "partida", "resume", "resumen", "resumir", "summarize", "summary",
-    "recap", "paso", "ocurrio", "sucedio", "happened", "happen",
+    "sesion",
+    "sesiones",
+    "session",
+    "sessions",
+    "partida",
+    "resume",
+    "resumen",
+    "resumir",
+    "summarize",
+    "summary",
+    "recap",
+    "paso",
+    "ocurrio",
+    "sucedio",
+    "happened",
+    "happen",
 ];
 /// Words that ask for a quantity, folded: «¿cuánto pagó?», "how many arrows".
 const QUANTITY_WORDS: [&str; 8] = ["cuanto", "cuanta", "cuantos", "cuantas", "much", "many", "precio", "cost"];
@@ -148,11 +162,7 @@ impl QueryTerms {
     /// How much `text` is about the question: the weights of the distinct terms it holds.
     pub fn score(&self, text: &str) -> u32 {
         let words = TextWords::of(text);
-        self.terms
-            .iter()
-            .filter(|(term, _)| self.holds(&words, term))
-            .map(|(_, weight)| weight)
-            .sum()
+        self.terms.iter().filter(|(term, _)| self.holds(&words, term)).map(|(_, weight)| weight).sum()
     }
 }
 

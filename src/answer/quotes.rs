@@ -108,11 +108,25 @@ fn signals_of(unit: &Unit, terms: &QueryTerms, similarity: &dyn Fn(&str) -> Opti
     }
 }
 
-/// Whether a unit may be quoted at all: it holds a term of the question. When the question
+/// Whether a unit may be quoted at all: it holds a term of the question, or its meaning is
+/// as near the question as the embedder's floor says an answer is (`near`). When the question
 /// asks something beyond the names it names, a unit only naming them still may, as long as
-/// some unit holds what it asks ([`rank_quotes`] checks that first).
-fn is_eligible(signals: &Signals) -> bool {
-    signals.own_holds_term && (signals.asked > 0 || signals.all_terms > 0)
+/// some unit answers it ([`answers`]; [`rank_quotes`] checks that first).
+fn is_eligible(signals: &Signals, meaning_floor: Option<f32>) -> bool {
+    (signals.own_holds_term && (signals.asked > 0 || signals.all_terms > 0)) || is_near(signals, meaning_floor)
+}
+
+/// Whether the unit's meaning reaches the floor: what it says is what the question asks,
+/// though in other words («¿Quién es en realidad el Penitente?» for «Bajo la máscara está
+/// Tobías») or in the other language.
+fn is_near(signals: &Signals, meaning_floor: Option<f32>) -> bool {
+    matches!((signals.similarity, meaning_floor), (Some(similarity), Some(floor)) if similarity >= floor)
+}
+
+/// Whether the unit answers what the question asks beyond its names: it holds a word of it,
+/// or its meaning is near enough.
+fn answers(signals: &Signals, meaning_floor: Option<f32>) -> bool {
+    signals.asked > 0 || is_near(signals, meaning_floor)
 }
 
 /// Reciprocal-rank fusion of the units' signals: for each signal, a unit with a value
@@ -136,17 +150,20 @@ fn fused_scores(units: &[Unit], signals: &[Signals]) -> Vec<f64> {
     fused
 }
 
-/// The units of `fragments` worth embedding for the question: those that may be quoted,
-/// the best [`EMBEDDED_QUOTES_MAX`] by the signals without meaning. The caller embeds them
-/// and passes the similarities to [`rank_quotes`].
+/// The units of `fragments` worth embedding for the question, at most
+/// [`EMBEDDED_QUOTES_MAX`]: those holding a term of it, best first by the signals without
+/// meaning, then the others of the best fragments in reading order (where no word is shared,
+/// a paraphrase or a question in the other language, only meaning can find the answer). The
+/// caller embeds them and passes the similarities to [`rank_quotes`].
 pub fn quote_candidates(fragments: &[(&str, &str)], terms: &QueryTerms) -> Vec<String> {
     let units = units_of(fragments);
     let signals: Vec<Signals> = units.iter().map(|unit| signals_of(unit, terms, &|_| None)).collect();
     let fused = fused_scores(&units, &signals);
-    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| is_eligible(&signals[at])).collect();
+    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| is_eligible(&signals[at], None)).collect();
     ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
+    let unworded = (0..units.len()).filter(|&at| !is_eligible(&signals[at], None));
     let mut texts: Vec<String> = Vec::new();
-    for at in ranked {
+    for at in ranked.into_iter().chain(unworded) {
         if texts.len() == EMBEDDED_QUOTES_MAX {
             break;
         }
@@ -158,26 +175,33 @@ pub fn quote_candidates(fragments: &[(&str, &str)], terms: &QueryTerms) -> Vec<S
 }
 
 /// The quoted answer's sentences from `fragments` (label, text; best first) for `terms`, with
-/// `similarity` (a unit's text → its similarity to the question, where it was embedded).
-/// Empty: the notes do not say it, because no sentence holds a term of the question, or the
-/// question asks something beyond the names it names and no sentence holds that.
+/// `similarity` (a unit's text → its similarity to the question, where it was embedded) and
+/// the embedder's `meaning_floor` (`llm::Embedder::quote_floor`; `None`: meaning ranks but
+/// never makes a sentence an answer). Empty: the notes do not say it, because no sentence
+/// holds a term of the question or is near it in meaning, or the question asks something
+/// beyond the names it names and no sentence holds that or is near it.
 pub fn rank_quotes(
     fragments: &[(&str, &str)],
     terms: &QueryTerms,
     similarity: &dyn Fn(&str) -> Option<f32>,
+    meaning_floor: Option<f32>,
 ) -> Vec<Excerpt> {
     let _span = tracing::info_span!("answer.quotes", n_fragments = fragments.len()).entered();
     let units = units_of(fragments);
     let signals: Vec<Signals> = units.iter().map(|unit| signals_of(unit, terms, similarity)).collect();
-    let best_asked = signals.iter().filter(|s| s.asked > 0).filter_map(|s| s.similarity).fold(f32::MIN, f32::max);
-    let best_other = signals.iter().filter(|s| s.asked == 0).filter_map(|s| s.similarity).fold(f32::MIN, f32::max);
-    tracing::debug!(best_asked, best_other, "calibration");
-    if terms.asks_beyond_names() && !signals.iter().any(|signals| signals.asked > 0) {
+    // What a floor is chosen from (`eval/README.md`): the nearest sentence holding a word of
+    // what is asked, and the nearest holding none.
+    let nearest = |asked: bool| {
+        let near = signals.iter().filter(|s| (s.asked > 0) == asked).filter_map(|s| s.similarity);
+        near.fold(None, |best: Option<f32>, x| Some(best.map_or(x, |best| best.max(x))))
+    };
+    tracing::debug!(nearest_asked = ?nearest(true), nearest_unasked = ?nearest(false), "sentences weighed");
+    if terms.asks_beyond_names() && !signals.iter().any(|signals| answers(signals, meaning_floor)) {
         tracing::debug!(n_units = units.len(), "no sentence holds what the question asks");
         return Vec::new();
     }
     let fused = fused_scores(&units, &signals);
-    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| is_eligible(&signals[at])).collect();
+    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| is_eligible(&signals[at], meaning_floor)).collect();
     ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
     let picked = pick_units(&units, &ranked);
     tracing::debug!(n_units = units.len(), n_eligible = ranked.len(), n_quoted = picked.len(), "sentences ranked");
@@ -197,9 +221,9 @@ fn pick_units(units: &[Unit], ranked: &[usize]) -> Vec<(usize, usize, usize)> {
     let mut picked: Vec<(usize, usize, usize)> = Vec::new();
     for &at in ranked {
         let unit = &units[at];
-        let joins = picked.iter_mut().find(|(fragment, first, last)| {
-            *fragment == unit.fragment && unit.first <= *last && *first <= unit.last
-        });
+        let joins = picked
+            .iter_mut()
+            .find(|(fragment, first, last)| *fragment == unit.fragment && unit.first <= *last && *first <= unit.last);
         if let Some(span) = joins {
             (span.1, span.2) = (span.1.min(unit.first), span.2.max(unit.last));
             continue;
@@ -233,7 +257,7 @@ mod tests {
     fn check(fragments: &[(&str, &str)], question: &str, names: &[&str], near: &[(&str, f32)], expect: &[&str]) {
         let terms = QueryTerms::new(question, names);
         let similarity = |text: &str| near.iter().find(|(key, _)| text.contains(key)).map(|(_, value)| *value);
-        let quoted: Vec<String> = rank_quotes(fragments, &terms, &similarity)
+        let quoted: Vec<String> = rank_quotes(fragments, &terms, &similarity, None)
             .into_iter()
             .map(|excerpt| format!("{}: {}", excerpt.label, excerpt.text))
             .collect();
@@ -267,18 +291,27 @@ mod tests {
             "¿Quién les entregó el mapa?",
             &[],
             &[],
-            &["Sesión 4: El grupo encuentra a la abadesa Celia en el claustro. Ella les entrega el mapa de las Salinas."],
+            &[
+                "Sesión 4: El grupo encuentra a la abadesa Celia en el claustro. Ella les entrega el mapa de las Salinas.",
+            ],
         );
-        assert!(leans_on_previous("Él huyó.") && leans_on_previous("Then they left.") && leans_on_previous("«Allí, nada."));
+        assert!(
+            leans_on_previous("Él huyó.") && leans_on_previous("Then they left.") && leans_on_previous("«Allí, nada.")
+        );
         assert!(!leans_on_previous("El archiduque huyó.") && !leans_on_previous("Italia queda lejos."));
     }
 
     #[test]
     fn a_sentence_that_announces_the_next_is_quoted_with_it() {
-        let notes = "Lucio cuenta que el archiduque tenía pesadillas:\n\n- Soñaba con un pozo lleno de sal.\n- Oía voces.";
-        check(&[("Sesión 10", notes)], "¿Qué pesadillas tenía el archiduque?", &["archiduque"], &[], &[
-            "Sesión 10: Lucio cuenta que el archiduque tenía pesadillas: Soñaba con un pozo lleno de sal.",
-        ]);
+        let notes =
+            "Lucio cuenta que el archiduque tenía pesadillas:\n\n- Soñaba con un pozo lleno de sal.\n- Oía voces.";
+        check(
+            &[("Sesión 10", notes)],
+            "¿Qué pesadillas tenía el archiduque?",
+            &["archiduque"],
+            &[],
+            &["Sesión 10: Lucio cuenta que el archiduque tenía pesadillas: Soñaba con un pozo lleno de sal."],
+        );
         assert!(leads_into_next("Lucio cuenta: ") && !leads_into_next("Hora: las tres."));
     }
 
@@ -288,8 +321,25 @@ mod tests {
         check(&[("Sesión 2", PORT)], "¿Qué comió el archiduque?", &["archiduque"], &[], &[]);
         // Asking only about him: the sentences naming him answer.
         let who = QueryTerms::new("¿Quién es el archiduque?", &["archiduque"]);
-        assert_eq!(rank_quotes(&[("Sesión 2", PORT)], &who, &|_| None).len(), QUOTES_PER_FRAGMENT);
+        assert_eq!(rank_quotes(&[("Sesión 2", PORT)], &who, &|_| None, None).len(), QUOTES_PER_FRAGMENT);
         check(&[("Sesión 2", PORT)], "¿y qué?", &[], &[], &[]);
+    }
+
+    #[test]
+    fn a_sentence_near_enough_in_meaning_answers_though_it_shares_no_word() {
+        let notes = [("Sesión 38", "Rook le arranca la máscara. Debajo está Tobías, el acólito. Llueve.")];
+        let terms = QueryTerms::new("¿Quién es en realidad el Penitente?", &["Penitente"]);
+        let near = |text: &str| Some(if text.contains("Tobías") { 0.88 } else { 0.80 });
+        let quoted = |floor| rank_quotes(&notes, &terms, &near, floor);
+        // Below the floor, or with no floor, no word of the question: the notes say nothing.
+        assert!(quoted(None).is_empty());
+        assert!(quoted(Some(0.90)).is_empty());
+        // At the floor, the unmasking is the answer, and only it.
+        let texts: Vec<String> = quoted(Some(0.85)).into_iter().map(|excerpt| excerpt.text).collect();
+        assert_eq!(texts, ["Debajo está Tobías, el acólito."]);
+        // Sentences sharing no word are embedded too, after those that share one.
+        let candidates = quote_candidates(&notes, &terms);
+        assert_eq!(candidates.len(), 3, "{candidates:?}");
     }
 
     #[test]
@@ -297,21 +347,27 @@ mod tests {
         let tower = [("Sesión 1", "La torre arde al alba. La torre tiene tres pisos. La torre se derrumba.")];
         // Each holds «torre»; the embedder finds the collapse nearest, then the fire.
         let near = [("derrumba", 0.9), ("arde", 0.8), ("pisos", 0.1)];
-        check(&tower, "¿Qué le pasó a la torre?", &[], &near, &[
-            "Sesión 1: La torre arde al alba.",
-            "Sesión 1: La torre se derrumba.",
-        ]);
+        check(
+            &tower,
+            "¿Qué le pasó a la torre?",
+            &[],
+            &near,
+            &["Sesión 1: La torre arde al alba.", "Sesión 1: La torre se derrumba."],
+        );
         // Without meaning, the first two in the notes.
-        check(&tower, "¿Qué le pasó a la torre?", &[], &[], &[
-            "Sesión 1: La torre arde al alba.",
-            "Sesión 1: La torre tiene tres pisos.",
-        ]);
+        check(
+            &tower,
+            "¿Qué le pasó a la torre?",
+            &[],
+            &[],
+            &["Sesión 1: La torre arde al alba.", "Sesión 1: La torre tiene tres pisos."],
+        );
         // At most two a fragment and five in all, the best fragments first, in story order.
         let many: Vec<(String, String)> = (1..=5)
             .map(|n| (format!("Sesión {n}"), "La torre cae. La torre arde. La torre calla.".to_string()))
             .collect();
         let many: Vec<(&str, &str)> = many.iter().map(|(l, t)| (l.as_str(), t.as_str())).collect();
-        let quoted = rank_quotes(&many, &QueryTerms::new("¿Qué le pasó a la torre?", &[]), &|_| None);
+        let quoted = rank_quotes(&many, &QueryTerms::new("¿Qué le pasó a la torre?", &[]), &|_| None, None);
         let labels: Vec<&str> = quoted.iter().map(|excerpt| excerpt.label.as_str()).collect();
         assert_eq!(labels, ["Sesión 1", "Sesión 1", "Sesión 2", "Sesión 2", "Sesión 3"]);
     }
@@ -319,10 +375,18 @@ mod tests {
     #[test]
     fn links_render_as_their_text_and_candidates_are_the_quotable_units() {
         let notes = "El grupo visita las [Jaleas Ocre](https://example.org/j). [[PNJs/Baika|La Tejedora]] teje.";
-        check(&[("Sesión 5", notes)], "¿Qué visitaron en las Jaleas?", &[], &[], &[
-            "Sesión 5: El grupo visita las Jaleas Ocre.",
-        ]);
+        check(
+            &[("Sesión 5", notes)],
+            "¿Qué visitaron en las Jaleas?",
+            &[],
+            &[],
+            &["Sesión 5: El grupo visita las Jaleas Ocre."],
+        );
         let terms = QueryTerms::new("¿Qué teje la Tejedora?", &[]);
-        assert_eq!(quote_candidates(&[("Sesión 5", notes)], &terms), ["La Tejedora teje."]);
+        // The sentence holding its words first, then the other, for its meaning alone.
+        assert_eq!(
+            quote_candidates(&[("Sesión 5", notes)], &terms),
+            ["La Tejedora teje.", "El grupo visita las Jaleas Ocre."]
+        );
     }
 }

@@ -343,7 +343,13 @@ mod tests {
         let deadline = std::time::Duration::from_secs(60);
         assert_eq!(
             config.answer,
-            AnswerConfig { mode: AnswerMode::Structured, seconds: 30.0, deadline, instant: true, style: AnswerStyle::Prose }
+            AnswerConfig {
+                mode: AnswerMode::Structured,
+                seconds: 30.0,
+                deadline,
+                instant: true,
+                style: AnswerStyle::Prose
+            }
         );
         let quotes = check("[chat]\nbackend = \"ollama\"\nanswer_style = \"quotes\"\n", &[("HOME", "/h")]).unwrap();
         assert_eq!(quotes.answer.style, AnswerStyle::Quotes, "a server may answer with the notes' sentences too");

@@ -19,11 +19,11 @@
 
 mod store;
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use crate::corpus::Visibility;
-use crate::index::{IndexError, Store};
+use crate::index::SharedStore;
 use crate::retrieve::{Audience, Turn, TurnRole};
 
 /// A question taken and not yet answered when the process ended.
@@ -47,16 +47,15 @@ pub struct Conversations {
 }
 
 struct Inner {
-    index_dir: PathBuf,
     /// Turns sent with a question.
     turns: usize,
-    store: Mutex<Option<Store>>,
+    store: Arc<SharedStore>,
 }
 
 impl std::fmt::Debug for Conversations {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Conversations")
-            .field("index_dir", &self.inner.index_dir)
+            .field("index_dir", &self.inner.store.index_dir())
             .field("turns", &self.inner.turns)
             .finish()
     }
@@ -65,7 +64,7 @@ impl std::fmt::Debug for Conversations {
 impl Conversations {
     /// The history in the index at `index_dir`, sending `turns` turns with each question.
     pub fn new(index_dir: &Path, turns: usize) -> Conversations {
-        Conversations { inner: Arc::new(Inner { index_dir: index_dir.to_path_buf(), turns, store: Mutex::new(None) }) }
+        Conversations { inner: Arc::new(Inner { turns, store: SharedStore::new(index_dir, "history") }) }
     }
 
     /// Turns stored per conversation: what is sent, and at least one exchange, so that a
@@ -84,7 +83,7 @@ impl Conversations {
         }
         let owned = key.to_string();
         let visibility = audience.visibility_filter();
-        match self.with_store(move |sqlite| store::turns(sqlite, &owned, visibility, limit)).await {
+        match self.inner.store.with(move |sqlite| store::turns(sqlite, &owned, visibility, limit)).await {
             Ok(turns) => turns.unwrap_or_default(),
             Err(err) => {
                 tracing::warn!(error = %err, conversation = key, "conversation history unreadable: answering without it");
@@ -112,7 +111,7 @@ impl Conversations {
             Audience::Player => Visibility::Player,
             Audience::Gm => Visibility::DmOnly,
         };
-        match self.with_store(move |sqlite| store::append_turns(sqlite, &owned, &turns, visibility, keep)).await {
+        match self.inner.store.with(move |sqlite| store::append_turns(sqlite, &owned, &turns, visibility, keep)).await {
             Ok(Some(())) => {}
             Ok(None) => tracing::warn!(conversation = key, "no index yet: the exchange is not kept in the history"),
             Err(err) => tracing::warn!(error = %err, conversation = key, "conversation history not written"),
@@ -122,7 +121,7 @@ impl Conversations {
     /// Whether conversation `key` has history (a thread does exactly when the bot opened it).
     pub async fn knows(&self, key: &str) -> bool {
         let owned = key.to_string();
-        match self.with_store(move |sqlite| store::has_turns(sqlite, &owned)).await {
+        match self.inner.store.with(move |sqlite| store::has_turns(sqlite, &owned)).await {
             Ok(known) => known.unwrap_or(false),
             Err(err) => {
                 tracing::warn!(error = %err, conversation = key, "conversation history unreadable");
@@ -141,7 +140,9 @@ impl Conversations {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |since| i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
         match self
-            .with_store(move |sqlite| store::remember_question(sqlite, asked_at, &owned, &question, &delivery))
+            .inner
+            .store
+            .with(move |sqlite| store::remember_question(sqlite, asked_at, &owned, &question, &delivery))
             .await
         {
             Ok(id) => id,
@@ -154,7 +155,7 @@ impl Conversations {
 
     /// The question `id` was answered, or told why not: it is not taken up again.
     pub async fn forget_question(&self, id: i64) {
-        if let Err(err) = self.with_store(move |sqlite| store::forget_question(sqlite, id)).await {
+        if let Err(err) = self.inner.store.with(move |sqlite| store::forget_question(sqlite, id)).await {
             tracing::warn!(error = %err, id, "an answered question stays in flight: it may be answered again");
         }
     }
@@ -162,7 +163,7 @@ impl Conversations {
     /// The questions a previous run left in flight, oldest first, each counted as taken up
     /// once more; empty when there are none or the store cannot be read (logged).
     pub async fn take_up_questions(&self) -> Vec<InFlight> {
-        match self.with_store(store::take_up_questions).await {
+        match self.inner.store.with(store::take_up_questions).await {
             Ok(questions) => questions.unwrap_or_default(),
             Err(err) => {
                 tracing::warn!(error = %err, "the questions left in flight could not be read");
@@ -170,35 +171,12 @@ impl Conversations {
             }
         }
     }
-
-    /// Runs `work` on the store, on a blocking thread; `Ok(None)` while no index exists.
-    async fn with_store<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&Store) -> Result<T, IndexError> + Send + 'static,
-    ) -> anyhow::Result<Option<T>> {
-        let inner = Arc::clone(&self.inner);
-        let joined = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<T>> {
-            let mut guard = inner.store.lock().map_err(|_| anyhow::anyhow!("history store lock poisoned"))?;
-            if guard.is_none() {
-                let path = inner.index_dir.join("index.sqlite");
-                if !path.is_file() {
-                    return Ok(None);
-                }
-                *guard = Some(Store::open(&path)?);
-            }
-            match guard.as_ref() {
-                Some(store) => Ok(Some(work(store)?)),
-                None => Ok(None),
-            }
-        })
-        .await;
-        joined.map_err(|err| anyhow::anyhow!("history task failed: {err}"))?
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::Store;
 
     async fn check(conversations: &Conversations, key: &str, expected: &[&str]) {
         let turns = conversations.recent(key, Audience::Player).await;

@@ -260,7 +260,8 @@ async fn eval_question(
         let hits = baseline.search(oracle.embedder().as_ref(), &question.question, oracle.k()).await?;
         for (variant, labels) in [(NAIVE_BASELINE, &hits.hybrid), (NAIVE_DENSE, &hits.dense)] {
             let top = score::labels_found(&expected, labels.iter().map(String::as_str));
-            let found = Found { pool: top.clone(), top: top.clone(), full: top.clone(), context: top, pool_size: labels.len() };
+            let found =
+                Found { pool: top.clone(), top: top.clone(), full: top.clone(), context: top, pool_size: labels.len() };
             variants.insert(variant.to_string(), found);
         }
     }
@@ -326,8 +327,7 @@ fn score_answer(
     score.budget_seconds = answer.context_plan.answer_seconds;
     if question.kind == bank::QuestionKind::Chronology {
         // The model's own order: the sentences kept under it follow the notes'.
-        let cited: Vec<_> =
-            answer.citations.iter().filter(|c| c.valid).map(|c| (c.label.clone(), c.session)).collect();
+        let cited: Vec<_> = answer.citations.iter().filter(|c| c.valid).map(|c| (c.label.clone(), c.session)).collect();
         score.story_order = score::cited_in_story_order(&answer.text, &cited);
     }
     score

@@ -16,15 +16,15 @@
 mod report;
 mod store;
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 use tracing::Instrument;
 
 use crate::config::FeedbackConfig;
 use crate::corpus::{Label, SessionNumber};
-use crate::index::{IndexError, Store};
+use crate::index::SharedStore;
 use crate::oracle::Settled;
 use crate::retrieve::Audience;
 
@@ -251,15 +251,14 @@ pub struct AskedQuestions {
 }
 
 struct Inner {
-    index_dir: PathBuf,
     config: FeedbackConfig,
-    store: Mutex<Option<Store>>,
+    store: Arc<SharedStore>,
 }
 
 impl std::fmt::Debug for AskedQuestions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AskedQuestions")
-            .field("index_dir", &self.inner.index_dir)
+            .field("index_dir", &self.inner.store.index_dir())
             .field("config", &self.inner.config)
             .finish()
     }
@@ -268,9 +267,7 @@ impl std::fmt::Debug for AskedQuestions {
 impl AskedQuestions {
     /// The kept questions of the index at `index_dir`, under `config`.
     pub fn new(index_dir: &Path, config: FeedbackConfig) -> AskedQuestions {
-        AskedQuestions {
-            inner: Arc::new(Inner { index_dir: index_dir.to_path_buf(), config, store: Mutex::new(None) }),
-        }
+        AskedQuestions { inner: Arc::new(Inner { config, store: SharedStore::new(index_dir, "kept questions") }) }
     }
 
     /// What is kept, and for how long.
@@ -286,7 +283,7 @@ impl AskedQuestions {
             kept.asker = None;
         }
         let span = tracing::info_span!("feedback.keep", audience = ?kept.audience, not_in_notes = kept.not_in_notes);
-        match self.with_store(move |sqlite| store::keep(sqlite, &kept)).instrument(span).await {
+        match self.inner.store.with(move |sqlite| store::keep(sqlite, &kept)).instrument(span).await {
             Ok(Some(id)) => Some(id),
             Ok(None) => {
                 tracing::info!("no index yet: the question is not kept");
@@ -301,7 +298,7 @@ impl AskedQuestions {
 
     /// Removes a kept question whose answer never reached the asker.
     pub async fn forget(&self, id: i64) {
-        if let Err(err) = self.with_store(move |sqlite| store::forget(sqlite, id)).await {
+        if let Err(err) = self.inner.store.with(move |sqlite| store::forget(sqlite, id)).await {
             tracing::warn!(error = format!("{err:#}"), id, "a kept question could not be removed");
         }
     }
@@ -311,7 +308,9 @@ impl AskedQuestions {
     pub async fn judge(&self, id: i64, voter: u64, verdict: Verdict, reason: Option<Reason>) -> anyhow::Result<Judged> {
         let keep_voter = self.inner.config.keep_askers;
         let judged = self
-            .with_store(move |sqlite| {
+            .inner
+            .store
+            .with(move |sqlite| {
                 store::judge(sqlite, &store::Judgement { id, voter, keep_voter, verdict, reason, at: now_unix() })
             })
             .await?;
@@ -322,7 +321,7 @@ impl AskedQuestions {
     /// index, nothing kept).
     pub async fn prune(&self) -> anyhow::Result<Option<usize>> {
         let cutoff = now_unix() - self.inner.config.keep_seconds();
-        let pruned = self.with_store(move |sqlite| store::prune(sqlite, cutoff)).await?;
+        let pruned = self.inner.store.with(move |sqlite| store::prune(sqlite, cutoff)).await?;
         if let Some(n_pruned) = pruned.filter(|n| *n > 0) {
             tracing::info!(n_pruned, keep_days = self.inner.config.keep_days, "kept questions past keep_days deleted");
         }
@@ -332,37 +331,13 @@ impl AskedQuestions {
     /// The kept questions `audience` may read (a player's view: never a GM channel's), asked
     /// at or after `since` (Unix seconds), oldest first.
     pub async fn questions(&self, audience: Audience, since: Option<i64>) -> anyhow::Result<Vec<KeptQuestion>> {
-        let questions = self.with_store(move |sqlite| store::questions(sqlite, audience, since)).await?;
+        let questions = self.inner.store.with(move |sqlite| store::questions(sqlite, audience, since)).await?;
         Ok(questions.unwrap_or_default())
     }
 
     /// The report over what `audience` may read since `since`.
     pub async fn report(&self, audience: Audience, since: Option<i64>) -> anyhow::Result<Report> {
         Ok(Report::of(&self.questions(audience, since).await?, audience, since))
-    }
-
-    /// Runs `work` on the store, on a blocking thread; `Ok(None)` while no index exists.
-    async fn with_store<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&Store) -> Result<T, IndexError> + Send + 'static,
-    ) -> anyhow::Result<Option<T>> {
-        let inner = Arc::clone(&self.inner);
-        let joined = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<T>> {
-            let mut guard = inner.store.lock().map_err(|_| anyhow::anyhow!("kept questions' store lock poisoned"))?;
-            if guard.is_none() {
-                let path = inner.index_dir.join("index.sqlite");
-                if !path.is_file() {
-                    return Ok(None);
-                }
-                *guard = Some(Store::open(&path)?);
-            }
-            match guard.as_ref() {
-                Some(store) => Ok(Some(work(store)?)),
-                None => Ok(None),
-            }
-        })
-        .await;
-        joined.map_err(|err| anyhow::anyhow!("kept questions' task failed: {err}"))?
     }
 }
 
@@ -376,6 +351,7 @@ pub fn now_unix() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::Store;
 
     fn kept(asker: Option<u64>, asked_at: i64) -> KeptAnswer {
         KeptAnswer {

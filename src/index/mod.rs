@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub use store::{
     Bm25Unit, CompendiumRecords, EntityListing, EntityMention, FileRecord, FragmentHead, IngestChanges, MentionRecord,
-    SourceSummary, Store, StoredFragment,
+    SharedStore, SourceSummary, Store, StoredFragment,
 };
 pub use vectors::{VectorHit, VectorRow, VectorStore, vector_table_name};
 
@@ -50,6 +50,9 @@ pub enum IndexError {
     Busy { path: String },
     #[error("no index for this campaign yet at {path}: run `oraculo ingest` first")]
     NotBuilt { path: String },
+    /// The thread that reads what is kept beside the index failed (`store::SharedStore`).
+    #[error("{what}: {detail}")]
+    Worker { what: &'static str, detail: String },
 }
 
 /// The index of one campaign: its SQLite store and its vector store.

@@ -205,6 +205,12 @@ pub trait Embedder: Send + Sync {
     fn support_floor(&self) -> Option<SupportFloor> {
         None
     }
+    /// The cosine (question as a query, sentence as a passage) at which a sentence of the
+    /// notes answers a question it shares no word with (`answer::quotes`), where this
+    /// embedder was calibrated for it; `None`: a quoted answer goes by words alone.
+    fn quote_floor(&self) -> Option<f32> {
+        None
+    }
     /// The cosines at which a question's phrase in one language names a title written in the
     /// other («the archduke» for «el Archiduque»: `retrieve::entity`), where this embedder was
     /// calibrated for it; `None` leaves titles to the lexical matcher alone.

@@ -208,8 +208,11 @@ pub(super) fn citation_sources(
 /// say something else.
 pub(super) fn excerpts_from_quotes(citations: &mut [CitationSource], quoted: &[Excerpt]) {
     for source in citations.iter_mut().filter(|source| source.valid) {
-        let own: Vec<&str> =
-            quoted.iter().filter(|quote| quote.label.as_str() == source.label).map(|quote| quote.text.as_str()).collect();
+        let own: Vec<&str> = quoted
+            .iter()
+            .filter(|quote| quote.label.as_str() == source.label)
+            .map(|quote| quote.text.as_str())
+            .collect();
         if !own.is_empty() {
             source.excerpt = Some(shorten(&own.join(" … "), EXCERPT_CHARS));
         }

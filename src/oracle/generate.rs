@@ -488,8 +488,12 @@ impl Oracle {
         if prepared.terms.is_empty() {
             return extract_excerpts(&fragments, &prepared.terms);
         }
-        let ranked =
-            rank_quotes(&fragments, &prepared.terms, &|text: &str| prepared.quote_similarity.get(text).copied());
+        let ranked = rank_quotes(
+            &fragments,
+            &prepared.terms,
+            &|text: &str| prepared.quote_similarity.get(text).copied(),
+            self.embedder.quote_floor(),
+        );
         // «What happened in the last session?» asks for the session itself: every sentence of
         // it answers, though none says «happened» or «session». Those sessions' opening
         // sentences, as before the ranking, rather than «the notes say nothing».

@@ -120,9 +120,7 @@ async fn e5_picks_the_sentence_that_means_the_question() {
             .to_string()
     }));
     let embedder: Arc<dyn Embedder> = Arc::new(e5());
-    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref())
-        .await
-        .unwrap();
+    ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
     let settings = AnswerSettings { style: AnswerStyle::Quotes, ..AnswerSettings::new(256) };
     let oracle = Oracle::new(&scratch.index_dir(), embedder, Arc::new(NoChat), settings);
     let request = AskRequest { question: "¿Cómo se destruyó la torre?", history: &[], audience: Audience::Player };

@@ -6,6 +6,7 @@
 mod annotations;
 mod compendium;
 mod fragments;
+mod shared;
 mod write;
 
 use write::insert_windows;
@@ -21,6 +22,7 @@ use crate::compendium::{Compendium, EntityKind};
 use crate::corpus::{Diagnostic, Fragment, FragmentId, Label, Link, NoteKind, SessionNumber, Visibility};
 
 pub use annotations::{EXTRACTIVE_ANNOTATION_VERSION, EXTRACTIVE_ANNOTATOR, ORPHANED_ANNOTATIONS_KEPT};
+pub use shared::SharedStore;
 
 /// The schema, in order. Each is applied once and recorded in `schema_migrations`.
 const MIGRATIONS: &[(&str, &str)] = &[
