@@ -131,9 +131,17 @@ impl QueryTerms {
     /// only name the archduke do not.
     pub fn asked_score(&self, text: &str) -> u32 {
         let words = TextWords::of(text);
-        let own = self.terms.iter().filter(|(term, weight)| *weight == 1 && self.holds(&words, term)).count() as u32;
         let number = self.asks_quantity && words.folded.iter().any(|word| word.chars().any(|c| c.is_ascii_digit()));
-        own + u32::from(number)
+        self.asked_words_in(&words) + u32::from(number)
+    }
+
+    /// The question's own words (not a name's) that `text` holds: what it asks, in words.
+    pub fn asked_words(&self, text: &str) -> u32 {
+        self.asked_words_in(&TextWords::of(text))
+    }
+
+    fn asked_words_in(&self, words: &TextWords) -> u32 {
+        self.terms.iter().filter(|(term, weight)| *weight == 1 && self.holds(words, term)).count() as u32
     }
 
     /// Whether `words` hold `term`: the word itself, a word it begins (or that begins it,
@@ -621,22 +629,47 @@ pub fn not_said_as_such(language: LabelLanguage) -> &'static str {
     }
 }
 
-/// A session's extractive recap: [`MAX_EXCERPTS`] sentences spread evenly from
+/// Words a paragraph's opening needs to tell a scene in a recap.
+const RECAP_MIN_WORDS: usize = 4;
+
+/// A session's extractive recap: [`MAX_EXCERPTS`] paragraphs' openings spread evenly from
 /// its first to its last, in order, each with its label, so the excerpts tell the session
-/// from beginning to end rather than what matches a question's words.
+/// from beginning to end rather than what matches a question's words. A paragraph of a
+/// session's notes is a scene, and its first sentence says what it is («Subida al faro…»);
+/// one shorter than [`EXCERPT_MIN_CHARS`] is read with the next («Yo no pude llegar.» alone
+/// says nothing).
 pub fn recap_excerpts(fragments: &[(&str, &str)]) -> Vec<Excerpt> {
-    let all: Vec<(&str, String)> =
-        fragments.iter().flat_map(|(label, text)| sentences(text).into_iter().map(move |s| (*label, s))).collect();
-    if all.is_empty() {
+    let openings: Vec<(&str, String)> = fragments
+        .iter()
+        .flat_map(|(label, text)| {
+            paragraphs(text).into_iter().filter_map(move |paragraph| {
+                let own = sentences(&paragraph.text);
+                let first = own.first()?;
+                let opening = match own.get(1) {
+                    Some(next) if first.chars().count() < EXCERPT_MIN_CHARS => format!("{first} {next}"),
+                    _ => first.clone(),
+                };
+                Some((*label, opening))
+            })
+        })
+        .collect();
+    // A lone name in bold («**Rook**») heads what follows; it tells nothing, unless nothing else does.
+    let telling: Vec<(&str, String)> =
+        openings.iter().filter(|(_, opening)| opening.split_whitespace().count() >= RECAP_MIN_WORDS).cloned().collect();
+    let openings = if telling.is_empty() { openings } else { telling };
+    if openings.is_empty() {
         return Vec::new();
     }
-    let n_picked = all.len().min(MAX_EXCERPTS);
+    let n_picked = openings.len().min(MAX_EXCERPTS);
     let mut picked: Vec<usize> =
-        (0..n_picked).map(|i| if n_picked == 1 { 0 } else { i * (all.len() - 1) / (n_picked - 1) }).collect();
+        (0..n_picked).map(|i| if n_picked == 1 { 0 } else { i * (openings.len() - 1) / (n_picked - 1) }).collect();
     picked.dedup();
     picked
         .into_iter()
-        .map(|idx| Excerpt { label: Label::new(all[idx].0), text: shorten(&all[idx].1, EXCERPT_MAX_CHARS) })
+        .map(|idx| Excerpt {
+            label: Label::new(openings[idx].0),
+            text: shorten(&links_as_text(&openings[idx].1), EXCERPT_MAX_CHARS),
+        })
         .collect()
 }
 
@@ -706,11 +739,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_recap_spreads_from_the_first_sentence_to_the_last() {
-        let text = "# La noche\nUno empieza. Dos sigue. Tres pasa.\n\nCuatro llega. Cinco cae. Seis huye.\n\nSiete acaba. Ocho cierra. Nueve termina.";
-        let excerpts = recap_excerpts(&[("Sesión 9", text)]);
-        let texts: Vec<&str> = excerpts.iter().map(|e| e.text.as_str()).collect();
-        assert_eq!(texts, ["Uno empieza.", "Tres pasa.", "Cinco cae.", "Siete acaba.", "Nueve termina."]);
+    fn a_recap_spreads_the_scenes_openings_from_the_first_to_the_last() {
+        let scene = |n: usize| format!("La escena {n} empieza en el muelle con toda la compañía reunida. Luego sigue.");
+        let text = format!(
+            "# La noche\n{}\n\nCorto. Se lee con la siguiente.\n\n**Rook**\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}",
+            scene(1),
+            scene(3),
+            scene(4),
+            scene(5),
+            scene(6),
+            scene(7)
+        );
+        let excerpts = recap_excerpts(&[("Sesión 9", text.as_str())]);
+        let texts: Vec<String> = excerpts.iter().map(|e| e.text.clone()).collect();
+        let opening = |n: usize| format!("La escena {n} empieza en el muelle con toda la compañía reunida.");
+        // Seven paragraphs that tell something (a lone bold name does not), five spread from
+        // the first to the last: each its first sentence, the short one with the next.
+        let short = "Corto. Se lee con la siguiente.".to_string();
+        assert_eq!(texts, [opening(1), short, opening(4), opening(5), opening(7)]);
         assert!(excerpts.iter().all(|e| e.label == "Sesión 9"));
         assert_eq!(recap_excerpts(&[("Sesión 1", "Solo una frase.")]).len(), 1);
         assert!(recap_excerpts(&[("Sesión 1", "# Solo un título")]).is_empty());

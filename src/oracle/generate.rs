@@ -14,8 +14,8 @@ use std::time::Instant;
 use tracing::Instrument;
 
 use crate::answer::grounding::{CitedNotes, Ungrounded};
-use crate::answer::passages::{Excerpt, extract_excerpts, render_extractive};
-use crate::answer::quotes::rank_quotes;
+use crate::answer::passages::{Excerpt, extract_excerpts, recap_excerpts, render_extractive};
+use crate::answer::quotes::{Meaning, rank_quotes};
 use crate::answer::structured::{
     Repeats, Sentence, SentenceStream, StructuredAnswer, answer_schema, complete_sentence_text, parse_structured,
     render_sentence, render_structured,
@@ -482,23 +482,31 @@ impl Oracle {
 
     /// The excerpts of the chosen fragments for the question, ranked sentence by sentence
     /// (`answer::quotes`, with the similarities [`Oracle::weigh_quotes`] kept). A question
-    /// with no word to rank by («¿y qué?») gets the opening sentences of the top fragments.
+    /// with no word to rank by («¿y qué?») gets the opening sentences of the top fragments; one
+    /// asking for the sessions it names («¿Qué pasó en la sesión 27?», «Resume la sesión 33»:
+    /// every sentence of them answers, though none says «pasó» or «sesión») gets sentences
+    /// spread over those sessions, from the first to the last.
     fn excerpts_of_chosen(&self, prepared: &Prepared) -> Vec<Excerpt> {
         let fragments = quotable_fragments(prepared);
+        let names_sessions = names_chosen(prepared);
         if prepared.terms.is_empty() {
-            return extract_excerpts(&fragments, &prepared.terms);
+            return if names_sessions {
+                recap_excerpts(&fragments)
+            } else {
+                extract_excerpts(&fragments, &prepared.terms)
+            };
         }
-        let ranked = rank_quotes(
-            &fragments,
-            &prepared.terms,
-            &|text: &str| prepared.quote_similarity.get(text).copied(),
-            self.embedder.quote_floor(),
-        );
-        // «What happened in the last session?» asks for the session itself: every sentence of
-        // it answers, though none says «happened» or «session». Those sessions' opening
-        // sentences, as before the ranking, rather than «the notes say nothing».
-        if ranked.is_empty() && names_chosen(prepared) {
-            return extract_excerpts(&fragments, &prepared.terms);
+        // A sentence in another language than the question's answers by meaning at the lower floor.
+        let asked_in = crate::lexicon::language_of(&prepared.question);
+        let floors = self.embedder.quote_floor();
+        let floor = |text: &str| {
+            floors
+                .map(|f| if crate::lexicon::language_of(text) == asked_in { f.same_language } else { f.other_language })
+        };
+        let similarity = |text: &str| prepared.quote_similarity.get(text).copied();
+        let ranked = rank_quotes(&fragments, &prepared.terms, &Meaning { similarity: &similarity, floor: &floor });
+        if ranked.is_empty() && names_sessions {
+            return recap_excerpts(&fragments);
         }
         ranked
     }
