@@ -205,12 +205,6 @@ pub trait Embedder: Send + Sync {
     fn support_floor(&self) -> Option<SupportFloor> {
         None
     }
-    /// The cosines (question as a query, sentence as a passage) at which a sentence of the
-    /// notes answers a question it shares no word with (`answer::quotes`), where this
-    /// embedder was calibrated for it; `None`: a quoted answer goes by words alone.
-    fn quote_floor(&self) -> Option<QuoteFloor> {
-        None
-    }
     /// The cosines at which a question's phrase in one language names a title written in the
     /// other («the archduke» for «el Archiduque»: `retrieve::entity`), where this embedder was
     /// calibrated for it; `None` leaves titles to the lexical matcher alone.
@@ -235,17 +229,6 @@ pub struct SupportFloor {
     /// The sentence in the language of the notes it cites.
     pub same_language: f32,
     /// A translation (an English answer over Spanish notes): cosines across languages run lower.
-    pub other_language: f32,
-}
-
-/// An embedder's floors for a sentence that answers a question in other words
-/// (`answer::quotes`): the least cosine between the question (a query) and the sentence (a
-/// passage).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct QuoteFloor {
-    /// The sentence in the question's language.
-    pub same_language: f32,
-    /// A question in the other language: cosines across languages run lower.
     pub other_language: f32,
 }
 

@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use crate::answer::grounding::{CitedNotes, Ungrounded};
 use crate::answer::passages::{Excerpt, extract_excerpts, recap_excerpts, render_extractive};
-use crate::answer::quotes::{Meaning, rank_quotes};
+use crate::answer::quotes::rank_quotes;
 use crate::answer::structured::{
     Repeats, Sentence, SentenceStream, StructuredAnswer, answer_schema, complete_sentence_text, parse_structured,
     render_sentence, render_structured,
@@ -496,15 +496,8 @@ impl Oracle {
                 extract_excerpts(&fragments, &prepared.terms)
             };
         }
-        // A sentence in another language than the question's answers by meaning at the lower floor.
-        let asked_in = crate::lexicon::language_of(&prepared.question);
-        let floors = self.embedder.quote_floor();
-        let floor = |text: &str| {
-            floors
-                .map(|f| if crate::lexicon::language_of(text) == asked_in { f.same_language } else { f.other_language })
-        };
         let similarity = |text: &str| prepared.quote_similarity.get(text).copied();
-        let ranked = rank_quotes(&fragments, &prepared.terms, &Meaning { similarity: &similarity, floor: &floor });
+        let ranked = rank_quotes(&fragments, &prepared.terms, &similarity);
         if ranked.is_empty() && names_sessions {
             return recap_excerpts(&fragments);
         }

@@ -111,12 +111,13 @@ async fn a_question_the_notes_do_not_answer_says_so() {
 }
 
 /// e5 decides between sentences the words cannot tell apart: each names the tower, and only
-/// one says how it fell; two a note are quoted, and without meaning the first two would be.
+/// one, the last, says how it fell; three a note are quoted, and without meaning the first
+/// three would be.
 #[tokio::test]
 async fn e5_picks_the_sentence_that_means_the_question() {
     let scratch = Scratch::of(&sessions([1], |_| {
         "La torre tiene tres pisos de piedra gris. La torre guarda el archivo del gremio. \
-         La torre se derrumba entre llamas y polvo.\n"
+         La torre mira al puerto desde la colina. La torre se derrumba entre llamas y polvo.\n"
             .to_string()
     }));
     let embedder: Arc<dyn Embedder> = Arc::new(e5());
@@ -126,6 +127,6 @@ async fn e5_picks_the_sentence_that_means_the_question() {
     let request = AskRequest { question: "¿Cómo se destruyó la torre?", history: &[], audience: Audience::Player };
     let settled = oracle.answer(&request, &no_events, None).await.unwrap();
     let quoted: Vec<&str> = settled.answer.quoted.iter().map(|excerpt| excerpt.text.as_str()).collect();
-    assert_eq!(quoted.len(), 2, "{quoted:?}");
+    assert_eq!(quoted.len(), 3, "{quoted:?}");
     assert!(quoted.contains(&"La torre se derrumba entre llamas y polvo."), "{quoted:?}");
 }

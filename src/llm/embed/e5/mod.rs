@@ -55,7 +55,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tracing::{Instrument, info_span};
 
-use crate::llm::{EmbedRole, Embedder, LlmError, NameFloor, QuoteFloor, SupportFloor};
+use crate::llm::{EmbedRole, Embedder, LlmError, NameFloor, SupportFloor};
 use encoder::EncoderLayer;
 use kernels::LayerNorm;
 use tokenizer::Tokenizer;
@@ -72,14 +72,6 @@ pub const E5_WINDOW_WORDS: usize = 250;
 /// right sentences first. An English sentence over Spanish notes runs lower (right
 /// translations from 0.824), so its floor is lower and catches only the farthest.
 pub const E5_SUPPORT_FLOOR: SupportFloor = SupportFloor { same_language: 0.83, other_language: 0.80 };
-/// e5-small's floors for a sentence that answers in other words (`Embedder::quote_floor`),
-/// chosen on the sample and the players' vault banks (`eval/README.md`, «Quoted answers»): in
-/// the question's language the nearest sentence sharing no word of what an answerable question
-/// asks ran 0.85–0.87 where it answered («¿Quién es en realidad el Penitente?»), while the
-/// nearest to an unanswerable one stayed at 0.85 or under save where a word answered anyway;
-/// across languages right answers ran 0.83–0.84 and an unanswerable English question over
-/// Spanish notes 0.80.
-pub const E5_QUOTE_FLOOR: QuoteFloor = QuoteFloor { same_language: 0.85, other_language: 0.82 };
 /// e5-small's floor for a title named across languages, both embedded as queries.
 /// Measured on the sample campaign's 15 article-led aliases against 108 "the …" phrases of
 /// both banks' questions and 27 written by hand: right translations score 0.907 to 0.947
@@ -166,10 +158,6 @@ impl Embedder for E5Embedder {
 
     fn name_floor(&self) -> Option<NameFloor> {
         Some(E5_NAME_FLOOR)
-    }
-
-    fn quote_floor(&self) -> Option<QuoteFloor> {
-        Some(E5_QUOTE_FLOOR)
     }
 }
 
