@@ -131,13 +131,21 @@ impl QueryTerms {
     /// only name the archduke do not.
     pub fn asked_score(&self, text: &str) -> u32 {
         let words = TextWords::of(text);
-        let number = self.asks_quantity && words.folded.iter().any(|word| word.chars().any(|c| c.is_ascii_digit()));
-        self.asked_words_in(&words) + u32::from(number)
+        self.asked_words_in(&words) + u32::from(self.holds_asked_number(&words))
     }
 
-    /// The question's own words (not a name's) that `text` holds: what it asks, in words.
-    pub fn asked_words(&self, text: &str) -> u32 {
-        self.asked_words_in(&TextWords::of(text))
+    /// The question asks how much or how many and `words` hold a number.
+    fn holds_asked_number(&self, words: &TextWords) -> bool {
+        self.asks_quantity && words.folded.iter().any(|word| word.chars().any(|c| c.is_ascii_digit()))
+    }
+
+    /// What `text` holds of the question, its words read (and stemmed) once: what
+    /// [`QueryTerms::asked_score`] and [`QueryTerms::score`] give, and the asked words alone.
+    pub fn held_by(&self, text: &str) -> Held {
+        let words = TextWords::of(text);
+        let asked_words = self.asked_words_in(&words);
+        let asked = asked_words + u32::from(self.holds_asked_number(&words));
+        Held { asked, asked_words, all: self.score_in(&words) }
     }
 
     fn asked_words_in(&self, words: &TextWords) -> u32 {
@@ -169,9 +177,23 @@ impl QueryTerms {
 
     /// How much `text` is about the question: the weights of the distinct terms it holds.
     pub fn score(&self, text: &str) -> u32 {
-        let words = TextWords::of(text);
-        self.terms.iter().filter(|(term, _)| self.holds(&words, term)).map(|(_, weight)| weight).sum()
+        self.score_in(&TextWords::of(text))
     }
+
+    fn score_in(&self, words: &TextWords) -> u32 {
+        self.terms.iter().filter(|(term, _)| self.holds(words, term)).map(|(_, weight)| weight).sum()
+    }
+}
+
+/// What a text holds of a question ([`QueryTerms::held_by`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// [`QueryTerms::asked_score`]: its own words, and a number where one is asked.
+    pub asked: u32,
+    /// Its own words alone.
+    pub asked_words: u32,
+    /// [`QueryTerms::score`]: every term, names included, by weight.
+    pub all: u32,
 }
 
 /// Whether `question` asks when: «cuándo» with its accent (without it, «cuando» is a
@@ -737,6 +759,33 @@ fn unlink(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_for_a_sessions_story_asks_no_word_of_it() {
+        // Every way of asking for a session's story, in both languages, for every two-digit
+        // session: nothing is asked beyond the session, so its scenes answer (`recap_excerpts`).
+        let forms = [
+            "¿Qué pasó en la sesión {n}?",
+            "¿Qué ocurrió en la sesión {n}?",
+            "¿Qué sucedió en la partida {n}?",
+            "Resume la sesión {n}",
+            "Resumen de la sesión {n}",
+            "What happened in session {n}?",
+            "What happens in session {n}?",
+            "Summarize session {n}",
+            "Recap of sessions {n}",
+            "Summary of the session {n}",
+        ];
+        for n in 1..100 {
+            for form in forms {
+                let question = form.replace("{n}", &n.to_string());
+                let terms = QueryTerms::new(&question, &[]);
+                assert!(terms.is_empty() && !terms.asks_beyond_names(), "{question}");
+            }
+        }
+        // A question about something in a session still asks it.
+        assert!(QueryTerms::new("¿Qué pasó con el faro en la sesión 33?", &[]).asks_beyond_names());
+    }
 
     #[test]
     fn a_recap_spreads_the_scenes_openings_from_the_first_to_the_last() {

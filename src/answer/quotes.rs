@@ -105,10 +105,11 @@ fn holds_number(text: &str) -> bool {
 }
 
 fn signals_of(unit: &Unit, terms: &QueryTerms, similarity: &dyn Fn(&str) -> Option<f32>) -> Signals {
+    let held = terms.held_by(&unit.text);
     Signals {
-        asked: terms.asked_score(&unit.text),
-        asked_words: terms.asked_words(&unit.text),
-        all_terms: terms.score(&unit.text),
+        asked: held.asked,
+        asked_words: held.asked_words,
+        all_terms: held.all,
         similarity: similarity(&unit.text),
         number: terms.asks_number() && holds_number(&unit.text),
         own_holds_term: terms.score(&unit.own) > 0,

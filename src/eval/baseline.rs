@@ -126,20 +126,18 @@ impl Baseline {
             })
             .collect();
         let cut = blind_windows(&fragments, BASELINE_WINDOW_WORDS);
-        let key = {
-            let texts: Vec<&str> = cut.iter().map(|(_, text)| text.as_str()).collect();
-            content_hash(Visibility::Player, &format!("{}\n{}", embedder.id(), texts.join("\n\u{1e}\n")))
-        };
+        let texts: Vec<&str> = cut.iter().map(|(_, text)| text.as_str()).collect();
+        let key = content_hash(Visibility::Player, &format!("{}\n{}", embedder.id(), texts.join("\n\u{1e}\n")));
+        // BM25 reads the windows' text: its table is built whether the vectors come cached or not.
+        let bm25 = bm25_table(&texts)?;
         let cache_file = cache_dir.map(|dir| dir.join(format!("{key}.json")));
         if let Some(vectors) = cache_file.as_deref().and_then(read_cached_vectors)
             && vectors.len() == cut.len()
         {
             tracing::info!(windows = vectors.len(), "eval: baseline vectors from the cache");
-            let bm25 = bm25_table(&cut.iter().map(|(_, text)| text.as_str()).collect::<Vec<_>>())?;
             let windows = cut.into_iter().zip(vectors).map(|((labels, _), vector)| Window { labels, vector }).collect();
             return Ok(Baseline { windows, bm25 });
         }
-        let bm25 = bm25_table(&cut.iter().map(|(_, text)| text.as_str()).collect::<Vec<_>>())?;
         let mut windows = Vec::with_capacity(cut.len());
         for batch in cut.chunks(batch_size.max(1)) {
             let texts: Vec<String> = batch.iter().map(|(_, text)| text.clone()).collect();

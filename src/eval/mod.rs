@@ -291,8 +291,6 @@ fn score_answer(
     full: &Prepared,
     settled: &crate::oracle::Settled,
 ) -> score::AnswerScore {
-    // What a player reads once the model is done: its answer with the notes' sentences
-    // shown first that it did not say, or those sentences when it could not answer.
     let stays = &settled.answer;
     let answer = settled.model.as_ref().unwrap_or(stays);
     // Citations are distinct per label already (`answer::validate_citations`).
