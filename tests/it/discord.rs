@@ -344,13 +344,13 @@ async fn no_canary_reaches_a_player_through_discord() {
         ["¿Qué pasó en el faro?", "¿Qué hay en la cueva del islote?", "¿Quién es el espía del puerto?"]
             .map(String::from),
     );
-    // Each in its own channel, for the same reason as the GM's.
-    for (n, text) in questions.iter().enumerate() {
-        let token = discord.slash_command(PLAYER, &[], text_channel(CHANNEL + 1 + n as u64), "oraculo", question(text));
-        discord.wait_for("an answer", is_final_answer_for(&token)).await;
-        typed.push(text.clone());
-    }
-    // A follow-up in the thread opened on the last answer.
+    // Each in its own channel, for the same reason as the GM's; asked side by side, a round at a
+    // time (each answer's last edit waits out the edit pace while the next is written).
+    let channels: Vec<u64> = (0..questions.len()).map(|n| CHANNEL + 1 + n as u64).collect();
+    let asked: Vec<(&str, u64)> = questions.iter().map(String::as_str).zip(channels).collect();
+    ask_side_by_side(&discord, &asked, &question).await;
+    typed.extend(questions.iter().cloned());
+    // A follow-up in the thread opened on an answer.
     let thread = discord
         .wait_for("a thread", |r| r.method == "POST" && r.path.ends_with("/threads"))
         .await
@@ -410,20 +410,26 @@ async fn no_canary_reaches_a_player_through_discord() {
 
     // The positive control: each canary's question in a GM channel shows the model its note,
     // and the first canary's answer (an echo) brings it back to the GM.
+    // Asked side by side too: each question's prompts are told apart by the question they hold.
+    let gm_questions: Vec<String> = findable.iter().map(|canary| format!("¿Quién es {canary}?")).collect();
+    let gm_asked: Vec<(&str, u64)> =
+        gm_questions.iter().map(String::as_str).zip(gm_channels.iter().map(|c| c.parse().unwrap())).collect();
+    let asked_before = ollama.chat_requests("/api/chat").len();
+    let gm_answers = ask_side_by_side(&discord, &gm_asked, &question).await;
+    let gm_prompts = ollama.chat_requests("/api/chat")[asked_before..].to_vec();
     let mut gm_tokens: Vec<String> = Vec::new();
-    for (n, (canary, channel)) in findable.iter().zip(&gm_channels).enumerate() {
-        let gm_question = format!("¿Quién es {canary}?");
-        let channel: u64 = channel.parse().unwrap();
-        let asked_before = ollama.chat_requests("/api/chat").len();
-        let gm_token = discord.slash_command(PLAYER, &[], text_channel(channel), "oraculo", question(&gm_question));
-        let gm_answer = discord.wait_for("a GM channel's answer", is_final_answer_for(&gm_token)).await;
-        let prompts: String = ollama.chat_requests("/api/chat")[asked_before..]
+    for (n, ((canary, gm_question), (gm_token, gm_answer))) in
+        findable.iter().zip(&gm_questions).zip(gm_answers).enumerate()
+    {
+        let prompts: String = gm_prompts
             .iter()
-            .map(|prompt| prompt.body.to_string().replace(&gm_question, ""))
+            .map(|prompt| prompt.body.to_string())
+            .filter(|body| body.contains(gm_question.as_str()))
+            .map(|body| body.replace(gm_question.as_str(), ""))
             .collect();
         assert!(prompts.contains(canary), "a GM channel's prompt shows the GM's notes ({canary}): {prompts}");
         if n == 0 {
-            let shown = gm_answer.body.to_string().replace(&gm_question, "");
+            let shown = gm_answer.body.to_string().replace(gm_question.as_str(), "");
             assert!(shown.contains(canary), "the echo shows GM notes in a GM channel: {}", gm_answer.body);
         }
         gm_tokens.push(gm_token);
@@ -480,6 +486,31 @@ async fn no_canary_reaches_a_player_through_discord() {
     }
 
     bot.stop().await;
+}
+
+/// Questions the bot is in the middle of at once: the queue lets in this many and more from
+/// other places (`discord.queue_limit` is 50), and each answer waits out its own edit pace.
+const SIDE_BY_SIDE: usize = 16;
+
+/// `asked` (a question and its channel), asked by the player a round of [`SIDE_BY_SIDE`] at a
+/// time; each answer's token and final message, in `asked`'s order.
+async fn ask_side_by_side(
+    discord: &FakeDiscord,
+    asked: &[(&str, u64)],
+    options: &impl Fn(&str) -> Value,
+) -> Vec<(String, crate::http::Recorded)> {
+    let mut answers = Vec::new();
+    for round in asked.chunks(SIDE_BY_SIDE) {
+        let tokens: Vec<String> = round
+            .iter()
+            .map(|(text, channel)| discord.slash_command(PLAYER, &[], text_channel(*channel), "oraculo", options(text)))
+            .collect();
+        for token in tokens {
+            let answer = discord.wait_for("an answer", is_final_answer_for(&token)).await;
+            answers.push((token, answer));
+        }
+    }
+    answers
 }
 
 /// A channel that was a GM channel and is one no more: the GM's exchanges stored there (answered

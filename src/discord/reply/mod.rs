@@ -552,10 +552,12 @@ async fn preview<'a>(
 ) {
     let mut pace = EditPace::unedited();
     while progress.changed().await.is_ok() {
-        pace.wait().await;
-        // The model finished while waiting: the final layout comes next, no preview needed.
-        if progress.has_changed().is_err() {
-            break;
+        // The model finishing ends the wait: the final layout comes next at once, no preview
+        // needed, and the next question's turn does not wait out the pace.
+        let finished = async { while progress.changed().await.is_ok() {} };
+        tokio::select! {
+            () = pace.wait() => {}
+            () = finished => break,
         }
         let message = match &*progress.borrow_and_update() {
             Progress::Waiting => continue,
