@@ -249,6 +249,10 @@ async fn mcp_errors_are_tool_errors_with_their_fix_and_the_server_goes_on() {
     client.cancel().await.unwrap();
 }
 
+/// `oraculo search` processes run at once by the whole-bank test: each is mostly a process
+/// starting and loading e5, so a few overlap on two cores.
+const CLI_SIDE_BY_SIDE: usize = 4;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_search_returns_the_labels_of_oraculo_search_json_in_its_order_for_the_whole_bank() {
     let data = sample();
@@ -259,9 +263,24 @@ async fn mcp_search_returns_the_labels_of_oraculo_search_json_in_its_order_for_t
         .map(|line| serde_json::from_str::<Value>(line).unwrap()["question"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(questions.len(), 73);
+    // The command line's searches, a few processes side by side while the server answers.
+    let searched = std::thread::scope(|scope| {
+        let share = questions.len().div_ceil(CLI_SIDE_BY_SIDE);
+        let workers: Vec<_> = questions
+            .chunks(share)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|question| oraculo(data).args(["search", "--json", question]).output().unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|worker| worker.join().unwrap()).collect::<Vec<_>>()
+    });
     let client = connect(data, &[]).await;
-    for question in &questions {
-        let output = oraculo(data).args(["search", "--json", question]).output().unwrap();
+    for (question, output) in questions.iter().zip(&searched) {
         assert!(output.status.success(), "{question}: {}", String::from_utf8_lossy(&output.stderr));
         let cli: Value = serde_json::from_slice(&output.stdout).unwrap();
         let cli_labels: Vec<&str> =
