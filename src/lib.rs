@@ -35,9 +35,10 @@
 //! [`doctor`] checks that an install can answer (`oraculo doctor`, and the bot at its start).
 //!
 //! [`app`] is what the CLI, the bot and the evaluation share above the pipeline (resolving a
-//! campaign, opening its oracle). [`secret`] is the one redacted value type. [`config`],
-//! [`logging`] and [`cli`] are the edges; [`sample`] is the built-in campaign, and [`eval`]
-//! runs a question bank through every variant of the pipeline and scores it.
+//! campaign, opening its oracle). [`redacted`] is the one type for values no log may show
+//! (the Discord token, an API key). [`config`], [`logging`] and [`cli`] are the edges;
+//! [`sample`] is the built-in campaign, and [`eval`] runs a question bank through every
+//! variant of the pipeline and scores it.
 
 pub mod app;
 pub mod config;
@@ -63,6 +64,6 @@ pub mod watch;
 pub mod cli;
 pub mod eval;
 pub mod mcp;
+pub mod redacted;
 pub mod sample;
-pub mod secret;
 pub mod text;

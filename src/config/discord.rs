@@ -3,7 +3,7 @@
 use anyhow::bail;
 use serde::Deserialize;
 
-use super::{CampaignPlaces, Secret};
+use super::{CampaignPlaces, Redacted};
 
 /// Questions answered at once: one local GPU serves one generation at a time, and a second
 /// concurrent request to Ollama only slows both down.
@@ -29,7 +29,7 @@ pub const DISCORD_TOKEN_VARS: &[&str] = &["ORACULO_DISCORD_TOKEN", "DISCORD_TOKE
 #[serde(deny_unknown_fields)]
 pub struct RawDiscord {
     /// Prefer `DISCORD_TOKEN` / `ORACULO_DISCORD_TOKEN`: a file gets shared, an env var less so.
-    pub token: Option<Secret<String>>,
+    pub token: Option<Redacted<String>>,
     pub dm_user_ids: Option<Vec<u64>>,
     pub dm_role_ids: Option<Vec<u64>>,
     pub gm_channel_ids: Option<Vec<u64>>,
@@ -46,7 +46,7 @@ pub struct RawDiscord {
 pub struct DiscordConfig {
     /// From `ORACULO_DISCORD_TOKEN`, `DISCORD_TOKEN`, else `discord.token`; `None`: the bot
     /// refuses to start, saying where to put one.
-    pub token: Option<Secret<String>>,
+    pub token: Option<Redacted<String>>,
     /// Users who are the campaign's DM: they may `/reingest`, and their direct messages to
     /// the bot see GM-only notes.
     pub dm_user_ids: Vec<u64>,
@@ -87,7 +87,7 @@ pub(super) fn discord_config(
     raw: Option<RawDiscord>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> anyhow::Result<Option<DiscordConfig>> {
-    let env_token = DISCORD_TOKEN_VARS.iter().find_map(|key| env(key)).map(Secret::new);
+    let env_token = DISCORD_TOKEN_VARS.iter().find_map(|key| env(key)).map(Redacted::new);
     let raw = match (raw, &env_token) {
         (Some(raw), _) => raw,
         (None, Some(_)) => RawDiscord::default(),

@@ -42,7 +42,7 @@ use feedback::feedback_config;
 use models::{answer_config, chat_config, embedder_config};
 
 /// A value never printed: the Discord token (and the OpenAI-compatible server's API key).
-pub use crate::secret::Secret;
+pub use crate::redacted::Redacted;
 
 /// `config.toml` as written. Every key optional; unknown keys are an error naming the key.
 #[derive(Debug, Default, Deserialize)]

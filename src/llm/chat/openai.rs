@@ -23,8 +23,8 @@ use crate::llm::{LlmError, ModelServer, Server};
 /// The name the schema is given in `response_format` (servers require one).
 const SCHEMA_NAME: &str = "answer";
 
-/// A bearer token: a [`Secret`](crate::secret::Secret), so configs and clients can be logged.
-pub type ApiKey = crate::secret::Secret<String>;
+/// A bearer token: [`Redacted`](crate::redacted::Redacted), so configs and clients can be logged.
+pub type ApiKey = crate::redacted::Redacted<String>;
 
 /// How to reach an OpenAI-compatible server. Built from `[chat]` in config.
 #[derive(Debug, Clone)]

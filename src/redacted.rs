@@ -4,14 +4,14 @@
 use serde::Deserialize;
 
 /// A value that must never reach a log or an error message: its `Debug` and `Display` print
-/// `[redacted]`. [`Secret::expose`] is the one way to the value, for the place that sends it.
+/// `[redacted]`. [`Redacted::expose`] is the one way to the value, for the place that sends it.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
-pub struct Secret<T>(T);
+pub struct Redacted<T>(T);
 
-impl<T> Secret<T> {
-    pub fn new(value: T) -> Secret<T> {
-        Secret(value)
+impl<T> Redacted<T> {
+    pub fn new(value: T) -> Redacted<T> {
+        Redacted(value)
     }
 
     /// The value itself, for the one place that sends it (the Discord client).
@@ -20,13 +20,13 @@ impl<T> Secret<T> {
     }
 }
 
-impl<T> std::fmt::Debug for Secret<T> {
+impl<T> std::fmt::Debug for Redacted<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("[redacted]")
     }
 }
 
-impl<T> std::fmt::Display for Secret<T> {
+impl<T> std::fmt::Display for Redacted<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("[redacted]")
     }
