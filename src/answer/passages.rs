@@ -95,7 +95,10 @@ impl QueryTerms {
                 add(word, 2);
             }
         }
-        for word in content_words(question).filter(|word| !ASKS_FOR_THE_SESSION.contains(&word.as_str())) {
+        let named_sessions = named_session_numbers(question);
+        for word in content_words(question)
+            .filter(|word| !ASKS_FOR_THE_SESSION.contains(&word.as_str()) && !named_sessions.contains(word))
+        {
             add(word, 1);
         }
         let mut stems: HashMap<String, Vec<String>> = HashMap::new();
@@ -205,6 +208,20 @@ fn asks_when(question: &str) -> bool {
 }
 
 /// Folded words of three letters or more that are not stopwords.
+/// Words that name a session before its number, folded: «la sesión 140», "session 112".
+const SESSION_WORDS: [&str; 6] = ["sesion", "sesiones", "session", "sessions", "partida", "partidas"];
+
+/// The numbers a question names sessions by («¿Qué pasó en la sesión 140?»: «140»): the
+/// session is found by the time path, and its number is no word a sentence must hold.
+fn named_session_numbers(question: &str) -> HashSet<String> {
+    let words: Vec<String> = fold_words(question).collect();
+    words
+        .windows(2)
+        .filter(|pair| SESSION_WORDS.contains(&pair[0].as_str()) && pair[1].chars().all(|c| c.is_ascii_digit()))
+        .map(|pair| pair[1].clone())
+        .collect()
+}
+
 fn content_words(text: &str) -> impl Iterator<Item = String> + '_ {
     fold_words(text).filter(|word| word.chars().count() >= 3 && !is_stopword(word))
 }
@@ -762,8 +779,9 @@ mod tests {
 
     #[test]
     fn a_question_for_a_sessions_story_asks_no_word_of_it() {
-        // Every way of asking for a session's story, in both languages, for every two-digit
-        // session: nothing is asked beyond the session, so its scenes answer (`recap_excerpts`).
+        // Every way of asking for a session's story, in both languages, for sessions 1 to 999:
+        // nothing is asked beyond the session (its number neither), so its scenes answer
+        // (`recap_excerpts`).
         let forms = [
             "¿Qué pasó en la sesión {n}?",
             "¿Qué ocurrió en la sesión {n}?",
@@ -776,15 +794,20 @@ mod tests {
             "Recap of sessions {n}",
             "Summary of the session {n}",
         ];
-        for n in 1..100 {
+        for n in 1..1000 {
             for form in forms {
                 let question = form.replace("{n}", &n.to_string());
                 let terms = QueryTerms::new(&question, &[]);
                 assert!(terms.is_empty() && !terms.asks_beyond_names(), "{question}");
             }
         }
-        // A question about something in a session still asks it.
+        // A question about something in a session still asks it, and a number that names no
+        // session is still asked.
         assert!(QueryTerms::new("¿Qué pasó con el faro en la sesión 33?", &[]).asks_beyond_names());
+        let paid = QueryTerms::new("¿Quién pagó 140 coronas en la sesión 120?", &[]);
+        let asked: Vec<&str> = paid.terms.iter().map(|(term, _)| term.as_str()).collect();
+        assert!(asked.contains(&"140") && !asked.contains(&"120"), "{asked:?}");
+        assert!(!QueryTerms::new("¿Qué pasó en la sesión 140?", &[]).asks_beyond_names());
     }
 
     #[test]
