@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The compaction benchmark of issue 38: one note of a 3-note campaign saved SAVES times (default
+# The compaction benchmark: one note of a 3-note campaign saved SAVES times (default
 # 1,000), `oraculo ingest` after each save, through the Ollama stand-in (scripts/fake-ollama.py).
 # Prints the index's size (index.sqlite and the vector table, in file bytes) and the vector
 # table's versions at their largest, after the last save, and against a fresh ingest of the same

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Proves the `openai` chat backend against a real llama.cpp `llama-server` (issue 16).
+# Proves the `openai` chat backend against a real llama.cpp `llama-server`.
 #
 #   scripts/check-real-server.sh              build (once), start, run every step, stop
 #   scripts/check-real-server.sh --build-only only build llama-server into the data dir

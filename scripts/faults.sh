@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fault suite of issue 38, against the real binary and Ollama's wire format on 127.0.0.1
+# The fault suite, against the real binary and Ollama's wire format on 127.0.0.1
 # (scripts/fake-ollama.py: embeddings, and a chat model that repeats its prompt): each fault
 # prints one PASS/FAIL/SKIP line with why and a figure (time, size, count). The faults: an
 # empty campaign folder, unreadable folders, a dotted folder moved under the watcher, two

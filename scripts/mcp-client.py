@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A real MCP client's session with `oraculo mcp` (issue 41), through the official Python SDK.
+"""A real MCP client's session with `oraculo mcp`, through the official Python SDK.
 
 The SDK (PyPI `mcp`, pinned in .ci/run) starts `oraculo mcp` over stdio on the built-in sample
 campaign, ingested first into a temporary data dir with the embedded e5 model, and:

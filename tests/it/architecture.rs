@@ -707,3 +707,34 @@ fn a_literal_spread_over_lines_is_code_and_the_test_module_is_not() {
     assert_eq!(function_sizes(text), vec![("prompt".to_string(), 1, 5), ("check".to_string(), 9, 1)]);
     assert_eq!(code_lines(text), 4);
 }
+
+/// Where the house's code and its scripts are: what a newcomer reads (the eval's changelog and
+/// results are history, and keep theirs).
+const CODE_FOLDERS: &[&str] = &["src", "tests/it", "scripts", ".ci", "benches"];
+
+/// Work-history names in `text`: the word «issue» and a number, apart or joined by `_` or `-`.
+fn work_history_names(text: &str) -> Vec<String> {
+    let pattern = regex::Regex::new(r"(?i)\bissue[ _-]?[0-9]+").unwrap();
+    pattern.find_iter(text).map(|found| found.as_str().to_string()).collect()
+}
+
+/// Things are named for what they are, not for the issue that made them: a reader has the
+/// code, not the tracker.
+#[test]
+fn no_work_history_names_in_the_code_or_the_scripts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut named = Vec::new();
+    let files = CODE_FOLDERS.iter().flat_map(|folder| walkdir::WalkDir::new(root.join(folder)));
+    for entry in files.chain(walkdir::WalkDir::new(root.join("Cargo.toml"))) {
+        let entry = entry.unwrap();
+        let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
+        for name in work_history_names(&text) {
+            named.push(format!("{}: {name}", entry.path().strip_prefix(root).unwrap().display()));
+        }
+    }
+    assert!(named.is_empty(), "work-history names:\n{}", named.join("\n"));
+    // The pattern finds each form (written apart here, so this file holds none).
+    for form in [concat!("iss", "ue 38"), concat!("iss", "ue_38_x"), concat!("Iss", "ue-41")] {
+        assert_eq!(work_history_names(&format!("a {form} b")).len(), 1, "{form}");
+    }
+}
