@@ -23,8 +23,9 @@ use poise::serenity_prelude as serenity;
 use tracing::Instrument;
 
 use super::access::{command_place, refuse_barred};
-use super::embeds::{self, Message};
+use super::builders;
 use super::errors::{ask_error_text, lang_of, log_discord_error, tell};
+use super::layout::{self, Message};
 use super::locale::Lang;
 use super::place::Place;
 use super::reply::{Outlet, answer_question, interaction_token_usable, refuse_question, source_messages_for};
@@ -45,7 +46,7 @@ async fn defer(ctx: Context<'_>, ephemeral: bool) -> Result<(), serenity::Error>
     if let poise::Context::Application(app) = ctx
         && !app.has_sent_initial_response.load(Ordering::SeqCst)
     {
-        app.interaction.create_response(ctx.serenity_context(), embeds::deferred_response(ephemeral)).await?;
+        app.interaction.create_response(ctx.serenity_context(), builders::deferred_response(ephemeral)).await?;
         app.has_sent_initial_response.store(true, Ordering::SeqCst);
     }
     Ok(())
@@ -142,7 +143,7 @@ async fn open_thread(
         Turn { role: TurnRole::Assistant, content: answer.to_string() },
     ];
     desk.history.append(Place::Thread(message_id.get()), audience, turns.clone()).await;
-    let builder = serenity::CreateThread::new(embeds::thread_name(question, lang))
+    let builder = serenity::CreateThread::new(layout::thread_name(question, lang))
         .auto_archive_duration(serenity::AutoArchiveDuration::OneDay);
     match ctx.channel_id().create_thread_from_message(ctx.http(), message_id, builder).await {
         Ok(thread) if thread.id.get() != message_id.get() => {
@@ -200,7 +201,7 @@ async fn autocomplete_label(ctx: Context<'_>, partial: &str) -> Vec<String> {
     let typed = fold(partial.trim());
     let listed = on_the_askers_oracle(ctx, move |oracle, audience| async move { oracle.sources(audience).await.ok() });
     let labels = listed.await.into_iter().flatten().map(|source| String::from(source.label));
-    labels.filter(|label| embeds::discord_len(label) <= 100 && fold(label).contains(&typed)).take(25).collect()
+    labels.filter(|label| layout::discord_len(label) <= 100 && fold(label).contains(&typed)).take(25).collect()
 }
 
 /// What an autocompletion reads from the asker's campaign, as the asker's audience sees it, on
@@ -476,7 +477,7 @@ pub async fn cronologia(
         .instrument(tracing::info_span!("discord.timeline", ?audience))
         .await;
     let messages = match made {
-        Ok(Ok(timeline)) => embeds::timeline_messages(&timeline, lang),
+        Ok(Ok(timeline)) => layout::timeline_messages(&timeline, lang),
         Ok(Err(err)) => {
             tracing::info!(error = %err, "timeline refused");
             vec![Message::notice(&time_error_text(&err, lang))]
@@ -499,7 +500,7 @@ async fn autocomplete_entity(ctx: Context<'_>, partial: &str) -> Vec<String> {
     let listed = on_the_askers_oracle(ctx, move |oracle, audience| async move {
         oracle.entity_names_matching(&typed, 25, audience).await.ok()
     });
-    listed.await.into_iter().flatten().filter(|name| embeds::discord_len(name) <= 100).collect()
+    listed.await.into_iter().flatten().filter(|name| layout::discord_len(name) <= 100).collect()
 }
 
 /// Resume una sesión (por defecto, la última) para empezar la partida, citando las notas.
@@ -589,7 +590,7 @@ pub async fn resumen(
         Ok(Ok(recap)) => {
             let text =
                 format!("**{}**\n\n{}", lang.recap_heading(recap.session.0, recap.is_last), recap.answer.text.trim());
-            embeds::answer_messages(&text, &recap.answer.citations, recap.answer.invented_citations.len(), lang)
+            layout::answer_messages(&text, &recap.answer.citations, recap.answer.invented_citations.len(), lang)
         }
         Ok(Err(err)) => {
             tracing::info!(error = %err, "recap refused");

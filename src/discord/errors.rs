@@ -8,7 +8,8 @@
 use poise::serenity_prelude as serenity;
 
 use super::access::{Barred, refuse_barred};
-use super::embeds::{self, Message};
+use super::builders;
+use super::layout::Message;
 use super::locale::Lang;
 use super::{Context, Data, Error};
 use crate::oracle::AskError;
@@ -127,7 +128,7 @@ pub async fn on_error(error: poise::FrameworkError<'_, Data, Error>) {
         E::UnknownInteraction { ctx, framework, interaction, .. } => {
             tracing::warn!(command = %interaction.data.name, "interaction for a command this build does not have");
             let lang = Lang::from_locale(Some(&interaction.locale), framework.user_data.lang);
-            let response = embeds::message_response(&Message::notice(&lang.command_outdated()), true);
+            let response = builders::message_response(&Message::notice(&lang.command_outdated()), true);
             if let Err(err) = interaction.create_response(ctx, response).await {
                 tracing::warn!(error = %err, "could not answer an unknown interaction");
             }

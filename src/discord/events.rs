@@ -14,9 +14,10 @@ use poise::serenity_prelude as serenity;
 use tracing::Instrument;
 
 use super::access::{Barred, Location, Surface, interaction_place, refuse_barred};
-use super::embeds::{self, Message};
+use super::builders;
 use super::errors::log_discord_error;
 use super::feedback::feedback_button;
+use super::layout::{self, Message};
 use super::locale::Lang;
 use super::place::Place;
 use super::reply::{Outlet, answer_question, refuse_question, source_messages_for};
@@ -108,7 +109,7 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
     let lang = data.lang;
     let outlet = Outlet::Thread { http: &ctx.http, channel: message.channel_id, reply_to: message.id };
     if let Some(refusal) = refuse_question(data, user, question, lang) {
-        let reference = embeds::reply_reference(message.channel_id, message.id);
+        let reference = builders::reply_reference(message.channel_id, message.id);
         if let Err(err) = message
             .channel_id
             .send_message(&ctx.http, Message::notice(&refusal).to_create_message(Some(reference)))
@@ -142,7 +143,7 @@ async fn mention_or_reply(ctx: &serenity::Context, data: &Data, message: &sereni
     let replies_to_answer = message
         .referenced_message
         .as_deref()
-        .is_some_and(|answered| answered.author.id == me && embeds::is_answer(answered));
+        .is_some_and(|answered| answered.author.id == me && builders::is_answer(answered));
     if !mentioned && !replies_to_answer {
         return;
     }
@@ -173,9 +174,9 @@ async fn mention_or_reply(ctx: &serenity::Context, data: &Data, message: &sereni
         }
     };
     let lang = desk.lang;
-    let question = embeds::without_mentions(&message.content, me.get());
+    let question = builders::without_mentions(&message.content, me.get());
     let reply = |text: String| async move {
-        let reference = embeds::reply_reference(message.channel_id, message.id);
+        let reference = builders::reply_reference(message.channel_id, message.id);
         if let Err(err) =
             message.channel_id.send_message(&ctx.http, Message::notice(&text).to_create_message(Some(reference))).await
         {
@@ -206,7 +207,7 @@ async fn mention_or_reply(ctx: &serenity::Context, data: &Data, message: &sereni
 
 /// "📖 label": the source in full, ephemerally, for the audience of the channel clicked in.
 async fn source_button(ctx: &serenity::Context, data: &Data, component: &serenity::ComponentInteraction) {
-    let Some(label) = embeds::label_from_button_id(&component.data.custom_id) else {
+    let Some(label) = layout::label_from_button_id(&component.data.custom_id) else {
         return;
     };
     let lang = Lang::from_locale(Some(&component.locale), data.lang);
@@ -219,7 +220,7 @@ async fn source_button(ctx: &serenity::Context, data: &Data, component: &serenit
         Err(barred) => {
             refuse_barred(barred, user);
             if !matches!(barred, Barred::UnknownGuild(_)) {
-                let refusal = embeds::message_response(&Message::notice(&lang.barred(barred)), true);
+                let refusal = builders::message_response(&Message::notice(&lang.barred(barred)), true);
                 if let Err(err) = component.create_response(ctx, refusal).await {
                     log_discord_error(&err, "refusing a source button");
                 }
@@ -229,14 +230,14 @@ async fn source_button(ctx: &serenity::Context, data: &Data, component: &serenit
     };
     if let Err(wait) = data.queue.check_source_rate(user) {
         let refusal =
-            embeds::message_response(&Message::notice(&lang.sources_rate_limited(wait.as_secs().max(1))), true);
+            builders::message_response(&Message::notice(&lang.sources_rate_limited(wait.as_secs().max(1))), true);
         if let Err(err) = component.create_response(ctx, refusal).await {
             log_discord_error(&err, "refusing a source button");
         }
         return;
     }
     let audience = desk.access.audience(user, location);
-    if let Err(err) = component.create_response(ctx, embeds::deferred_response(true)).await {
+    if let Err(err) = component.create_response(ctx, builders::deferred_response(true)).await {
         log_discord_error(&err, "deferring a source button");
         return;
     }

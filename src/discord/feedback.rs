@@ -10,8 +10,9 @@ use poise::serenity_prelude as serenity;
 use tracing::Instrument;
 
 use super::access::{Barred, interaction_place, refuse_barred};
-use super::embeds::{self, Message, no_mentions};
+use super::builders::no_mentions;
 use super::errors::log_discord_error;
+use super::layout::{self, Message};
 use super::locale::Lang;
 use super::verdict::Press;
 use super::{Data, Desk};
@@ -30,7 +31,7 @@ fn reason_row(id: i64, lang: Lang) -> serenity::CreateActionRow {
         .into_iter()
         .map(|reason| {
             serenity::CreateButton::new(Press::Reason(id, reason).custom_id())
-                .label(embeds::clip(&lang.reason_label(reason), embeds::BUTTON_LABEL_LIMIT))
+                .label(layout::clip(&lang.reason_label(reason), layout::BUTTON_LABEL_LIMIT))
                 .style(serenity::ButtonStyle::Secondary)
         })
         .collect();
@@ -99,7 +100,7 @@ async fn judge(desk: &Desk, id: i64, user: u64, verdict: Verdict, reason: Option
 /// An ephemeral message (with `row` under it), no mentions.
 fn ephemeral(text: &str, row: Option<serenity::CreateActionRow>) -> serenity::CreateInteractionResponse {
     let message = serenity::CreateInteractionResponseMessage::new()
-        .content(embeds::clip(text, embeds::CONTENT_LIMIT))
+        .content(layout::clip(text, layout::CONTENT_LIMIT))
         .ephemeral(true)
         .components(row.into_iter().collect())
         .allowed_mentions(no_mentions());
@@ -154,5 +155,5 @@ pub fn report_messages(report: &Report, lang: Lang) -> Vec<Message> {
             week.week, week.asked, week.unanswered, week.up, week.down
         ));
     }
-    embeds::split_text(&text, embeds::CONTENT_LIMIT).iter().map(|piece| Message::notice(piece)).collect()
+    layout::split_text(&text, layout::CONTENT_LIMIT).iter().map(|piece| Message::notice(piece)).collect()
 }

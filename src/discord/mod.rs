@@ -24,11 +24,12 @@
 //! Architecture invariant: every message the bot sends carries empty `allowed_mentions`.
 
 pub mod access;
+pub mod builders;
 pub mod commands;
-pub mod embeds;
 pub mod errors;
 pub mod events;
 pub mod feedback;
+pub mod layout;
 pub mod locale;
 mod notices;
 pub mod place;
@@ -262,7 +263,7 @@ fn framework(data: Data, guild_ids: Vec<u64>) -> poise::Framework<Data, Error> {
             command_check: Some(|ctx| Box::pin(access::place_check(ctx))),
             on_error: |error| Box::pin(errors::on_error(error)),
             event_handler: |ctx, event, framework, data| Box::pin(events::handle(ctx, event, framework, data)),
-            allowed_mentions: Some(embeds::no_mentions()),
+            allowed_mentions: Some(builders::no_mentions()),
             ..Default::default()
         })
         .initialize_owners(false)
@@ -343,7 +344,7 @@ fn guild_ids(config: &Config) -> Vec<u64> {
 /// The REST client: straight to Discord (through `rest_client` when given), or through the
 /// configured proxy.
 fn rest_http(token: &str, rest_client: Option<reqwest::Client>, discord: &DiscordConfig) -> serenity::Http {
-    let mut http = serenity::HttpBuilder::new(token).default_allowed_mentions(embeds::no_mentions());
+    let mut http = serenity::HttpBuilder::new(token).default_allowed_mentions(builders::no_mentions());
     if let Some(client) = rest_client {
         http = http.client(client);
     }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use poise::serenity_prelude as serenity;
 
-use super::embeds;
 use super::errors::log_discord_error;
+use super::layout;
 use super::locale::Lang;
 use crate::watch::WatchReport;
 
@@ -94,7 +94,7 @@ impl DmNotices {
         for user in &self.dm_users {
             let sent = match serenity::UserId::new(*user).create_dm_channel(&self.http).await {
                 Ok(direct) => {
-                    direct.id.send_message(&self.http, embeds::Message::notice(text).to_create_message(None)).await
+                    direct.id.send_message(&self.http, layout::Message::notice(text).to_create_message(None)).await
                 }
                 Err(err) => Err(err),
             };

@@ -19,8 +19,9 @@ use poise::serenity_prelude as serenity;
 use tracing::Instrument;
 
 use super::access::Location;
-use super::embeds::{self, Message};
+use super::builders;
 use super::errors::log_discord_error;
+use super::layout::Message;
 use super::locale::Lang;
 use super::place::Place;
 use super::reply::{Outlet, answer_question};
@@ -115,7 +116,7 @@ async fn resume_one(ctx: &serenity::Context, data: &Data, recorded_in: Arc<Desk>
         );
         let text = delivery.lang.resume_given_up(delivery.user, &in_flight.question);
         let reference =
-            delivery.asking_message.map(|asking| embeds::reply_reference(channel, serenity::MessageId::new(asking)));
+            delivery.asking_message.map(|asking| builders::reply_reference(channel, serenity::MessageId::new(asking)));
         if let Err(err) = channel.send_message(&ctx.http, Message::notice(&text).to_create_message(reference)).await {
             log_discord_error(&err, "telling an asker their question was given up");
         }

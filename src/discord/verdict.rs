@@ -53,7 +53,7 @@ pub fn verdict_row(id: i64) -> serenity::CreateActionRow {
 mod tests {
     use super::*;
 
-    /// Discord's limit on a custom id (`embeds::CUSTOM_ID_LIMIT`, not imported: `embeds`
+    /// Discord's limit on a custom id (`layout::CUSTOM_ID_LIMIT`, not imported: `embeds`
     /// imports this file).
     const CUSTOM_ID_LIMIT: usize = 100;
 

@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use poise::serenity_prelude as serenity;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::embeds::{self, Message};
 use super::errors::{ask_error_text, log_ask_error, log_discord_error};
 use super::feedback::add_verdict_buttons;
+use super::layout::{self, Message};
 use super::locale::Lang;
 use super::place::Place;
 use super::queue::{Admission, QueueEvent, Slot, Waiting, Withdrawal, WorkerGone};
@@ -335,7 +335,7 @@ impl<'o> Asking<'_, 'o> {
     /// once they are found.
     fn waiting_message(&self, position: usize, instant: Option<&Answer>) -> Message {
         match instant {
-            Some(instant) => embeds::instant_message(&instant.text, &self.asked_in.instant_queued(position)),
+            Some(instant) => layout::instant_message(&instant.text, &self.asked_in.instant_queued(position)),
             None => Message::notice(&self.lang.queued(position)),
         }
     }
@@ -370,7 +370,7 @@ impl<'o> Asking<'_, 'o> {
         let instant = answering.instant().cloned();
         let shown = match &instant {
             Some(instant) => {
-                let message = embeds::instant_message(&instant.text, &self.asked_in.instant_writing());
+                let message = layout::instant_message(&instant.text, &self.asked_in.instant_writing());
                 match answering.shown {
                     // Shown while it waited: only the line under it changes, and a refused
                     // edit may be skipped.
@@ -454,12 +454,12 @@ impl<'o> Asking<'_, 'o> {
         let answer = &settled.answer;
         let lang = self.lang;
         let mut messages =
-            embeds::answer_messages(&answer.text, &answer.citations, answer.invented_citations.len(), lang);
+            layout::answer_messages(&answer.text, &answer.citations, answer.invented_citations.len(), lang);
         let missing: Vec<&str> = answer.missing_paths.iter().map(|missing| missing.path.as_str()).collect();
-        embeds::mark_partial_search(&mut messages, &missing, lang);
+        layout::mark_partial_search(&mut messages, &missing, lang);
         match settled.instant_kept {
-            Some(why) => embeds::add_footer_note(&mut messages, &self.asked_in.instant_kept(why)),
-            None if answer.fallback.is_some() => embeds::add_footer_note(&mut messages, &lang.model_not_answering()),
+            Some(why) => layout::add_footer_note(&mut messages, &self.asked_in.instant_kept(why)),
+            None if answer.fallback.is_some() => layout::add_footer_note(&mut messages, &lang.model_not_answering()),
             None => {}
         }
         // Kept for the DM before it is posted: the 👍/👎 buttons under it carry its id.
@@ -561,9 +561,9 @@ async fn preview<'a>(
         }
         let message = match &*progress.borrow_and_update() {
             Progress::Waiting => continue,
-            Progress::Stage(stage) => embeds::stage_message(*stage, lang),
+            Progress::Stage(stage) => layout::stage_message(*stage, lang),
             Progress::Text(text) if text.trim().is_empty() => continue,
-            Progress::Text(text) => embeds::preview_message(text, lang),
+            Progress::Text(text) => layout::preview_message(text, lang),
         };
         pace.edited();
         // Never held across an await: taken out, edited, put back.
@@ -609,7 +609,7 @@ pub async fn source_messages_for(
     match read {
         Ok(parts) if !parts.is_empty() => {
             let texts: Vec<String> = parts.into_iter().map(|stored| stored.fragment.text).collect();
-            embeds::source_messages(label, &texts, lang)
+            layout::source_messages(label, &texts, lang)
         }
         Ok(_) => vec![Message::notice(&lang.source_not_found(label))],
         Err(err) => {

@@ -8,8 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use poise::serenity_prelude as serenity;
 
 use crate::discord::Context;
-use crate::discord::embeds::{self, Message};
+use crate::discord::builders;
 use crate::discord::errors::log_discord_error;
+use crate::discord::layout::Message;
 
 /// How long an interaction's token works after the interaction is created (Discord's rule):
 /// follow-ups and edits through it fail after that.
@@ -159,7 +160,7 @@ impl<'a> Outlet<'a> {
                 Ok(Posted::Channel(sent.channel_id, sent.id))
             }
             Outlet::Thread { http, channel, reply_to } => {
-                let reference = first.then(|| embeds::reply_reference(*channel, *reply_to));
+                let reference = first.then(|| builders::reply_reference(*channel, *reply_to));
                 let sent = channel.send_message(*http, message.to_create_message(reference)).await?;
                 Ok(Posted::Channel(sent.channel_id, sent.id))
             }
@@ -171,7 +172,7 @@ impl<'a> Outlet<'a> {
                 Ok(Posted::Original(sent.id))
             }
             Outlet::Resumed { http, channel, reply_to, .. } => {
-                let reference = reply_to.filter(|_| first).map(|asking| embeds::reply_reference(*channel, asking));
+                let reference = reply_to.filter(|_| first).map(|asking| builders::reply_reference(*channel, asking));
                 let message = self.prefaced(message);
                 let sent = channel.send_message(*http, message.to_create_message(reference)).await?;
                 Ok(Posted::Channel(sent.channel_id, sent.id))
