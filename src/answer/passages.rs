@@ -58,16 +58,14 @@ pub struct QueryTerms {
     asks_when: bool,
 }
 
+/// Words that name a session, folded; before a number they name which («la sesión 140»).
+const SESSION_WORDS: [&str; 5] = ["sesion", "sesiones", "session", "sessions", "partida"];
+
 /// Words of a question that ask for a session's story rather than for something in it,
-/// folded: «¿Qué pasó en la sesión 27?», «Resume la sesión 33», "What happened last session?".
-/// Every sentence of the session answers those; a sentence saying «sesión» or «pasó» is no
-/// better than the others.
-const ASKS_FOR_THE_SESSION: [&str; 16] = [
-    "sesion",
-    "sesiones",
-    "session",
-    "sessions",
-    "partida",
+/// folded, besides [`SESSION_WORDS`]: «¿Qué pasó en la sesión 27?», «Resume la sesión 33»,
+/// "What happened last session?". Every sentence of the session answers those; a sentence
+/// saying «sesión» or «pasó» is no better than the others.
+const ASKS_FOR_THE_STORY: [&str; 11] = [
     "resume",
     "resumen",
     "resumir",
@@ -96,8 +94,7 @@ impl QueryTerms {
             }
         }
         let named_sessions = named_session_numbers(question);
-        for word in content_words(question)
-            .filter(|word| !ASKS_FOR_THE_SESSION.contains(&word.as_str()) && !named_sessions.contains(word))
+        for word in content_words(question).filter(|word| !asks_for_the_session(word) && !named_sessions.contains(word))
         {
             add(word, 1);
         }
@@ -207,9 +204,11 @@ fn asks_when(question: &str) -> bool {
     opens_with_when || words.any(|word| word.to_lowercase() == "cuándo")
 }
 
-/// Folded words of three letters or more that are not stopwords.
-/// Words that name a session before its number, folded: «la sesión 140», "session 112".
-const SESSION_WORDS: [&str; 6] = ["sesion", "sesiones", "session", "sessions", "partida", "partidas"];
+/// Whether a folded word of a question asks for a session's story ([`SESSION_WORDS`],
+/// [`ASKS_FOR_THE_STORY`]).
+fn asks_for_the_session(word: &str) -> bool {
+    SESSION_WORDS.contains(&word) || ASKS_FOR_THE_STORY.contains(&word)
+}
 
 /// The numbers a question names sessions by («¿Qué pasó en la sesión 140?»: «140»): the
 /// session is found by the time path, and its number is no word a sentence must hold.
@@ -222,6 +221,7 @@ fn named_session_numbers(question: &str) -> HashSet<String> {
         .collect()
 }
 
+/// Folded words of three letters or more that are not stopwords.
 fn content_words(text: &str) -> impl Iterator<Item = String> + '_ {
     fold_words(text).filter(|word| word.chars().count() >= 3 && !is_stopword(word))
 }

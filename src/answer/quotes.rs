@@ -120,7 +120,8 @@ fn signals_of(unit: &Unit, terms: &QueryTerms, similarity: &dyn Fn(&str) -> Opti
 /// asks something beyond the names it names, a unit only naming them still may, as long as
 /// some unit [`answers`] it ([`rank_quotes`] checks that first).
 fn is_eligible(signals: &Signals) -> bool {
-    signals.own_holds_term && (signals.asked_words > 0 || signals.all_terms > 0)
+    // The unit's text holds its own sentence, so what that holds the unit holds too.
+    signals.own_holds_term
 }
 
 /// Whether the unit answers what the question asks beyond its names: it holds a word of it,

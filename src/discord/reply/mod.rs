@@ -559,6 +559,10 @@ async fn preview<'a>(
             () = pace.wait() => {}
             () = finished => break,
         }
+        // Both at once, the pace chosen: the same, the final layout is next.
+        if progress.has_changed().is_err() {
+            break;
+        }
         let message = match &*progress.borrow_and_update() {
             Progress::Waiting => continue,
             Progress::Stage(stage) => layout::stage_message(*stage, lang),
