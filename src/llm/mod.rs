@@ -180,7 +180,7 @@ impl LlmError {
 }
 
 /// Which side of an asymmetric embedder a text is on (e5's `query: ` / `passage: `).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EmbedRole {
     Query,
     Passage,

@@ -275,7 +275,9 @@ impl Oracle {
     ) -> Oracle {
         Oracle {
             index_dir: index_dir.to_path_buf(),
-            embedder,
+            // An answer embeds its question's story and quotable sentences, and the next
+            // question about the same entity embeds them again: remembered, not remade.
+            embedder: Arc::new(crate::llm::embed::remembered::Remembered::new(embedder)),
             chat,
             settings,
             compendium: std::sync::Mutex::new([None, None]),
