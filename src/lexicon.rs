@@ -134,37 +134,85 @@ const CHANGE_WORDS_AFTER: usize = 5;
 /// Whether `text` tells a change in someone's story ([`CHANGE_STEMS`]): one of its words (or
 /// two-word phrases) starts with a stem.
 pub fn tells_a_change(text: &str) -> bool {
-    let words: Vec<String> =
-        fold(text).split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(str::to_string).collect();
-    // «se volvió» is a turn of the head, «volvió» a return.
-    let reflexive = |at: usize| at > 0 && words[at - 1] == "se";
-    CHANGE_STEMS.iter().any(|stem| match stem.split_once(' ') {
-        Some((first, second)) => words.windows(2).any(|pair| pair[0] == first && pair[1].starts_with(second)),
-        None => words
-            .iter()
-            .enumerate()
-            .any(|(at, word)| word.starts_with(stem) && !(REFLEXIVE_TURNS.contains(stem) && reflexive(at))),
-    })
+    let words = folded_words(text);
+    !changes_told(&words, 0..words.len()).is_empty()
 }
 
-/// Change stems whose reflexive form is no change: «se volvió» (turned round), «se vuelve».
+fn folded_words(text: &str) -> Vec<String> {
+    fold(text).split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(str::to_string).collect()
+}
+
+/// The [`CHANGE_STEMS`] told by the words at `within`, in the list's order; the words
+/// around them say whether a «volvió» is a return.
+fn changes_told(words: &[String], within: std::ops::Range<usize>) -> Vec<&'static str> {
+    // «se volvió» is a turn of the head, «volvió» a return; «vuelve a celebrar» is doing it
+    // again.
+    let reflexive = |at: usize| at > 0 && words[at - 1] == "se";
+    let again = |at: usize| {
+        words.get(at + 1).is_some_and(|word| word == "a") && words.get(at + 2).is_some_and(|word| is_infinitive(word))
+    };
+    let no_return = |at: usize| reflexive(at) || again(at);
+    let within = within.start.min(words.len())..within.end.min(words.len());
+    CHANGE_STEMS
+        .iter()
+        .copied()
+        .filter(|stem| match stem.split_once(' ') {
+            Some((first, second)) => within
+                .clone()
+                .any(|at| words[at] == first && words.get(at + 1).is_some_and(|next| next.starts_with(second))),
+            None => within
+                .clone()
+                .any(|at| words[at].starts_with(stem) && !(REFLEXIVE_TURNS.contains(stem) && no_return(at))),
+        })
+        .collect()
+}
+
+/// Whether a folded Spanish word is an infinitive, with its object pronouns or not
+/// («celebrar», «verlo», «decírselo» folded «decirselo»).
+fn is_infinitive(word: &str) -> bool {
+    const ENCLITICS: &[&str] = &["los", "las", "les", "nos", "lo", "la", "le", "se", "me", "te", "os"];
+    let mut stem = word;
+    for _ in 0..2 {
+        if let Some(shorter) = ENCLITICS.iter().find_map(|clitic| stem.strip_suffix(clitic)) {
+            if ["ar", "er", "ir"].iter().any(|ending| shorter.ends_with(ending)) {
+                return true;
+            }
+            stem = shorter;
+        }
+    }
+    word.len() > 3 && ["ar", "er", "ir"].iter().any(|ending| word.ends_with(ending))
+}
+
+/// Change stems whose reflexive form is no change: «se volvió» (turned round), «se vuelve»;
+/// nor is their «volver a» before an infinitive, a thing done again («vuelve a celebrar»).
 const REFLEXIVE_TURNS: &[&str] = &["volvi", "vuelve"];
 
 /// Whether `text` tells a change of the one named at `mentions` (byte spans): a change word
 /// among the [`CHANGE_WORDS_BEFORE`] words before a mention or the [`CHANGE_WORDS_AFTER`]
 /// after it.
 pub fn tells_a_change_of(text: &str, mentions: &[(usize, usize)]) -> bool {
-    mentions.iter().any(|&(start, end)| {
-        let (Some(before), Some(after)) = (text.get(..start), text.get(end..)) else { return false };
-        let before: Vec<&str> = before.split_whitespace().collect();
-        let after: Vec<&str> = after.split_whitespace().collect();
-        let near: Vec<&str> = before[before.len().saturating_sub(CHANGE_WORDS_BEFORE)..]
-            .iter()
-            .chain(after.iter().take(CHANGE_WORDS_AFTER))
-            .copied()
-            .collect();
-        tells_a_change(&near.join(" "))
-    })
+    !changes_told_of(text, mentions).is_empty()
+}
+
+/// The changes `text` tells of the one named at `mentions` ([`tells_a_change_of`]), each
+/// as its stem in [`CHANGE_STEMS`]: «desaparec» for «Leandro ha desaparecido» and for «desde
+/// que el archiduque desapareció» alike, so that a story can tell a change told before.
+pub fn changes_told_of(text: &str, mentions: &[(usize, usize)]) -> Vec<&'static str> {
+    let words = folded_words(text);
+    let mut told: Vec<&'static str> = Vec::new();
+    for &(start, end) in mentions {
+        let (Some(before), Some(named)) = (text.get(..start), text.get(start..end)) else { continue };
+        let first = folded_words(before).len();
+        let after = first + folded_words(named).len();
+        // The name's own words are not near it: «el Desaparecido» tells nothing by its name.
+        let near = [first.saturating_sub(CHANGE_WORDS_BEFORE)..first, after..after + CHANGE_WORDS_AFTER];
+        for stem in near.into_iter().flat_map(|within| changes_told(&words, within)) {
+            if !told.contains(&stem) {
+                told.push(stem);
+            }
+        }
+    }
+    told
 }
 
 /// The language a folded definite article belongs to: «el», «la», «los», «las» are Spanish,
@@ -343,6 +391,11 @@ mod tests {
         };
         assert!(of("A las once, Leandro de Valdemora desaparece de sus aposentos.", "Leandro de Valdemora"));
         assert!(of("Ha desaparecido el archiduque.", "el archiduque"));
+        assert!(!of("El Desaparecido saluda al grupo.", "El Desaparecido"), "a name tells nothing by its words");
+        assert!(
+            !of("Un año desde que el archiduque se fue, y Salobre vuelve a celebrar la fiesta.", "el archiduque"),
+            "a «vuelve a» at the window's edge reads the infinitive past it"
+        );
         assert!(!of("El archiduque ofrece 300 coronas por investigar las caravanas desaparecidas.", "El archiduque"));
         for text in [
             "El archiduque abre el baile con su hermana.",
@@ -351,8 +404,14 @@ mod tests {
             "The archduke greets the party.",
             "Se esconden en el matorral.",
             "Una vieja le tiró un farolillo y el Heraldo ni se volvió.",
+            "Puerto Salobre vuelve a celebrar la Fiesta de las Mareas.",
+            "El archiduque volvió a verlos al día siguiente.",
+            "Nunca volvió a decírselo.",
         ] {
             assert!(!tells_a_change(text), "{text}");
+        }
+        for text in ["El archiduque volvió a Puerto Salobre.", "Leandro vuelve a la ciudad.", "Lara volvió."] {
+            assert!(tells_a_change(text), "{text}");
         }
     }
 

@@ -10,7 +10,7 @@ use tracing::Instrument;
 use crate::answer::arc::{ArcFragment, ArcSentence, arc_sentences};
 use crate::answer::passages::QueryTerms;
 use crate::index::Index;
-use crate::lexicon::tells_a_change_of;
+use crate::lexicon::changes_told_of;
 use crate::llm::EmbedRole;
 use crate::retrieve::time::entity_session_fragments;
 use crate::retrieve::{Audience, CompendiumIndex, SearchResult};
@@ -27,7 +27,8 @@ const ARC_MAX_EMBEDDED: usize = 64;
 const ARC_SIMILARITY_WEIGHT: f64 = 3.0;
 
 /// What telling a change in the entity's story adds to a sentence's score
-/// (`lexicon::tells_a_change_of`: near a mention of it, it vanished, came back, died…): more than the embedder's
+/// (`lexicon::changes_told_of`: near a mention of it, it vanished, came back, died…, told
+/// for the first time in its story: [`first_tellings`]): more than the embedder's
 /// similarity can, since «¿qué pasó con X?» asks for exactly that and e5-small ranks the
 /// sentence where X opens a ball beside the one where X vanishes.
 const ARC_CHANGE_WEIGHT: f64 = 4.0;
@@ -86,12 +87,16 @@ impl Oracle {
             let names_entity =
                 |sentence: &str| compendium.with_entity_written_as(sentence, entity_id, &known.name).is_some();
             let mut sentences = arc_sentences(&fragments, &names_entity);
+            let changes: Vec<Vec<&str>> = sentences
+                .iter()
+                .map(|sentence| changes_told_of(&sentence.text, &compendium.mentions_of(&sentence.text, entity_id)))
+                .collect();
+            let news = first_tellings(&sentences, &changes);
             let mut scores: Vec<f64> = sentences
                 .iter()
-                .map(|sentence| {
-                    let mentions = compendium.mentions_of(&sentence.text, entity_id);
-                    let change = if tells_a_change_of(&sentence.text, &mentions) { ARC_CHANGE_WEIGHT } else { 0.0 };
-                    f64::from(terms.score(&sentence.text)) + change
+                .zip(&news)
+                .map(|(sentence, &news)| {
+                    f64::from(terms.score(&sentence.text)) + if news { ARC_CHANGE_WEIGHT } else { 0.0 }
                 })
                 .collect();
             keep_the_best_of_each_session(&mut sentences, &mut scores, ARC_MAX_EMBEDDED);
@@ -140,6 +145,27 @@ impl Oracle {
 
 /// At most `limit` sentences, each session keeping its best by score (ties: the earlier)
 /// in turn, so that every session stays in the story; the order of the rest is kept.
+/// Per sentence (in story order), whether it tells a change of the entity that no earlier
+/// session's sentence told: the news of its session. «Ha pasado un año desde que el
+/// archiduque desapareció» in session 30 recalls session 9's disappearance, and the session's
+/// line should say what changed then (his skin turned to salt), not what every later session
+/// remembers. Sentences of one session tell their changes together.
+fn first_tellings(sentences: &[ArcSentence], changes: &[Vec<&'static str>]) -> Vec<bool> {
+    let mut told_before: Vec<&'static str> = Vec::new();
+    let mut told_this_session: Vec<&'static str> = Vec::new();
+    let mut session = None;
+    let mut news = Vec::with_capacity(sentences.len());
+    for (sentence, changes) in sentences.iter().zip(changes) {
+        if session != Some(sentence.session) {
+            told_before.append(&mut told_this_session);
+            session = Some(sentence.session);
+        }
+        news.push(changes.iter().any(|stem| !told_before.contains(stem)));
+        told_this_session.extend(changes.iter().copied());
+    }
+    news
+}
+
 fn keep_the_best_of_each_session(sentences: &mut Vec<ArcSentence>, scores: &mut Vec<f64>, limit: usize) {
     if sentences.len() <= limit {
         return;
@@ -199,5 +225,35 @@ mod tests {
         // Round one: the best of each (1, 4, 7); round two: the next of sessions 1 and 3 (2, 5).
         assert_eq!(kept, ["frase 1", "frase 2", "frase 4", "frase 5", "frase 7"]);
         assert_eq!(scores, [5.0, 1.0, 0.0, 2.0, 9.0]);
+    }
+
+    #[test]
+    fn a_change_told_in_an_earlier_session_is_no_news_and_one_told_twice_in_its_session_is() {
+        let told = |session: u32, text: &str| ArcSentence {
+            session: SessionNumber(session),
+            label: Label::new(format!("Sesión {session}")),
+            fragment_id: FragmentId(i64::from(session)),
+            source_path: format!("{session}.md"),
+            text: text.to_string(),
+            position: 0,
+        };
+        let story = [
+            told(9, "Leandro ha desaparecido."),
+            told(9, "Nadie sabe cómo Leandro desapareció."),
+            told(30, "Un año desde que Leandro desapareció."),
+            told(30, "La piel de Leandro se había cristalizado en sal."),
+            told(31, "Leandro destierra a su hermana."),
+            told(39, "Leandro desaparece otra vez y se ha cristalizado entero."),
+        ];
+        let name = "Leandro";
+        let changes: Vec<Vec<&'static str>> = story
+            .iter()
+            .map(|sentence| {
+                let at = sentence.text.find(name).unwrap();
+                crate::lexicon::changes_told_of(&sentence.text, &[(at, at + name.len())])
+            })
+            .collect();
+        assert_eq!(changes[2], ["desaparec"], "a recalled disappearance is still told");
+        assert_eq!(first_tellings(&story, &changes), [true, true, false, true, true, false]);
     }
 }
