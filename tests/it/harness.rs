@@ -338,7 +338,7 @@ pub fn sample_with_e5() -> &'static Path {
     static SAMPLE: OnceLock<TempDir> = OnceLock::new();
     SAMPLE
         .get_or_init(|| {
-            let data = TempDir::new().unwrap();
+            let data = shared_temp_dir("sample-e5");
             let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oraculo"));
             for var in ["ORACULO_CONFIG", "ORACULO_CAMPAIGN", "ORACULO_EMBEDDER", "ORACULO_CHAT", "ORACULO_OLLAMA_URL"]
             {
@@ -354,6 +354,27 @@ pub fn sample_with_e5() -> &'static Path {
             data
         })
         .path()
+}
+
+/// A temporary dir for what the whole test binary shares, under cargo's target dir:
+/// a static is never dropped, so its dir outlives the run; the dirs of runs that are over
+/// (their process gone) are removed here instead of piling up in /tmp.
+fn shared_temp_dir(what: &str) -> TempDir {
+    let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("it-shared");
+    std::fs::create_dir_all(&parent).expect("the target dir is writable");
+    let prefix = format!("{what}-");
+    for entry in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid =
+            name.strip_prefix(&prefix).and_then(|rest| rest.split('-').next()).and_then(|pid| pid.parse::<u32>().ok());
+        if pid.is_some_and(|pid| pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(&format!("{prefix}{}-", std::process::id()))
+        .tempdir_in(&parent)
+        .expect("a temporary dir under the target dir")
 }
 
 /// The `oraculo` binary on `scratch`'s campaign and data dir, with Ollama (embedder and chat)
