@@ -274,6 +274,12 @@ const SPANISH: &[&[&str]] = &[
         "aca", "alla", "ahora", "siempre", "nunca", "jamas", "casi", "asi", "bien", "mal", "quiza", "quizas",
         "acaso", "tal", "vez", "etc",
     ],
+    // Words of stance: how sure or exact the asker wants the answer, never what is asked
+    // («¿Quién es en realidad el Penitente?» asks who the Penitente is).
+    &[
+        "realidad", "realmente", "verdad", "verdaderamente", "exactamente", "concretamente", "precisamente",
+        "justamente",
+    ],
     // ser
     &[
         "ser", "soy", "eres", "es", "somos", "sois", "son", "era", "eras", "eramos", "erais", "eran", "fui",
@@ -352,6 +358,8 @@ const ENGLISH: &[&[&str]] = &[
         "not", "only", "too", "very", "just", "now", "here", "there", "again", "further", "ever", "still", "even",
         "already", "almost", "really",
     ],
+    // Words of stance (as the Spanish ones).
+    &["actually", "exactly", "truly", "precisely", "indeed", "reality"],
     // Auxiliaries and modals, with the pieces contractions leave (`didn't` → `didn`, `t`).
     &[
         "am", "is", "are", "was", "were", "be", "been", "being", "have", "having", "had", "do", "does", "did",
@@ -432,6 +440,8 @@ mod tests {
             ("dónde", true),
             ("por", true),
             ("pasó", true),
+            ("realidad", true),
+            ("actually", true),
             ("murió", false),
             ("él", true),
             ("Está", true),
