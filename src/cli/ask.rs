@@ -136,11 +136,14 @@ pub(super) fn render_footer(answer: &crate::oracle::Answer) -> String {
 }
 
 pub(super) fn print_sources(answer: &crate::oracle::Answer) {
+    // In the answer's language, as the quotes above it: the rest of the terminal's frame
+    // (the footer, the notices) is the DM's tool speaking, in English.
+    let spanish = crate::oracle::question_language(&answer.question) == crate::corpus::LabelLanguage::Es;
     let valid: Vec<_> = answer.citations.iter().filter(|c| c.valid).collect();
     if valid.is_empty() {
-        println!("\n(no sources cited)");
+        println!("\n{}", if spanish { "(ninguna fuente citada)" } else { "(no sources cited)" });
     } else {
-        println!("\nSources:");
+        println!("\n{}", if spanish { "Fuentes:" } else { "Sources:" });
         // Quotes are their own excerpts: the answer above already shows each note's words.
         let quotes = !answer.quoted.is_empty();
         for citation in valid {
