@@ -131,13 +131,6 @@ const CHANGE_STEMS: &[&str] = &[
 const CHANGE_WORDS_BEFORE: usize = 3;
 const CHANGE_WORDS_AFTER: usize = 5;
 
-/// Whether `text` tells a change in someone's story ([`CHANGE_STEMS`]): one of its words (or
-/// two-word phrases) starts with a stem.
-pub fn tells_a_change(text: &str) -> bool {
-    let words = folded_words(text);
-    !changes_told(&words, 0..words.len()).is_empty()
-}
-
 fn folded_words(text: &str) -> Vec<String> {
     fold(text).split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(str::to_string).collect()
 }
@@ -187,16 +180,11 @@ fn is_infinitive(word: &str) -> bool {
 /// nor is their «volver a» before an infinitive, a thing done again («vuelve a celebrar»).
 const REFLEXIVE_TURNS: &[&str] = &["volvi", "vuelve"];
 
-/// Whether `text` tells a change of the one named at `mentions` (byte spans): a change word
-/// among the [`CHANGE_WORDS_BEFORE`] words before a mention or the [`CHANGE_WORDS_AFTER`]
-/// after it.
-pub fn tells_a_change_of(text: &str, mentions: &[(usize, usize)]) -> bool {
-    !changes_told_of(text, mentions).is_empty()
-}
-
-/// The changes `text` tells of the one named at `mentions` ([`tells_a_change_of`]), each
-/// as its stem in [`CHANGE_STEMS`]: «desaparec» for «Leandro ha desaparecido» and for «desde
-/// que el archiduque desapareció» alike, so that a story can tell a change told before.
+/// The changes `text` tells of the one named at `mentions` (byte spans): each change word
+/// ([`CHANGE_STEMS`]: one of its words, or two-word phrases, starts with a stem) among the
+/// [`CHANGE_WORDS_BEFORE`] words before a mention or the [`CHANGE_WORDS_AFTER`] after it, as
+/// its stem: «desaparec» for «Leandro ha desaparecido» and for «desde que el archiduque
+/// desapareció» alike, so that a story can tell a change told before.
 pub fn changes_told_of(text: &str, mentions: &[(usize, usize)]) -> Vec<&'static str> {
     let words = folded_words(text);
     let mut told: Vec<&'static str> = Vec::new();
@@ -379,6 +367,12 @@ const ENGLISH: &[&[&str]] = &[
 mod tests {
     use super::*;
 
+    /// Whether `text` tells any change, anywhere in it.
+    fn tells_a_change(text: &str) -> bool {
+        let words = folded_words(text);
+        !changes_told(&words, 0..words.len()).is_empty()
+    }
+
     #[test]
     fn a_change_in_a_story_is_told_by_its_words_not_by_a_name() {
         for text in [
@@ -395,7 +389,7 @@ mod tests {
         // Only a change of the one named, near the name.
         let of = |text: &str, name: &str| {
             let start = text.find(name).expect("named");
-            tells_a_change_of(text, &[(start, start + name.len())])
+            !changes_told_of(text, &[(start, start + name.len())]).is_empty()
         };
         assert!(of("A las once, Leandro de Valdemora desaparece de sus aposentos.", "Leandro de Valdemora"));
         assert!(of("Ha desaparecido el archiduque.", "el archiduque"));

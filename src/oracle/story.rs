@@ -143,8 +143,6 @@ impl Oracle {
     }
 }
 
-/// At most `limit` sentences, each session keeping its best by score (ties: the earlier)
-/// in turn, so that every session stays in the story; the order of the rest is kept.
 /// Per sentence (in story order), whether it tells a change of the entity that no earlier
 /// session's sentence told: the news of its session. «Ha pasado un año desde que el
 /// archiduque desapareció» in session 30 recalls session 9's disappearance, and the session's
@@ -166,6 +164,8 @@ fn first_tellings(sentences: &[ArcSentence], changes: &[Vec<&'static str>]) -> V
     news
 }
 
+/// At most `limit` sentences, each session keeping its best by score (ties: the earlier)
+/// in turn, so that every session stays in the story; the order of the rest is kept.
 fn keep_the_best_of_each_session(sentences: &mut Vec<ArcSentence>, scores: &mut Vec<f64>, limit: usize) {
     if sentences.len() <= limit {
         return;
