@@ -173,7 +173,10 @@ fn is_infinitive(word: &str) -> bool {
             stem = shorter;
         }
     }
-    word.len() > 3 && ["ar", "er", "ir"].iter().any(|ending| word.ends_with(ending))
+    // A short word ending so is rarely a verb («mar», «par»), but these are.
+    const SHORT_INFINITIVES: &[&str] = &["ir", "ver", "dar", "ser", "oir"];
+    (word.len() > 3 && ["ar", "er", "ir"].iter().any(|ending| word.ends_with(ending)))
+        || SHORT_INFINITIVES.contains(&word)
 }
 
 /// Change stems whose reflexive form is no change: «se volvió» (turned round), «se vuelve»;
@@ -371,6 +374,28 @@ mod tests {
     fn tells_a_change(text: &str) -> bool {
         let words = folded_words(text);
         !changes_told(&words, 0..words.len()).is_empty()
+    }
+
+    #[test]
+    fn volver_a_before_any_infinitive_is_doing_it_again_and_before_a_place_a_return() {
+        let verbs = [
+            "celebrar", "hablar", "pedir", "escribir", "leer", "decir", "poner", "reír", "oír", "ir", "ver", "dar",
+            "ser",
+        ];
+        let pronouns = ["", "lo", "la", "les", "nos", "se", "selo", "sela"];
+        let heads = ["volvió", "vuelve", "volvieron", "volvía"];
+        for head in heads {
+            for verb in verbs {
+                for pronoun in pronouns {
+                    let text = format!("El archiduque {head} a {verb}{pronoun} en la lonja.");
+                    assert!(!tells_a_change(&text), "{text}");
+                }
+            }
+            for place in ["Puerto Salobre", "la ciudad", "casa", "palacio", "Oruel", "su celda", "la Corona"] {
+                let text = format!("El archiduque {head} a {place}.");
+                assert!(tells_a_change(&text), "{text}");
+            }
+        }
     }
 
     #[test]
