@@ -25,7 +25,7 @@ pub struct Remembered {
 
 #[derive(Default)]
 struct Memory {
-    by_text: HashMap<(EmbedRole, String), (Arc<[f32]>, u64)>,
+    by_text: HashMap<(EmbedRole, String), (Vec<f32>, u64)>,
     /// Counts every lookup: a text's last use, so the oldest can go first.
     clock: u64,
 }
@@ -37,12 +37,12 @@ impl Memory {
         // The key is owned; a lookup by borrowed parts would need a second map shape.
         let entry = self.by_text.get_mut(&(role, text.to_string()))?;
         entry.1 = clock;
-        Some(entry.0.to_vec())
+        Some(entry.0.clone())
     }
 
-    fn keep(&mut self, role: EmbedRole, text: String, vector: &[f32]) {
+    fn keep(&mut self, role: EmbedRole, text: String, vector: Vec<f32>) {
         self.clock += 1;
-        self.by_text.insert((role, text), (Arc::from(vector), self.clock));
+        self.by_text.insert((role, text), (vector, self.clock));
         if self.by_text.len() > REMEMBERED_TEXTS {
             let mut uses: Vec<u64> = self.by_text.values().map(|(_, used)| *used).collect();
             uses.sort_unstable();
@@ -102,7 +102,7 @@ impl Embedder for Remembered {
         let mut made = missing.into_iter().zip(made);
         for slot in vectors.iter_mut().filter(|slot| slot.is_none()) {
             if let Some((text, vector)) = made.next() {
-                memory.keep(role, text, &vector);
+                memory.keep(role, text, vector.clone());
                 *slot = Some(vector);
             }
         }
