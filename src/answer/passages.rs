@@ -811,6 +811,37 @@ mod tests {
     }
 
     #[test]
+    fn a_word_of_stance_asks_nothing_in_any_place_of_a_who_question() {
+        let spanish = [
+            "en realidad",
+            "realmente",
+            "de verdad",
+            "verdaderamente",
+            "exactamente",
+            "concretamente",
+            "precisamente",
+            "justamente",
+        ];
+        let english = ["actually", "really", "exactly", "truly", "precisely", "indeed", "in reality"];
+        let mut questions = Vec::new();
+        for stance in spanish {
+            questions.push(format!("¿Quién es {stance} el Penitente?"));
+            questions.push(format!("¿{stance} quién es el Penitente?"));
+            questions.push(format!("¿Quién es el Penitente, {stance}?"));
+        }
+        for stance in english {
+            questions.push(format!("Who is the Penitente {stance}?"));
+            questions.push(format!("Who {stance} is the Penitente?"));
+        }
+        for question in questions {
+            let terms = QueryTerms::new(&question, &["Penitente"]);
+            assert!(!terms.asks_beyond_names(), "{question}");
+        }
+        // A word asked beside one is still asked.
+        assert!(QueryTerms::new("¿Qué robó en realidad el Penitente?", &["Penitente"]).asks_beyond_names());
+    }
+
+    #[test]
     fn a_recap_spreads_the_scenes_openings_from_the_first_to_the_last() {
         let scene = |n: usize| format!("La escena {n} empieza en el muelle con toda la compañía reunida. Luego sigue.");
         let text = format!(
