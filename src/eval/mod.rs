@@ -20,6 +20,7 @@ pub mod score;
 use crate::corpus::FragmentId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tracing::Instrument;
 
 use crate::answer::AnswerStyle;
 use crate::index::Index;
@@ -179,7 +180,7 @@ pub async fn run_eval(
         };
         *answered += usize::from(answer);
         let asked = eval_question(oracle, &index, &compendium, baseline.as_ref(), question, answer, options.ablations);
-        let row = match asked.await {
+        let row = match asked.instrument(tracing::info_span!("eval.question", id = %question.id)).await {
             Ok(mut row) => {
                 row.unknown_labels =
                     question.expected.iter().filter(|label| !known.contains(*label)).cloned().collect();

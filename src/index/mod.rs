@@ -120,7 +120,17 @@ impl Index {
     }
 }
 
-/// Takes the ingest lock of the index in `dir`, or `Busy` if another holds it.
+/// How long a held ingest lock is tried again before the ingest is told another runs, and
+/// how often. A lock file's descriptor is copied into every child process forked while it is
+/// open (closed again at the child's exec), so a process that runs commands beside its
+/// ingests (the bot's watcher, the tests) can find the lock it just released still held for a
+/// moment: the integration tests saw `Busy` between two ingests of one test. Another ingest
+/// holds it for seconds, so a short wait still tells that apart.
+const INGEST_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+const INGEST_LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Takes the ingest lock of the index in `dir`, or `Busy` if another holds it for longer than
+/// [`INGEST_LOCK_PATIENCE`].
 fn take_ingest_lock(dir: &Path) -> Result<IngestLock, IndexError> {
     let path = dir.join("ingest.lock");
     let io = |source| IndexError::Io { path: path.display().to_string(), source };
@@ -130,10 +140,18 @@ fn take_ingest_lock(dir: &Path) -> Result<IngestLock, IndexError> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
     let file = options.open(&path).map_err(io)?;
     make_private(&path, PRIVATE_FILE_MODE).map_err(io)?;
-    match file.try_lock() {
-        Ok(()) => Ok(IngestLock { _file: Some(file) }),
-        Err(std::fs::TryLockError::WouldBlock) => Err(IndexError::Busy { path: path.display().to_string() }),
-        Err(std::fs::TryLockError::Error(source)) => Err(io(source)),
+    let started = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(IngestLock { _file: Some(file) }),
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < INGEST_LOCK_PATIENCE => {
+                std::thread::sleep(INGEST_LOCK_RETRY);
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(IndexError::Busy { path: path.display().to_string() });
+            }
+            Err(std::fs::TryLockError::Error(source)) => return Err(io(source)),
+        }
     }
 }
 
@@ -205,4 +223,27 @@ pub fn campaign_index_dir(data_dir: &Path, campaign_dir: &Path) -> PathBuf {
         .collect();
     let digest = hex::encode(Sha256::digest(absolute.to_string_lossy().as_bytes()));
     data_dir.join("campaigns").join(format!("{name}-{}", &digest[..10]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ingest_lock_released_within_the_patience_is_taken_and_one_held_on_is_busy() {
+        let dir = tempfile::TempDir::new().unwrap();
+        // Released a moment after (as a forked child's copy of the descriptor is, at its exec).
+        let held = take_ingest_lock(dir.path()).unwrap();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(INGEST_LOCK_PATIENCE / 5);
+            drop(held);
+        });
+        assert!(take_ingest_lock(dir.path()).is_ok(), "the lock let go of is taken");
+        releaser.join().unwrap();
+        // Held past the patience (another ingest): busy.
+        let _held = take_ingest_lock(dir.path()).unwrap();
+        let started = std::time::Instant::now();
+        assert!(matches!(take_ingest_lock(dir.path()), Err(IndexError::Busy { .. })));
+        assert!(started.elapsed() >= INGEST_LOCK_PATIENCE, "it waited before saying so");
+    }
 }

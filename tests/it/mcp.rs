@@ -4,7 +4,8 @@
 //! Every tool answers; the players' view holds none of the sample's four GM secrets through
 //! any tool, resource or listing, and the GM's view finds each; the errors a client can show
 //! come as tool errors with their fix; `search` returns the labels `oraculo search --json`
-//! returns, in its order, for every question of the sample's bank.
+//! returns, in its order, for every question of the sample's bank (through the searcher the
+//! command calls; the command itself for one question in eight).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -249,9 +250,25 @@ async fn mcp_errors_are_tool_errors_with_their_fix_and_the_server_goes_on() {
     client.cancel().await.unwrap();
 }
 
-/// `oraculo search` processes run at once by the whole-bank test: each is mostly a process
-/// starting and loading e5, so a few overlap on two cores.
-const CLI_SIDE_BY_SIDE: usize = 4;
+/// Every this-many-th question of the bank is also searched by an `oraculo search --json`
+/// process: the command line's own path (its flags, its config) for a question of each
+/// stretch of the bank, while the whole bank is compared through the application layer's
+/// searcher the command calls, opened in this process (a process per question spent a minute
+/// of CPU loading e5 73 times).
+const CLI_EVERY: usize = 8;
+
+/// The configuration `oraculo search` loads from `ORACULO_DATA` and `ORACULO_E5_MODEL` on
+/// `data`, no config file, no flag.
+fn config_of(data: &Path) -> oraculo::config::Config {
+    use oraculo::config::{CliOverrides, Config, RawConfig};
+    let raw = RawConfig::parse("", Path::new("config.toml")).unwrap();
+    let env = |var: &str| match var {
+        "ORACULO_DATA" => Some(data.display().to_string()),
+        "ORACULO_E5_MODEL" => Some(models_dir().join("e5-small-q4.bin").display().to_string()),
+        _ => None,
+    };
+    Config::from_layers(raw, &env, &CliOverrides::default()).unwrap()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_search_returns_the_labels_of_oraculo_search_json_in_its_order_for_the_whole_bank() {
@@ -263,35 +280,39 @@ async fn mcp_search_returns_the_labels_of_oraculo_search_json_in_its_order_for_t
         .map(|line| serde_json::from_str::<Value>(line).unwrap()["question"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(questions.len(), 73);
-    // The command line's searches, a few processes side by side while the server answers.
-    let searched = std::thread::scope(|scope| {
-        let share = questions.len().div_ceil(CLI_SIDE_BY_SIDE);
-        let workers: Vec<_> = questions
-            .chunks(share)
-            .map(|chunk| {
-                scope.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|question| oraculo(data).args(["search", "--json", question]).output().unwrap())
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        workers.into_iter().flat_map(|worker| worker.join().unwrap()).collect::<Vec<_>>()
-    });
+    let labels_of = |json: &Value| -> Vec<String> {
+        json["candidates"].as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap().to_string()).collect()
+    };
+    // The command line's searches, side by side while the searcher and the server answer.
+    let by_cli: Vec<(usize, std::thread::JoinHandle<std::process::Output>)> = (0..questions.len())
+        .step_by(CLI_EVERY)
+        .map(|at| {
+            let (data, question) = (data.to_path_buf(), questions[at].clone());
+            (at, std::thread::spawn(move || oraculo(&data).args(["search", "--json", &question]).output().unwrap()))
+        })
+        .collect();
+    let searcher = oraculo::app::open_searcher(&config_of(data), oraculo::retrieve::DEFAULT_K).await.unwrap();
     let client = connect(data, &[]).await;
-    for (question, output) in questions.iter().zip(&searched) {
-        assert!(output.status.success(), "{question}: {}", String::from_utf8_lossy(&output.stderr));
-        let cli: Value = serde_json::from_slice(&output.stdout).unwrap();
-        let cli_labels: Vec<&str> =
-            cli["candidates"].as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap()).collect();
+    let mut searched = Vec::with_capacity(questions.len());
+    for question in &questions {
+        let request = oraculo::oracle::AskRequest { question, history: &[], audience: oraculo::retrieve::Audience::Player };
+        let found = searcher.search(&request).await.unwrap_or_else(|err| panic!("{question}: {err:#}"));
+        let searcher_labels = labels_of(&serde_json::to_value(&found).unwrap());
         let answer = call(&client, "search", json!({ "question": question })).await;
         let served = structured("search", &answer);
         let mcp_labels: Vec<&str> =
             served["fragments"].as_array().unwrap().iter().map(|f| f["label"].as_str().unwrap()).collect();
-        assert_eq!(mcp_labels, cli_labels, "{question}");
+        assert_eq!(mcp_labels, searcher_labels, "{question}");
+        searched.push(searcher_labels);
     }
     client.cancel().await.unwrap();
+    for (at, process) in by_cli {
+        let output = process.join().unwrap();
+        let question = &questions[at];
+        assert!(output.status.success(), "{question}: {}", String::from_utf8_lossy(&output.stderr));
+        let cli: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(labels_of(&cli), searched[at], "`oraculo search --json` and the searcher: {question}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
