@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::debug;
 
 use crate::answer::grounding::NameBook;
 use crate::answer::passages::QueryTerms;
@@ -31,9 +30,8 @@ use crate::index::{Index, IndexError, StoredFragment};
 use crate::llm::chat::{ChatMessage, ChatModel};
 use crate::llm::{Embedder, LlmError};
 use crate::prompt::ANNOTATE_PROMPT_VERSION;
-use crate::retrieve::rerank::{
-    RERANK_MEASURE_TIMEOUT, RERANK_SHARE, RerankDecision, RerankReads, RerankSkip, rerank_by_annotation,
-};
+use crate::retrieve::choose::{RerankPlan, Shown, choose_shown};
+use crate::retrieve::rerank::{RERANK_MEASURE_TIMEOUT, RERANK_SHARE, RerankDecision, RerankReads, RerankSkip};
 use crate::retrieve::{
     Audience, Candidate, CompendiumIndex, DEFAULT_K, PathSet, RetrieveError, SearchRequest, SearchResult, Turn,
     TurnRole,
@@ -562,8 +560,9 @@ impl Oracle {
         })
     }
 
-    /// The fragments shown in full: the rerank's choice over the pool's cached annotations
-    /// (or the fusion order), the sessions the question names kept and first.
+    /// The fragments shown in full (`retrieve::choose`, where the whole order is told): the
+    /// pool's cached annotations read, and whether this machine has time for the rerank to
+    /// read them, decided here.
     async fn choose(&self, index: &Index, search: &SearchResult, rerank: bool) -> Result<Choice, AskError> {
         let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
         let hashes = hashes.as_slice();
@@ -603,44 +602,23 @@ impl Oracle {
                 .map(|message| self.chat.count_tokens(&message.content))
                 .sum::<usize>()
         });
-        let no_time = match (rerank && self.settings.rerank_within_time, rerank_prompt_tokens) {
-            (true, Some(tokens)) => self.rerank_exceeds_its_time(tokens).await,
-            _ => None,
-        };
-        let rerank_started = Instant::now();
-        let (mut chosen, rerank) = match (rerank, no_time) {
-            (true, Some(skip)) => {
-                debug!(?skip, "rerank skipped: no time for it at this machine's speed");
-                (search.candidates.iter().take(self.settings.k).cloned().collect(), RerankDecision::Skipped(skip))
-            }
-            (true, None) => {
-                rerank_by_annotation(
-                    &search.search_query,
-                    &search.candidates,
-                    &rerank_annotations,
-                    self.chat.as_ref(),
-                    self.settings.k,
-                    self.settings.rerank_timeout,
-                )
-                .await
-            }
-            (false, _) => {
-                let fusion_order = search.candidates.iter().take(self.settings.k).cloned().collect();
-                (fusion_order, RerankDecision::Skipped(RerankSkip::Disabled))
+        let plan = if !rerank {
+            RerankPlan::Off
+        } else {
+            let no_time = match (self.settings.rerank_within_time, rerank_prompt_tokens) {
+                (true, Some(tokens)) => self.rerank_exceeds_its_time(tokens).await,
+                _ => None,
+            };
+            match no_time {
+                Some(skip) => RerankPlan::NoTime(skip),
+                None => RerankPlan::Run {
+                    chat: self.chat.as_ref(),
+                    annotations: &rerank_annotations,
+                    timeout: self.settings.rerank_timeout,
+                },
             }
         };
-        let rerank_ms = rerank_started.elapsed().as_secs_f64() * 1000.0;
-        // The sessions the question names are its subject: shown whatever the rerank chose,
-        // and first, so that a slow machine's plan gives them the largest share.
-        let named = &search.time.named_sessions;
-        crate::retrieve::time::keep_named_sessions(
-            &mut chosen,
-            &search.candidates,
-            named,
-            self.settings.k,
-            |candidate: &Candidate| (candidate.fragment_id, candidate.session),
-        );
-        chosen.sort_by_key(|candidate| !candidate.session.is_some_and(|session| named.contains(&session)));
+        let Shown { chosen, rerank, rerank_ms } = choose_shown(search, plan, self.settings.k).await;
         Ok(Choice { chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations, extractive })
     }
 

@@ -8,13 +8,15 @@
 //!   después de X»), found from session numbers rather than words.
 //!
 //! Each path is asked for `max(k*2, k+5)` results and [`fuse`] merges them by reciprocal rank
-//! into a pool of at most 40. The pool's order is not the answer set: the rerank chooses the
-//! final `k` from it, so the pool's recall matters more than its order.
+//! into a pool of at most 40. The pool's order is not the answer set: [`choose`] takes the
+//! final `k` from it (the rerank, or the pool's order), so the pool's recall matters more
+//! than its order. [`choose`] lists every step of the order, first to last.
 //!
 //! Architecture invariant: visibility is applied inside every path's query (SQL `WHERE`,
 //! LanceDB filter), before ranking; a player request never even scores a GM-only fragment.
 
 pub mod bm25;
+pub mod choose;
 pub mod dense;
 pub mod entity;
 pub mod followup;
