@@ -67,8 +67,9 @@ impl fmt::Display for SessionNumber {
 pub struct FragmentId(pub i64);
 
 impl fmt::Display for FragmentId {
+    /// As its number is written: a width and an alignment pad it (the CLI's tables).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
+        fmt::Display::fmt(&self.0, f)
     }
 }
 
@@ -104,8 +105,9 @@ impl std::borrow::Borrow<str> for Label {
 }
 
 impl fmt::Display for Label {
+    /// As a string is written: a width and an alignment pad it (the CLI's tables).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.pad(&self.0)
     }
 }
 
@@ -501,6 +503,15 @@ pub(crate) mod tests {
 
     fn crate_root() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
+
+    #[test]
+    fn a_label_or_a_fragment_id_in_a_table_column_is_padded_to_its_width() {
+        let label = Label::new("Sesión 1");
+        assert_eq!(format!("{label:12}|"), "Sesión 1    |", "padded by characters, not bytes");
+        assert_eq!(format!("{label:>10}|"), "  Sesión 1|");
+        assert_eq!(format!("{label}|"), "Sesión 1|");
+        assert_eq!(format!("{:>4}|", FragmentId(12)), "  12|");
     }
 
     /// Every campaign note under `campaign_dir`: (`/`-separated relative path, text), sorted.
