@@ -744,6 +744,21 @@ pub(crate) fn leads_into_next(sentence: &str) -> bool {
     sentence.trim_end().ends_with(':')
 }
 
+/// Whether `sentence` is one span of emphasis and nothing else: a title the notes set in bold
+/// or italics on its own line («**El banquete.**», «*La traición de los muelles*»), which names
+/// what follows and says nothing of it; not a sentence that opens with a bold word
+/// («**Gastos:** 50 coronas.»).
+pub(crate) fn is_a_title(sentence: &str) -> bool {
+    let sentence = sentence.trim();
+    let marks = |c: char| c == '*' || c == '_';
+    let closed = sentence.trim_end_matches('.');
+    let inner = closed.trim_start_matches(marks).trim_end_matches(marks);
+    sentence.starts_with(marks)
+        && closed.ends_with(marks)
+        && !inner.contains(marks)
+        && inner.chars().any(char::is_alphanumeric)
+}
+
 fn push_sentence(found: &mut Vec<String>, sentence: &str) {
     let sentence = sentence.split_whitespace().collect::<Vec<_>>().join(" ");
     if sentence.chars().any(char::is_alphanumeric) {

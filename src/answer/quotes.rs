@@ -20,7 +20,7 @@
 use crate::corpus::Label;
 
 use super::passages::{
-    EXCERPT_MAX_CHARS, Excerpt, MAX_EXCERPTS, QueryTerms, leads_into_next, links_as_text, sentences,
+    EXCERPT_MAX_CHARS, Excerpt, MAX_EXCERPTS, QueryTerms, is_a_title, leads_into_next, links_as_text, sentences,
 };
 use crate::text::shorten;
 
@@ -91,6 +91,10 @@ fn units_of(fragments: &[(&str, &str)]) -> Vec<Unit> {
         // Links as their text before the split: `[Jaleas Ocre](https://…)` is words, not a URL.
         let own = sentences(&links_as_text(text));
         for (at, sentence) in own.iter().enumerate() {
+            // A title is no answer: it names a scene and says nothing of it («**El banquete.**»).
+            if is_a_title(sentence) {
+                continue;
+            }
             let first = if at > 0 && leans_on_previous(sentence) { at - 1 } else { at };
             let last = if at + 1 < own.len() && leads_into_next(sentence) { at + 1 } else { at };
             let text = own[first..=last].join(" ");
@@ -318,6 +322,24 @@ mod tests {
             &["Sesión 10: Lucio cuenta que el archiduque tenía pesadillas: Soñaba con un pozo lleno de sal."],
         );
         assert!(leads_into_next("Lucio cuenta: ") && !leads_into_next("Hora: las tres."));
+    }
+
+    #[test]
+    fn a_title_in_emphasis_alone_is_never_quoted() {
+        let notes = "**El banquete.**\n\nIria vio bajo el guante de Verónica una mano de sal.\n\n*El puerto*";
+        check(
+            &[("Sesión 20", notes)],
+            "¿Qué vio Iria en el banquete del puerto?",
+            &["Iria"],
+            &[],
+            &["Sesión 20: Iria vio bajo el guante de Verónica una mano de sal."],
+        );
+        for title in ["**El banquete.**", "*La traición de los muelles*", "__La última sala__", "**Qué hacen con Dorian**"] {
+            assert!(is_a_title(title), "{title}");
+        }
+        for sentence in ["**Gastos:** 50 coronas a Quesada.", "Es **Dorian Quesada**.", "**Uno** y **dos**.", "**.**"] {
+            assert!(!is_a_title(sentence), "{sentence}");
+        }
     }
 
     #[test]
