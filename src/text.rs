@@ -87,10 +87,20 @@ pub const SENTENCE_ENDS: [char; 4] = ['.', '!', '?', '…'];
 /// quotes, brackets and Markdown emphasis (`«¡Corred!»`, `(véase la sesión 3.)`, `*fin.*`).
 const SENTENCE_CLOSERS: [char; 10] = ['»', '"', '\'', '”', '’', ')', ']', '*', '_', '`'];
 
+/// Titles and ranks written short before a name, in the notes' two languages: their point
+/// abbreviates, it does not close («el Sr. Quesada», "Lt. Beezer" were split in two).
+const TITLE_ABBREVIATIONS: [&str; 18] = [
+    "Sr.", "Sra.", "Srta.", "Dr.", "Dra.", "Dña.", "Fr.", "Sto.", "Sta.", "Mr.", "Mrs.", "Ms.", "Lt.", "Sgt.", "Capt.",
+    "Col.", "Gen.", "Prof.",
+];
+
 /// Whether `word` (a whitespace-separated token) closes a sentence: its last mark before any
-/// closers is `.`, `!`, `?` or `…`. `3.5` does not; `fin.»` does.
+/// closers is `.`, `!`, `?` or `…`, and it is no title written short. `3.5` does not; `fin.»`
+/// does; `Lt.` does not.
 pub fn ends_sentence(word: &str) -> bool {
-    word.trim_end_matches(SENTENCE_CLOSERS).ends_with(SENTENCE_ENDS)
+    let word = word.trim_end_matches(SENTENCE_CLOSERS);
+    let bare = word.trim_start_matches(|c: char| !c.is_alphanumeric());
+    word.ends_with(SENTENCE_ENDS) && !TITLE_ABBREVIATIONS.contains(&bare)
 }
 
 /// The byte offsets in `text` where a sentence ends: right after the word that closes it
@@ -216,6 +226,9 @@ mod tests {
             ("sentence_ends", "Pagó 3.5 coronas (véase la sesión 3.) Fin", "Pagó 3.5 coronas (véase la sesión 3.)"),
             ("sentence_ends", "*Fin.* Nada", "*Fin.*"),
             ("sentence_ends", "sin final", ""),
+            ("sentence_ends", "Beezer, Lt. Pike and Eugene left. Then", "Beezer, Lt. Pike and Eugene left."),
+            ("sentence_ends", "Habló con el Sr. Quesada y la Dra. Vidal. Luego", "Habló con el Sr. Quesada y la Dra. Vidal."),
+            ("sentence_ends", "(Sr. Quesada) Fin.", "(Sr. Quesada) Fin."),
         ];
         for (helper, input, expect) in cases {
             check(helper, input, expect);
