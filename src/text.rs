@@ -227,7 +227,11 @@ mod tests {
             ("sentence_ends", "*Fin.* Nada", "*Fin.*"),
             ("sentence_ends", "sin final", ""),
             ("sentence_ends", "Beezer, Lt. Pike and Eugene left. Then", "Beezer, Lt. Pike and Eugene left."),
-            ("sentence_ends", "Habló con el Sr. Quesada y la Dra. Vidal. Luego", "Habló con el Sr. Quesada y la Dra. Vidal."),
+            (
+                "sentence_ends",
+                "Habló con el Sr. Quesada y la Dra. Vidal. Luego",
+                "Habló con el Sr. Quesada y la Dra. Vidal.",
+            ),
             ("sentence_ends", "(Sr. Quesada) Fin.", "(Sr. Quesada) Fin."),
         ];
         for (helper, input, expect) in cases {
@@ -235,6 +239,20 @@ mod tests {
         }
     }
 
+    #[test]
+    fn no_title_written_short_ends_a_sentence_wherever_it_stands() {
+        // Every abbreviation, as written and after an opening mark, before a name.
+        for abbreviation in TITLE_ABBREVIATIONS {
+            for before in ["", "(", "«", "\"", "*"] {
+                let text = format!("Llegó {before}{abbreviation} Quesada con el grupo. Luego");
+                let ends = sentence_ends(&text);
+                assert_eq!(ends.len(), 1, "{text}");
+                assert_eq!(&text[..ends[0]], text.trim_end_matches(" Luego"), "{text}");
+            }
+        }
+        // The same word without its point, or another word with one, still ends where it ends.
+        assert!(ends_sentence("Quesada.") && ends_sentence("Lt!") && !ends_sentence("Lt."));
+    }
     #[test]
     fn shortening_cuts_at_a_word_and_marks_the_cut() {
         assert_eq!(shorten("uno dos tres", 100), "uno dos tres");

@@ -334,11 +334,24 @@ mod tests {
             &[],
             &["Sesión 20: Iria vio bajo el guante de Verónica una mano de sal."],
         );
-        for title in ["**El banquete.**", "*La traición de los muelles*", "__La última sala__", "**Qué hacen con Dorian**"] {
+        for title in
+            ["**El banquete.**", "*La traición de los muelles*", "__La última sala__", "**Qué hacen con Dorian**"]
+        {
             assert!(is_a_title(title), "{title}");
         }
         for sentence in ["**Gastos:** 50 coronas a Quesada.", "Es **Dorian Quesada**.", "**Uno** y **dos**.", "**.**"] {
             assert!(!is_a_title(sentence), "{sentence}");
+        }
+        // Every emphasis mark, with or without a closing point inside or outside it, is a title
+        // alone; with words beside it, a sentence.
+        for mark in ["*", "**", "_", "__"] {
+            for title in
+                [format!("{mark}El carro{mark}"), format!("{mark}El carro.{mark}"), format!("{mark}El carro{mark}.")]
+            {
+                assert!(is_a_title(&title), "{title}");
+                assert!(!is_a_title(&format!("{title} Salen al amanecer.")), "{title} + words");
+                assert!(!is_a_title(&format!("Es {title}")), "words + {title}");
+            }
         }
     }
 

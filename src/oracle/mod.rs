@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-
 use crate::answer::grounding::NameBook;
 use crate::answer::passages::QueryTerms;
 use crate::answer::{AnswerMode, AnswerStyle, Context, ContextFragment};

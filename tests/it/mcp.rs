@@ -295,7 +295,8 @@ async fn mcp_search_returns_the_labels_of_oraculo_search_json_in_its_order_for_t
     let client = connect(data, &[]).await;
     let mut searched = Vec::with_capacity(questions.len());
     for question in &questions {
-        let request = oraculo::oracle::AskRequest { question, history: &[], audience: oraculo::retrieve::Audience::Player };
+        let request =
+            oraculo::oracle::AskRequest { question, history: &[], audience: oraculo::retrieve::Audience::Player };
         let found = searcher.search(&request).await.unwrap_or_else(|err| panic!("{question}: {err:#}"));
         let searcher_labels = labels_of(&serde_json::to_value(&found).unwrap());
         let answer = call(&client, "search", json!({ "question": question })).await;
