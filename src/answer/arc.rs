@@ -14,7 +14,7 @@
 
 use crate::answer::passages::{EXCERPT_MAX_CHARS, leads_into_next, sentences};
 use crate::corpus::{FragmentId, Label, SessionNumber};
-use crate::text::shorten;
+use crate::text::{fold, shorten};
 
 /// Other names the block's title gives at most: enough for the titles a story turns on.
 pub const ARC_MAX_ALIASES: usize = 4;
@@ -202,6 +202,37 @@ fn score(scores: &[f64], idx: usize) -> f64 {
     scores.get(idx).copied().unwrap_or(0.0)
 }
 
+/// The entity's other names that the quoted `texts` call it by and a reader of the question
+/// would not know for it: the answer's introduction says them («…de Leandro de Valdemora, a
+/// quien también llaman «el Heraldo de la Marea Baja»»), or a player reads of a Heraldo and
+/// never learns the lines are the archduke's. Not a part of its name («Leandro»), not one the
+/// question already uses («el archiduque»), and not one inside another one given («el
+/// Heraldo» in «el Heraldo de la Marea Baja»). Matched as the compendium matches: whole
+/// words, case and accents aside.
+pub fn other_names_quoted(arc: &ArcBlock, texts: &[&str], question: &str) -> Vec<String> {
+    let words = |text: &str| -> Vec<String> {
+        fold(text).split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(String::from).collect()
+    };
+    let holds = |haystack: &[String], needle: &[String]| {
+        !needle.is_empty() && haystack.windows(needle.len()).any(|window| window == needle)
+    };
+    let name = words(&arc.entity);
+    let asked = words(question);
+    let quoted: Vec<Vec<String>> = texts.iter().map(|text| words(text)).collect();
+    let used: Vec<(&String, Vec<String>)> = arc
+        .aliases
+        .iter()
+        .map(|alias| (alias, words(alias)))
+        .filter(|(_, alias)| !holds(&name, alias) && !holds(&asked, alias))
+        .filter(|(_, alias)| quoted.iter().any(|text| holds(text, alias)))
+        .collect();
+    used.iter()
+        .filter(|(_, alias)| !used.iter().any(|(_, other)| other.len() > alias.len() && holds(other, alias)))
+        .map(|(alias, _)| alias.to_string())
+        .take(ARC_MAX_ALIASES)
+        .collect()
+}
+
 /// One line as the model reads it: `- [Sesión 9] …`.
 pub fn line_entry(label: &str, text: &str) -> String {
     format!("- [{label}] {text}")
@@ -342,5 +373,42 @@ mod tests {
         let (lines, _) = choose_arc_lines(&found, &scores, ARC_MAX_SESSIONS, 20, &word_count);
         assert!(!lines.is_empty());
         assert!(lines.iter().map(|l| word_count(&line_entry(&l.label, &l.text))).sum::<usize>() <= 20);
+    }
+
+    #[test]
+    fn the_other_names_said_are_those_the_quotes_use_and_the_question_does_not() {
+        let arc = ArcBlock {
+            entity: "Leandro de Valdemora".into(),
+            aliases: vec![
+                "el Archiduque".into(),
+                "el Heraldo de la Marea Baja".into(),
+                "el Heraldo".into(),
+                "Leandro".into(),
+                "la Gaviota".into(),
+            ],
+            lines: Vec::new(),
+            sessions_left_out: 0,
+        };
+        let quotes = [
+            "Leandro de Valdemora ha desaparecido.",
+            "Desde el balcón, el HERALDO DE LA MAREA BAJA lee un bando.",
+            "El Heraldo no cae enseguida.",
+            "El archiduque los recibe.",
+        ];
+        let question = "¿Qué pasó con el archiduque?";
+        // A part of the name, one the question uses, one inside a longer one given, and one
+        // no quote uses are not said.
+        assert_eq!(other_names_quoted(&arc, &quotes, question), vec!["el Heraldo de la Marea Baja".to_string()]);
+        // Asked by name, the title the quotes use is said too.
+        assert_eq!(
+            other_names_quoted(&arc, &quotes, "¿Qué pasó con Leandro?"),
+            vec!["el Archiduque".to_string(), "el Heraldo de la Marea Baja".to_string()]
+        );
+        // A shorter name alone, with no longer one quoted, is said; a word inside another is no name.
+        assert_eq!(
+            other_names_quoted(&arc, &["El Heraldo no cae.", "Las gaviotas graznan."], question),
+            vec!["el Heraldo".to_string()]
+        );
+        assert!(other_names_quoted(&arc, &["Leandro de Valdemora ha desaparecido."], question).is_empty());
     }
 }

@@ -78,6 +78,9 @@ const ASKS_FOR_THE_STORY: [&str; 11] = [
     "happened",
     "happen",
 ];
+/// What a word of a name the question names weighs among its terms: double its own words,
+/// since the name says whom it asks about.
+const NAME_WEIGHT: u32 = 2;
 /// Words that ask for a quantity, folded: «¿cuánto pagó?», "how many arrows".
 const QUANTITY_WORDS: [&str; 8] = ["cuanto", "cuanta", "cuantos", "cuantas", "much", "many", "precio", "cost"];
 
@@ -90,7 +93,7 @@ impl QueryTerms {
         };
         for name in entity_names {
             for word in content_words(name) {
-                add(word, 2);
+                add(word, NAME_WEIGHT);
             }
         }
         let named_sessions = named_session_numbers(question);
@@ -161,6 +164,12 @@ impl QueryTerms {
 
     pub fn is_empty(&self) -> bool {
         self.terms.is_empty()
+    }
+
+    /// Whether `text` holds a word of a name the question names (an entity's, weighed double).
+    pub fn names_in(&self, text: &str) -> bool {
+        let words = TextWords::of(text);
+        self.terms.iter().any(|(term, weight)| *weight == NAME_WEIGHT && self.holds(&words, term))
     }
 
     /// These terms without the words of `names`: what a question asks of an entity, once
@@ -623,6 +632,35 @@ pub fn links_as_text(text: &str) -> String {
 /// The extractive answer as text: an introduction in the question's language (saying the
 /// model could not answer, when that is why), then one line per excerpt with its label.
 pub fn render_extractive(excerpts: &[Excerpt], language: LabelLanguage, model_failed: bool) -> String {
+    render_quotes(excerpts, language, Framing { model_failed, ..Framing::default() })
+}
+
+/// Whose story an answer quotes: the entity's name, and the other names its lines call it
+/// by that the introduction says (`answer::arc::other_names_quoted`).
+#[derive(Debug, Clone, Copy)]
+pub struct QuotedAbout<'a> {
+    pub entity: &'a str,
+    pub other_names: &'a [String],
+}
+
+/// What the introduction of quoted sentences says besides «this is what the notes say».
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Framing<'a> {
+    /// The model was asked and could not answer.
+    pub model_failed: bool,
+    /// The sentences are only the nearest the notes hold, not an answer
+    /// (`answer::quotes::Quotes::Nearest`).
+    pub nearest_only: bool,
+    /// The quotes tell this entity's story.
+    pub about: Option<QuotedAbout<'a>>,
+}
+
+/// Quoted sentences as an answer: an introduction in the question's language, as `framing`
+/// says («Esto es lo que dicen las notas de Leandro de Valdemora, a quien también llaman «el
+/// Heraldo de la Marea Baja»:»; «Las notas no lo dicen con las palabras de la pregunta; esto
+/// es lo más cercano que dicen:»), then one line per excerpt with its label. None: «not in
+/// the notes».
+pub fn render_quotes(excerpts: &[Excerpt], language: LabelLanguage, framing: Framing<'_>) -> String {
     if excerpts.is_empty() {
         return match language {
             LabelLanguage::Es => "Las notas no dicen nada sobre esta pregunta.",
@@ -630,13 +668,52 @@ pub fn render_extractive(excerpts: &[Excerpt], language: LabelLanguage, model_fa
         }
         .to_string();
     }
-    let intro = match (language, model_failed) {
-        (LabelLanguage::Es, true) => "El modelo de lenguaje no ha podido responder; esto es lo que dicen las notas:",
-        (LabelLanguage::Es, false) => "Esto es lo que dicen las notas:",
-        (LabelLanguage::En, true) => "The language model could not answer; this is what the notes say:",
-        (LabelLanguage::En, false) => "This is what the notes say:",
+    let (failed, said, nearest, of, called, and) = match language {
+        LabelLanguage::Es => (
+            "El modelo de lenguaje no ha podido responder; ",
+            "esto es lo que dicen las notas",
+            "las notas no lo dicen con las palabras de la pregunta; esto es lo más cercano que dicen",
+            "de",
+            ", a quien también llaman",
+            "y",
+        ),
+        LabelLanguage::En => (
+            "The language model could not answer; ",
+            "this is what the notes say",
+            "the notes do not say it in the question's words; this is the nearest they say",
+            "of",
+            ", also called",
+            "and",
+        ),
     };
-    format!("{intro}\n{}", quoted_lines(excerpts))
+    let mut intro = if framing.nearest_only { nearest.to_string() } else { said.to_string() };
+    if let Some(about) = framing.about {
+        intro = format!("{intro} {of} {}", about.entity);
+        if !about.other_names.is_empty() {
+            let names: Vec<String> = about.other_names.iter().map(|name| format!("«{name}»")).collect();
+            intro = format!("{intro}{called} {}", join_as_list(&names, and));
+        }
+    }
+    let intro = if framing.model_failed { format!("{failed}{intro}") } else { upper_first(&intro) };
+    format!("{intro}:\n{}", quoted_lines(excerpts))
+}
+
+/// `text` with its first letter in capitals.
+fn upper_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// `items` as a reader lists them: «a», «a y b», «a, b y c».
+fn join_as_list(items: &[String], and: &str) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} {and} {last}", init.join(", ")),
+    }
 }
 
 /// The notes' sentences as an answer quotes them, one line each: `- «…» [Sesión 9]`.
@@ -1002,6 +1079,36 @@ Rook se queda fuera vigilando los carros.";
         assert!(passages.contains("### El Heraldo de la Marea Baja"), "{passages}");
         // The heading counts once: a paragraph repeating the heading's words gains nothing.
         assert_eq!(terms.score("Heraldo Marea Baja\nHeraldo"), terms.score("Heraldo Marea Baja"));
+    }
+
+    #[test]
+    fn a_story_is_introduced_as_its_entity_s_with_the_other_names_its_quotes_use() {
+        let excerpts = vec![Excerpt { label: Label::new("Sesión 31"), text: "El Heraldo lee un bando.".into() }];
+        let names = vec!["el Heraldo de la Marea Baja".to_string(), "el Heraldo".to_string()];
+        let about = QuotedAbout { entity: "Leandro de Valdemora", other_names: &names };
+        let of = |about| Framing { about: Some(about), ..Framing::default() };
+        assert_eq!(
+            render_quotes(&excerpts, LabelLanguage::Es, of(about)),
+            "Esto es lo que dicen las notas de Leandro de Valdemora, a quien también llaman \
+             «el Heraldo de la Marea Baja» y «el Heraldo»:\n- «El Heraldo lee un bando.» [Sesión 31]"
+        );
+        let one = QuotedAbout { entity: "Kleb", other_names: &names[..1] };
+        let failed = Framing { model_failed: true, ..of(one) };
+        assert!(render_quotes(&excerpts, LabelLanguage::En, failed).starts_with(
+            "The language model could not answer; this is what the notes say of Kleb, also called \
+             «el Heraldo de la Marea Baja»:\n"
+        ));
+        let none = QuotedAbout { entity: "Kleb", other_names: &[] };
+        assert!(
+            render_quotes(&excerpts, LabelLanguage::En, of(none)).starts_with("This is what the notes say of Kleb:\n")
+        );
+        // Only the nearest: said so, in the question's language.
+        let nearest = Framing { nearest_only: true, ..of(none) };
+        assert!(render_quotes(&excerpts, LabelLanguage::Es, nearest).starts_with(
+            "Las notas no lo dicen con las palabras de la pregunta; esto es lo más cercano que dicen de Kleb:\n"
+        ));
+        // Nothing quoted: «not in the notes», whoever it was about.
+        assert_eq!(render_quotes(&[], LabelLanguage::En, nearest), render_extractive(&[], LabelLanguage::En, false));
     }
 
     #[test]

@@ -72,6 +72,41 @@ struct Signals {
     /// Its own sentence holds a term of the question: a leaning sentence that holds none
     /// would only repeat the sentence before it.
     own_holds_term: bool,
+    /// Its own sentence names an entity the question names.
+    names: bool,
+}
+
+/// The quoted answer's sentences, and whether they answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Quotes {
+    /// Sentences holding what the question asks (or, when it asks nothing beyond the names
+    /// it names, naming them). Empty: the notes do not say it.
+    Answer(Vec<Excerpt>),
+    /// No sentence holds what the question asks beyond the names it names, in its words:
+    /// the nearest sentences naming them, said to be no more than that. «¿Qué le regaló
+    /// Nela a Odo?» is answered by «Era un laúd… Candela II», which says no «regaló»;
+    /// «What did the party eat at Nela's wedding?» by nothing the notes hold: the reader
+    /// tells which, and is not told «nothing» when the answer is there in other words.
+    Nearest(Vec<Excerpt>),
+}
+
+impl Quotes {
+    pub fn excerpts(&self) -> &[Excerpt] {
+        match self {
+            Quotes::Answer(excerpts) | Quotes::Nearest(excerpts) => excerpts,
+        }
+    }
+
+    pub fn into_excerpts(self) -> Vec<Excerpt> {
+        match self {
+            Quotes::Answer(excerpts) | Quotes::Nearest(excerpts) => excerpts,
+        }
+    }
+
+    /// Whether the sentences are only the nearest, not an answer.
+    pub fn nearest_only(&self) -> bool {
+        matches!(self, Quotes::Nearest(excerpts) if !excerpts.is_empty())
+    }
 }
 
 /// Whether `sentence` opens with a word that points at the sentence before it.
@@ -117,6 +152,7 @@ fn signals_of(unit: &Unit, terms: &QueryTerms, similarity: &dyn Fn(&str) -> Opti
         similarity: similarity(&unit.text),
         number: terms.asks_number() && holds_number(&unit.text),
         own_holds_term: terms.score(&unit.own) > 0,
+        names: terms.names_in(&unit.own),
     }
 }
 
@@ -184,11 +220,7 @@ pub fn quote_candidates(fragments: &[(&str, &str)], terms: &QueryTerms) -> Vec<S
 /// ranks, but never makes a sentence an answer on its own: with e5-small a sentence only
 /// naming the entity runs as near an unanswerable question («¿Qué desayunó Sor Amaranta?»,
 /// 0.877) as the answer to an answerable one (0.868; `eval/README.md`, «Quoted answers»).
-pub fn rank_quotes(
-    fragments: &[(&str, &str)],
-    terms: &QueryTerms,
-    similarity: &dyn Fn(&str) -> Option<f32>,
-) -> Vec<Excerpt> {
+pub fn rank_quotes(fragments: &[(&str, &str)], terms: &QueryTerms, similarity: &dyn Fn(&str) -> Option<f32>) -> Quotes {
     let _span = tracing::info_span!("answer.quotes", n_fragments = fragments.len()).entered();
     let units = units_of(fragments);
     let signals: Vec<Signals> = units.iter().map(|unit| signals_of(unit, terms, similarity)).collect();
@@ -199,25 +231,31 @@ pub fn rank_quotes(
         near.fold(None, |best: Option<f32>, x| Some(best.map_or(x, |best| best.max(x))))
     };
     tracing::debug!(nearest_asked = ?nearest(true), nearest_unasked = ?nearest(false), "sentences weighed");
-    if terms.asks_beyond_names() && !signals.iter().any(answers) {
+    let answered = !terms.asks_beyond_names() || signals.iter().any(answers);
+    if !answered {
         tracing::debug!(n_units = units.len(), "no sentence holds what the question asks");
-        return Vec::new();
+        if !signals.iter().any(|signal| signal.names) {
+            return Quotes::Answer(Vec::new());
+        }
     }
     let fused = fused_scores(&units, &signals);
     // A sentence only naming the entity may come along with those that answer: kept only to
     // answers, it lost key facts on the sample bank (two, 61 → 59 of 121: across languages
-    // the answer often shares only the name), `eval/README.md`.
-    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| is_eligible(&signals[at])).collect();
+    // the answer often shares only the name), `eval/README.md`. Where none answers, only
+    // those naming what the question names are the nearest.
+    let may_quote = |signal: &Signals| if answered { is_eligible(signal) } else { signal.names };
+    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| may_quote(&signals[at])).collect();
     ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
     let picked = pick_units(&units, &ranked);
     tracing::debug!(n_units = units.len(), n_eligible = ranked.len(), n_quoted = picked.len(), "sentences ranked");
-    picked
+    let excerpts = picked
         .into_iter()
         .map(|(fragment, first, last)| {
             let text = sentences(&links_as_text(fragments[fragment].1))[first..=last].join(" ");
             Excerpt { label: Label::new(fragments[fragment].0), text: shorten(&text, QUOTE_MAX_CHARS) }
         })
-        .collect()
+        .collect();
+    if answered { Quotes::Answer(excerpts) } else { Quotes::Nearest(excerpts) }
 }
 
 /// The best units in `ranked` order within the limits, as (fragment, first, last) sentence
@@ -263,11 +301,13 @@ mod tests {
     fn check(fragments: &[(&str, &str)], question: &str, names: &[&str], near: &[(&str, f32)], expect: &[&str]) {
         let terms = QueryTerms::new(question, names);
         let similarity = |text: &str| near.iter().find(|(key, _)| text.contains(key)).map(|(_, value)| *value);
-        let quoted: Vec<String> = rank_quotes(fragments, &terms, &similarity)
-            .into_iter()
-            .map(|excerpt| format!("{}: {}", excerpt.label, excerpt.text))
-            .collect();
-        assert_eq!(quoted, expect, "{question}");
+        let ranked = rank_quotes(fragments, &terms, &similarity);
+        assert!(!ranked.nearest_only(), "{question}: {ranked:?}");
+        assert_eq!(as_lines(ranked.excerpts()), expect, "{question}");
+    }
+
+    fn as_lines(excerpts: &[Excerpt]) -> Vec<String> {
+        excerpts.iter().map(|excerpt| format!("{}: {}", excerpt.label, excerpt.text)).collect()
     }
 
     const PORT: &str = "El archiduque Leandro recibe al grupo en su palacio. \
@@ -356,13 +396,44 @@ mod tests {
     }
 
     #[test]
-    fn not_in_the_notes_only_when_no_sentence_holds_what_is_asked() {
-        // Every sentence names him; none says what he ate.
-        check(&[("Sesión 2", PORT)], "¿Qué comió el archiduque?", &["archiduque"], &[], &[]);
+    fn not_in_the_notes_only_when_no_sentence_holds_what_is_asked_nor_names_what_it_names() {
+        // Every sentence names him; none says what he ate: the nearest, said to be only that.
+        let ate = QueryTerms::new("¿Qué comió el archiduque?", &["archiduque"]);
+        let nearest = rank_quotes(&[("Sesión 2", PORT)], &ate, &|_| None);
+        assert!(nearest.nearest_only(), "{nearest:?}");
+        assert_eq!(nearest.excerpts().len(), QUOTES_PER_FRAGMENT);
         // Asking only about him: the sentences naming him answer.
         let who = QueryTerms::new("¿Quién es el archiduque?", &["archiduque"]);
-        assert_eq!(rank_quotes(&[("Sesión 2", PORT)], &who, &|_| None).len(), QUOTES_PER_FRAGMENT);
+        let answer = rank_quotes(&[("Sesión 2", PORT)], &who, &|_| None);
+        assert!(!answer.nearest_only());
+        assert_eq!(answer.excerpts().len(), QUOTES_PER_FRAGMENT);
+        // No word of it and no name it names: not in the notes, however near in meaning.
+        check(&[("Sesión 2", PORT)], "¿Qué comió la gaviota?", &[], &[("palacio", 0.99)], &[]);
         check(&[("Sesión 2", PORT)], "¿y qué?", &[], &[], &[]);
+    }
+
+    #[test]
+    fn the_nearest_are_only_sentences_naming_what_the_question_names_ranked_by_meaning() {
+        let party = [(
+            "Sesión 23",
+            "A media mañana bajó Nela con un bulto envuelto en una manta de barco. \
+             Era un laúd, con un nombre grabado: Candela II. \
+             Odo se quedó callado y tocó la primera canción con Candela II. \
+             La tonelería olía a brea.",
+        )];
+        let terms = QueryTerms::new("¿Qué le regaló Nela a Odo?", &["Nela", "Odo"]);
+        let near = [("tocó", 0.9), ("bulto", 0.8), ("laúd", 0.95), ("brea", 0.99)];
+        let similarity = |text: &str| near.iter().find(|(key, _)| text.contains(key)).map(|(_, value)| *value);
+        let nearest = rank_quotes(&party, &terms, &similarity);
+        assert!(nearest.nearest_only());
+        // The lute's sentence names neither and the tar's is nearest of all: neither is quoted.
+        assert_eq!(
+            as_lines(nearest.excerpts()),
+            [
+                "Sesión 23: A media mañana bajó Nela con un bulto envuelto en una manta de barco.",
+                "Sesión 23: Odo se quedó callado y tocó la primera canción con Candela II.",
+            ]
+        );
     }
 
     #[test]
@@ -372,7 +443,7 @@ mod tests {
         // Sor Amaranta?» as an answer is to its question.
         let notes = [("Sesión 26", "Sor Amaranta falló su prueba. El Pozo se quedó con su nombre.")];
         let terms = QueryTerms::new("¿Qué desayunó Sor Amaranta?", &["Sor Amaranta"]);
-        assert!(rank_quotes(&notes, &terms, &|_| Some(0.99)).is_empty());
+        assert!(rank_quotes(&notes, &terms, &|_| Some(0.99)).nearest_only());
     }
 
     #[test]
@@ -408,7 +479,7 @@ mod tests {
             .collect();
         let many: Vec<(&str, &str)> = many.iter().map(|(l, t)| (l.as_str(), t.as_str())).collect();
         let quoted = rank_quotes(&many, &QueryTerms::new("¿Qué le pasó a la torre?", &[]), &|_| None);
-        let labels: Vec<&str> = quoted.iter().map(|excerpt| excerpt.label.as_str()).collect();
+        let labels: Vec<&str> = quoted.excerpts().iter().map(|excerpt| excerpt.label.as_str()).collect();
         assert_eq!(labels, ["Sesión 1", "Sesión 1", "Sesión 1", "Sesión 2", "Sesión 2"]);
     }
 

@@ -314,6 +314,7 @@ fn score_answer(
         // A quote that says «no» is the note's, not the answer's: a quoted answer abstains
         // when it quotes nothing.
         score.abstained = answer.quoted.is_empty();
+        score.nearest_only = answer.nearest_only;
     }
     score.abstained_with_answer_shown =
         question.kind != bank::QuestionKind::Unanswerable && score.abstained && answer_shown;

@@ -125,6 +125,10 @@ pub struct Answer {
     /// model's own answer): what the oracle keeps under the model's answer once it is done (`Settled`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub quoted: Vec<crate::answer::passages::Excerpt>,
+    /// The quoted sentences are only the nearest the notes hold: none says what the
+    /// question asks in its words (`answer::quotes::Quotes::Nearest`), and the answer says so.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub nearest_only: bool,
 }
 
 impl Answer {

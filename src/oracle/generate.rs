@@ -13,8 +13,10 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
+use crate::answer::arc::other_names_quoted;
 use crate::answer::grounding::{CitedNotes, Ungrounded};
-use crate::answer::passages::{Excerpt, extract_excerpts, recap_excerpts, render_extractive};
+use crate::answer::passages::{Excerpt, Framing, QuotedAbout, extract_excerpts, recap_excerpts, render_quotes};
+use crate::answer::quotes::Quotes;
 use crate::answer::quotes::rank_quotes;
 use crate::answer::structured::{
     Repeats, Sentence, SentenceStream, StructuredAnswer, answer_schema, complete_sentence_text, parse_structured,
@@ -65,6 +67,8 @@ pub(super) struct MadeAnswer {
     pub(super) judged: usize,
     /// The notes' sentences an extractive answer quotes.
     pub(super) quoted: Vec<Excerpt>,
+    /// Those sentences are only the nearest, not an answer.
+    pub(super) nearest_only: bool,
 }
 
 impl MadeAnswer {
@@ -85,6 +89,7 @@ impl MadeAnswer {
             recited: Vec::new(),
             judged: 0,
             quoted: Vec::new(),
+            nearest_only: false,
         }
     }
 
@@ -241,6 +246,7 @@ impl Oracle {
             recited: made.recited,
             model_sentences: made.judged,
             quoted: made.quoted,
+            nearest_only: made.nearest_only,
         }
     }
 
@@ -450,18 +456,31 @@ impl Oracle {
     pub(super) fn extract(&self, prepared: &Prepared, fallback: Option<String>) -> MadeAnswer {
         let _span = tracing::info_span!("answer.extract", n_chosen = prepared.chosen.len()).entered();
         let language = crate::lexicon::language_of(&prepared.question);
-        let excerpts = self.extractive_excerpts(prepared);
-        let mut made =
-            MadeAnswer::new(render_extractive(&excerpts, language, fallback.is_some()), AnswerMode::Extractive);
+        let quotes = self.extractive_excerpts(prepared);
+        let nearest_only = quotes.nearest_only();
+        let excerpts = quotes.into_excerpts();
+        // An arc's quotes are its story: the introduction names whose, and the other names
+        // its lines call it by («el Heraldo» is the archduke).
+        let story = prepared.context.arc.as_ref().filter(|arc| !arc.lines.is_empty() && !excerpts.is_empty());
+        let other_names = story.map(|arc| {
+            let texts: Vec<&str> = excerpts.iter().map(|excerpt| excerpt.text.as_str()).collect();
+            other_names_quoted(arc, &texts, &prepared.question)
+        });
+        let about = story
+            .zip(other_names.as_deref())
+            .map(|(arc, other_names)| QuotedAbout { entity: arc.entity.as_str(), other_names });
+        let framing = Framing { model_failed: fallback.is_some(), nearest_only, about };
+        let mut made = MadeAnswer::new(render_quotes(&excerpts, language, framing), AnswerMode::Extractive);
         made.fallback = fallback;
         made.quoted = excerpts;
+        made.nearest_only = nearest_only;
         made
     }
 
     /// The sentences an extractive answer quotes: the story's best line of each session for
     /// an arc question, else the chosen fragments' sentences for the question. Empty: the
     /// notes chosen say nothing on it.
-    pub(super) fn extractive_excerpts(&self, prepared: &Prepared) -> Vec<Excerpt> {
+    pub(super) fn extractive_excerpts(&self, prepared: &Prepared) -> Quotes {
         match prepared.context.arc.as_ref().filter(|arc| !arc.lines.is_empty()) {
             Some(arc) => {
                 let mut lines: Vec<Excerpt> = arc
@@ -474,7 +493,7 @@ impl Oracle {
                     // The first appearances and the last: where the story starts and where it stands.
                     lines.drain(ARC_EXTRACTIVE_LINES - 1..lines.len() - 1);
                 }
-                lines
+                Quotes::Answer(lines)
             }
             None => self.excerpts_of_chosen(prepared),
         }
@@ -486,20 +505,22 @@ impl Oracle {
     /// asking for the sessions it names («¿Qué pasó en la sesión 27?», «Resume la sesión 33»:
     /// every sentence of them answers, though none says «pasó» or «sesión») gets sentences
     /// spread over those sessions, from the first to the last.
-    fn excerpts_of_chosen(&self, prepared: &Prepared) -> Vec<Excerpt> {
+    fn excerpts_of_chosen(&self, prepared: &Prepared) -> Quotes {
         let fragments = quotable_fragments(prepared);
         let names_sessions = names_chosen(prepared);
         if prepared.terms.is_empty() {
-            return if names_sessions {
+            return Quotes::Answer(if names_sessions {
                 recap_excerpts(&fragments)
             } else {
                 extract_excerpts(&fragments, &prepared.terms)
-            };
+            });
         }
         let similarity = |text: &str| prepared.quote_similarity.get(text).copied();
         let ranked = rank_quotes(&fragments, &prepared.terms, &similarity);
-        if ranked.is_empty() && names_sessions {
-            return recap_excerpts(&fragments);
+        // Sessions it names tell their story where no sentence answers in the question's words.
+        let answers = matches!(&ranked, Quotes::Answer(excerpts) if !excerpts.is_empty());
+        if !answers && names_sessions {
+            return Quotes::Answer(recap_excerpts(&fragments));
         }
         ranked
     }

@@ -110,10 +110,11 @@ impl Settled {
     }
 
     /// Whether the notes held no answer: the model cited none of them (its answer is not
-    /// used), or what stays cites no note at all (nothing was found). What the DM's report of
-    /// unanswered questions counts (`feedback`).
+    /// used), what stays cites no note at all (nothing was found), or it quotes only the
+    /// nearest sentences. What the DM's report of unanswered questions counts (`feedback`).
     pub fn not_in_the_notes(&self) -> bool {
         self.instant_kept == Some(InstantKept::ModelAbstained)
+            || self.answer.nearest_only
             || !self.answer.citations.iter().any(|citation| citation.valid)
     }
 }
@@ -191,7 +192,7 @@ impl Oracle {
     /// answer needs no model at all (only sessions that are not there were asked about).
     pub(super) fn instant_answer(&self, prepared: &Prepared) -> Option<Answer> {
         let started = Instant::now();
-        if prepared.search.time.answers_alone() || self.extractive_excerpts(prepared).is_empty() {
+        if prepared.search.time.answers_alone() || self.extractive_excerpts(prepared).excerpts().is_empty() {
             return None;
         }
         let mut made: MadeAnswer = self.extract(prepared, None);

@@ -104,9 +104,23 @@ async fn a_sentence_that_leans_on_the_one_before_is_quoted_with_it() {
 #[tokio::test]
 async fn a_question_the_notes_do_not_answer_says_so() {
     let ingested = Ingested::over(campaign()).await;
-    let settled = ask_quoted(&ingested, "¿Qué desayunó Leandro?").await;
+    // Nothing says what he ate; the sentences naming him are the nearest, and said to be only that.
+    let nearest = ask_quoted(&ingested, "¿Qué desayunó Leandro?").await;
+    assert!(
+        nearest.answer.text.starts_with(
+            "Las notas no lo dicen con las palabras de la pregunta; esto es lo más cercano que dicen:\n- «"
+        ),
+        "{}",
+        nearest.answer.text
+    );
+    assert!(nearest.answer.nearest_only && nearest.not_in_the_notes());
+    assert_quotes_are_the_notes_words(&ingested, &nearest);
+    assert!(nearest.answer.quoted.iter().all(|quote| quote.text.contains("Leandro")), "{:?}", nearest.answer.quoted);
+    // Nor does any sentence name what it asks of: nothing.
+    let settled = ask_quoted(&ingested, "¿Qué desayunó la gaviota?").await;
     assert_eq!(settled.answer.text, "Las notas no dicen nada sobre esta pregunta.");
     assert!(settled.answer.quoted.is_empty() && !settled.answer.citations.iter().any(|c| c.valid));
+    assert!(!settled.answer.nearest_only && settled.not_in_the_notes());
     assert_eq!(ingested.fake.requests_to("/api/chat"), 0);
 }
 

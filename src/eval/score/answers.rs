@@ -58,6 +58,10 @@ pub struct AnswerScore {
     pub dropped: usize,
     /// The answer says the notes do not hold it while a note that does was shown in full.
     pub abstained_with_answer_shown: bool,
+    /// A quoted answer's sentences are only the nearest: it says the notes do not say it in
+    /// the question's words (neither an answer nor «not in the notes»).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nearest_only: bool,
     /// For an answer that quotes the notes: the key facts in every sentence it chose from
     /// (`Prepared::quotable_text`), the most a perfect choice could have quoted.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -147,6 +151,7 @@ impl AnswerScore {
             recited: 0,
             dropped: 0,
             abstained_with_answer_shown: false,
+            nearest_only: false,
             key_facts_in_candidates: None,
         }
     }
@@ -245,6 +250,12 @@ pub struct AnswerSummary {
     pub dropped: usize,
     /// Answerable questions answered «not in the notes» with an answering note shown in full.
     pub abstained_with_answer_shown: usize,
+    /// Answers quoting only the nearest sentences, saying so: of answerable questions, and of
+    /// unanswerable ones.
+    #[serde(default)]
+    pub nearest_only_answerable: usize,
+    #[serde(default)]
+    pub nearest_only_unanswerable: usize,
     /// Quoted answers: the key facts in every sentence they chose from (`None`: no answer quoted).
     pub key_facts_in_candidates: Option<usize>,
     /// Answers the model was stopped in at its deadline.
@@ -318,6 +329,8 @@ impl AnswerSummary {
             recited: answered.iter().map(|(_, answer)| answer.recited).sum(),
             dropped: answered.iter().map(|(_, answer)| answer.dropped).sum(),
             abstained_with_answer_shown: answered.iter().filter(|(_, a)| a.abstained_with_answer_shown).count(),
+            nearest_only_answerable: answerable.iter().filter(|(_, a)| a.nearest_only).count(),
+            nearest_only_unanswerable: unanswerable.iter().filter(|(_, a)| a.nearest_only).count(),
             key_facts_in_candidates: with_facts
                 .iter()
                 .map(|(_, a)| a.key_facts_in_candidates.as_ref().map(Vec::len))

@@ -233,6 +233,12 @@ material up to {:.0} tokens on average)",
         );
         let _ = writeln!(
             out,
+            "  only the nearest     {} answerable and {} unanswerable answers quoted the nearest sentences, saying \
+the notes do not say it in the question's words",
+            a.nearest_only_answerable, a.nearest_only_unanswerable
+        );
+        let _ = writeln!(
+            out,
             "  key facts            {}/{} ({:.0}%); {} of {} answers hold every key fact; the material shown \
 held {}/{}",
             a.key_facts_found,
