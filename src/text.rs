@@ -108,7 +108,30 @@ pub fn ends_sentence(word: &str) -> bool {
 /// follows. The one rule of where a sentence ends, for splitting notes into sentences,
 /// describing an entity by its first sentences and cutting a long Discord message.
 pub fn sentence_ends(text: &str) -> Vec<usize> {
-    word_spans(text).into_iter().filter(|&(start, end)| ends_sentence(&text[start..end])).map(|(_, end)| end).collect()
+    word_spans(text)
+        .into_iter()
+        .filter(|&(start, end)| ends_sentence(&text[start..end]) && !inside_a_quotation(text, end))
+        .map(|(_, end)| end)
+        .collect()
+}
+
+/// Quotation marks that open and close with different signs, so that a reader can tell
+/// whether a point stands inside one: Spanish guillemets and curly double quotes. (Straight
+/// `"` opens and closes alike, and `'` is an apostrophe as often as a quote.)
+const QUOTATION_MARKS: [(char, char); 2] = [('«', '»'), ('“', '”')];
+
+/// Whether byte offset `at` of `text` stands inside a quotation that closes later on its
+/// line: «dijo: «Amaranta. Soy Sor Amaranta».» is one sentence, what someone said in it
+/// included. A mark left open on its line quotes nothing: the point ends its sentence.
+fn inside_a_quotation(text: &str, at: usize) -> bool {
+    let line_start = text[..at].rfind('\n').map_or(0, |newline| newline + 1);
+    let line_end = text[at..].find('\n').map_or(text.len(), |newline| at + newline);
+    let (before, after) = (&text[line_start..at], &text[at..line_end]);
+    QUOTATION_MARKS.iter().any(|&(open, close)| {
+        let depth = before.chars().filter(|&c| c == open).count() as isize
+            - before.chars().filter(|&c| c == close).count() as isize;
+        depth > 0 && after.contains(close)
+    })
 }
 
 /// `text` cut at a word to at most `max_chars` characters, with `…` when cut.
@@ -237,6 +260,38 @@ mod tests {
         for (helper, input, expect) in cases {
             check(helper, input, expect);
         }
+    }
+
+    #[test]
+    fn a_point_inside_a_quotation_closed_on_its_line_ends_no_sentence() {
+        fn ends(text: &str) -> Vec<String> {
+            let mut start = 0;
+            sentence_ends(text)
+                .into_iter()
+                .map(|end| {
+                    let sentence = text[start..end].trim().to_string();
+                    start = end;
+                    sentence
+                })
+                .collect()
+        }
+        for (open, close) in QUOTATION_MARKS {
+            let said = format!("Y dijo: {open}Amaranta. Soy Sor Amaranta{close}. Se fue.");
+            assert_eq!(ends(&said), [format!("Y dijo: {open}Amaranta. Soy Sor Amaranta{close}."), "Se fue.".into()]);
+            // Every point inside, whichever mark closes the quoted sentence.
+            for point in SENTENCE_ENDS {
+                let said = format!("Gritó {open}¡Corred{point} Ya{point}{close} Luego nada.");
+                assert_eq!(ends(&said).len(), 2, "{said}");
+            }
+            // Open on its line and never closed there: the point ends its sentence.
+            let unclosed = format!("Dijo {open}vete. Y se fue.\nEl día{close} acabó.");
+            assert_eq!(
+                ends(&unclosed),
+                [format!("Dijo {open}vete."), "Y se fue.".into(), format!("El día{close} acabó.")]
+            );
+        }
+        // A closed quotation before the point leaves it the end it was.
+        assert_eq!(ends("Lo llamó «el Tuerto». Él calló."), ["Lo llamó «el Tuerto».", "Él calló."]);
     }
 
     #[test]
