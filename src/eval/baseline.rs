@@ -25,6 +25,7 @@ pub const BASELINE_WINDOW_WORDS: usize = 300;
 struct Window {
     labels: Vec<String>,
     vector: Vec<f32>,
+    text: String,
 }
 
 /// The baseline's in-memory "index": brute-force cosine over every window, and an FTS5
@@ -60,6 +61,40 @@ fn bm25_table(texts: &[&str]) -> anyhow::Result<rusqlite::Connection> {
 pub struct BaselineHits {
     pub hybrid: Vec<String>,
     pub dense: Vec<String>,
+    /// The texts of the windows the two lists fuse first, best first, as deep as each list
+    /// goes: what a naive RAG pipeline shows its model, taken until its budget is spent
+    /// ([`material_within`]).
+    pub hybrid_windows: Vec<String>,
+}
+
+/// `windows` (best first) as a model's material within `max_tokens` (`count_tokens`): whole
+/// windows while they fit, then the words of the next that fit. What naive RAG shows a
+/// model given the same budget as Oráculo's plan.
+pub fn material_within(windows: &[String], max_tokens: usize, count_tokens: &dyn Fn(&str) -> usize) -> String {
+    let mut material = String::new();
+    for window in windows {
+        let joined = if material.is_empty() { window.clone() } else { format!("{material}\n\n{window}") };
+        if count_tokens(&joined) <= max_tokens {
+            material = joined;
+            continue;
+        }
+        // The most words of this window that fit (the count grows with the words).
+        let words: Vec<&str> = window.split_whitespace().collect();
+        let with = |n: usize| {
+            let part = words[..n].join(" ");
+            if material.is_empty() { part } else { format!("{material}\n\n{part}") }
+        };
+        let (mut fits, mut over) = (0, words.len());
+        while fits + 1 < over {
+            let middle = (fits + over) / 2;
+            if count_tokens(&with(middle)) <= max_tokens { fits = middle } else { over = middle }
+        }
+        if fits > 0 {
+            material = with(fits);
+        }
+        break;
+    }
+    material
 }
 
 /// A fragment's text with where it sits in its file and the label it carries.
@@ -135,7 +170,8 @@ impl Baseline {
             && vectors.len() == cut.len()
         {
             tracing::info!(windows = vectors.len(), "eval: baseline vectors from the cache");
-            let windows = cut.into_iter().zip(vectors).map(|((labels, _), vector)| Window { labels, vector }).collect();
+            let windows =
+                cut.into_iter().zip(vectors).map(|((labels, text), vector)| Window { labels, vector, text }).collect();
             return Ok(Baseline { windows, bm25 });
         }
         let mut windows = Vec::with_capacity(cut.len());
@@ -149,8 +185,8 @@ impl Baseline {
                 vectors.len(),
                 batch.len()
             );
-            for ((labels, _), vector) in batch.iter().zip(vectors) {
-                windows.push(Window { labels: labels.clone(), vector });
+            for ((labels, text), vector) in batch.iter().zip(vectors) {
+                windows.push(Window { labels: labels.clone(), vector, text: text.clone() });
             }
         }
         if let Some(cache_file) = &cache_file {
@@ -186,10 +222,12 @@ impl Baseline {
         let dense: Vec<FragmentId> = scored.iter().take(depth).map(|(_, n)| FragmentId(*n as i64)).collect();
         let bm25 = self.bm25_windows(question, depth).context("the baseline's BM25 search")?;
         let lists = [(RetrievalPath::Dense, 1.0, dense), (RetrievalPath::Bm25, 1.0, bm25)];
-        let fused = fuse_weighted(&lists, k);
-        let hybrid = self.labels_of(fused.iter().map(|entry| entry.fragment_id.0 as usize));
+        let fused = fuse_weighted(&lists, depth);
+        let hybrid = self.labels_of(fused.iter().take(k).map(|entry| entry.fragment_id.0 as usize));
         let dense = self.labels_of(scored.iter().take(k).map(|(_, n)| *n));
-        Ok(BaselineHits { hybrid, dense })
+        let hybrid_windows =
+            fused.iter().map(|entry| self.windows[entry.fragment_id.0 as usize].text.clone()).collect();
+        Ok(BaselineHits { hybrid, dense, hybrid_windows })
     }
 
     /// The labels of `windows` (their places), in order, each once.
@@ -230,6 +268,17 @@ mod tests {
         let stem = label.replace(' ', "_");
         let text = (0..words).map(|n| format!("{stem}-{n}")).collect::<Vec<_>>().join(" ");
         PlacedText { source_path: path.into(), line_start: line, part, label: label.into(), text }
+    }
+
+    #[test]
+    fn naive_material_takes_whole_windows_then_the_words_that_fit() {
+        let windows: Vec<String> = ["uno dos tres", "cuatro cinco seis", "siete"].map(String::from).to_vec();
+        let words = |text: &str| text.split_whitespace().count();
+        assert_eq!(material_within(&windows, 100, &words), "uno dos tres\n\ncuatro cinco seis\n\nsiete");
+        assert_eq!(material_within(&windows, 5, &words), "uno dos tres\n\ncuatro cinco");
+        assert_eq!(material_within(&windows, 3, &words), "uno dos tres");
+        assert_eq!(material_within(&windows, 2, &words), "uno dos");
+        assert_eq!(material_within(&windows, 0, &words), "");
     }
 
     #[test]

@@ -257,6 +257,7 @@ async fn eval_question(
             variants.insert(paths.name(), found_in(&expected, &prepared));
         }
     }
+    let mut naive_windows = None;
     if let Some(baseline) = baseline {
         let hits = baseline.search(oracle.embedder().as_ref(), &question.question, oracle.k()).await?;
         for (variant, labels) in [(NAIVE_BASELINE, &hits.hybrid), (NAIVE_DENSE, &hits.dense)] {
@@ -265,16 +266,24 @@ async fn eval_question(
                 Found { pool: top.clone(), top: top.clone(), full: top.clone(), context: top, pool_size: labels.len() };
             variants.insert(variant.to_string(), found);
         }
+        naive_windows = Some(hits.hybrid_windows);
     }
 
     // Unanswerable questions list no key facts, and the summary counts answerable ones only.
     let material =
         score::MaterialFacts::new(question, &full.context.text, full.plan.limited_by, full.plan.material_tokens);
+    // Naive RAG's windows given the same budget, counted by the same model's tokens.
+    let naive_material = naive_windows.and_then(|windows| {
+        let count_tokens = |text: &str| oracle.chat().count_tokens(text);
+        let text = baseline::material_within(&windows, full.plan.material_tokens, &count_tokens);
+        score::MaterialFacts::new(question, &text, full.plan.limited_by, full.plan.material_tokens)
+    });
     let paths = path_lists(index, &full, crate::retrieve::path_depth(oracle.k()))?;
     Ok(QuestionRow {
         variants,
         paths: Some(paths),
         material,
+        naive_material,
         search_query: full.search.search_query.clone(),
         rerank: Some(rerank_outcome(&full.rerank)),
         answer,

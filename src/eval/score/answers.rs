@@ -362,6 +362,12 @@ pub struct MaterialSummary {
     pub mean_material_tokens: f64,
     /// (questions, key facts, found) by kind.
     pub by_kind: BTreeMap<QuestionKind, (usize, usize, usize)>,
+    /// Found in naive RAG's windows given the same budgets (`None`: not measured), in all and
+    /// by kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub naive_found: Option<usize>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub naive_by_kind: BTreeMap<QuestionKind, usize>,
 }
 
 impl MaterialSummary {
@@ -375,12 +381,18 @@ impl MaterialSummary {
             return None;
         }
         let mut by_kind: BTreeMap<QuestionKind, (usize, usize, usize)> = BTreeMap::new();
+        let mut naive_by_kind: BTreeMap<QuestionKind, usize> = BTreeMap::new();
         for (row, material) in &measured {
             let entry = by_kind.entry(row.kind).or_default();
             entry.0 += 1;
             entry.1 += material.found.len() + material.missing.len();
             entry.2 += material.found.len();
+            if let Some(naive) = &row.naive_material {
+                *naive_by_kind.entry(row.kind).or_default() += naive.found.len();
+            }
         }
+        let naive_found =
+            measured.iter().any(|(row, _)| row.naive_material.is_some()).then(|| naive_by_kind.values().sum());
         Some(MaterialSummary {
             questions: measured.len(),
             key_facts: measured.iter().map(|(_, m)| m.found.len() + m.missing.len()).sum(),
@@ -390,6 +402,8 @@ impl MaterialSummary {
             mean_material_tokens: measured.iter().map(|(_, m)| m.material_tokens as f64).sum::<f64>()
                 / measured.len() as f64,
             by_kind,
+            naive_found,
+            naive_by_kind,
         })
     }
 }

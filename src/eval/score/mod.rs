@@ -100,6 +100,9 @@ pub struct QuestionRow {
     /// The key facts in the material the full pipeline would show the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub material: Option<MaterialFacts>,
+    /// The key facts in naive RAG's windows given the same budget (with the ablations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub naive_material: Option<MaterialFacts>,
     /// The full pipeline's stages (`generation_ms` is 0 when no answer was generated).
     pub timings: Option<AnswerTimings>,
     /// Set when the pipeline failed on this question; the row then scores nothing.
@@ -122,6 +125,7 @@ impl QuestionRow {
             answer: None,
             paths: None,
             material: None,
+            naive_material: None,
             timings: None,
             error: None,
         }

@@ -174,23 +174,34 @@ answer: cites an expected note / key facts found / \"no\" = says it is not in th
 material up to {:.0} tokens on average)",
             m.questions, m.limited_by_time, m.mean_material_tokens
         );
+        let naive = |found: Option<usize>, facts: usize| match found {
+            Some(found) => format!(
+                "  naive windows, same budget {:>7} {:>4.0}%",
+                format!("{found}/{facts}"),
+                100.0 * ratio(found, facts)
+            ),
+            None => String::new(),
+        };
         for (kind, (questions, facts, found)) in &m.by_kind {
+            let naive_found = m.naive_found.map(|_| m.naive_by_kind.get(kind).copied().unwrap_or(0));
             let _ = writeln!(
                 out,
-                "{:12} {:>3}  {:>7}  {:>4.0}%",
+                "{:12} {:>3}  {:>7}  {:>4.0}%{}",
                 kind.as_str(),
                 questions,
                 format!("{found}/{facts}"),
-                100.0 * ratio(*found, *facts)
+                100.0 * ratio(*found, *facts),
+                naive(naive_found, *facts)
             );
         }
         let _ = writeln!(
             out,
-            "{:12} {:>3}  {:>7}  {:>4.0}%; {} of {} questions shown every key fact\n",
+            "{:12} {:>3}  {:>7}  {:>4.0}%{}; {} of {} questions shown every key fact\n",
             "all",
             m.questions,
             format!("{}/{}", m.found, m.key_facts),
             100.0 * ratio(m.found, m.key_facts),
+            naive(m.naive_found, m.key_facts),
             m.complete,
             m.questions
         );
