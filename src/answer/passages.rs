@@ -792,28 +792,55 @@ pub fn recap_excerpts(fragments: &[(&str, &str)]) -> Vec<Excerpt> {
 /// The sentences of a Markdown fragment, on one line each, without heading marks, list
 /// bullets, quote marks or wiki-link brackets (which the citation check would read as
 /// labels). Headings are not sentences.
+///
+/// A list item ends where the next one starts, with or without a point: notes kept as
+/// bullets («- Having lost a third of the crew…» under «- The dwarf is stumped…») say one
+/// thing an item, and read together they were one sentence of hundreds of words. A line
+/// that is no item continues the one before (a paragraph wrapped by hand, an item's second line).
 pub(crate) fn sentences(text: &str) -> Vec<String> {
     let mut found = Vec::new();
     for paragraph in paragraphs(text) {
-        let plain: Vec<String> = paragraph
-            .text
-            .lines()
-            .map(|line| {
-                let line = line.trim().trim_start_matches('>').trim_start();
-                let line = line.strip_prefix("- ").or_else(|| line.strip_prefix("* ")).unwrap_or(line);
-                unlink(line)
-            })
-            .collect();
-        let joined = plain.join(" ");
-        let mut start = 0;
-        for end in sentence_ends(&joined) {
-            push_sentence(&mut found, &joined[start..end]);
-            start = end;
+        // The paragraph's items (or its one run of text), each as its lines joined.
+        let mut items: Vec<String> = Vec::new();
+        for line in paragraph.text.lines() {
+            let line = line.trim().trim_start_matches('>').trim_start();
+            let item = list_item_text(line);
+            let plain = unlink(item.unwrap_or(line));
+            match items.last_mut() {
+                Some(last) if item.is_none() => {
+                    last.push(' ');
+                    last.push_str(&plain);
+                }
+                _ => items.push(plain),
+            }
         }
-        push_sentence(&mut found, &joined[start..]);
+        for item in items {
+            let mut start = 0;
+            for end in sentence_ends(&item) {
+                push_sentence(&mut found, &item[start..end]);
+                start = end;
+            }
+            push_sentence(&mut found, &item[start..]);
+        }
     }
     found
 }
+
+/// The text of `line` when it is a list item (`- `, `* `, `+ `, or `1. ` / `1) `, its mark
+/// taken off), else `None`.
+fn list_item_text(line: &str) -> Option<&str> {
+    let rest = ["- ", "* ", "+ "].iter().find_map(|bullet| line.strip_prefix(bullet)).or_else(|| {
+        let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        (digits > 0 && digits <= MAX_ITEM_NUMBER_DIGITS)
+            .then(|| line[digits..].strip_prefix(". ").or_else(|| line[digits..].strip_prefix(") ")))
+            .flatten()
+    })?;
+    Some(rest.trim_start())
+}
+
+/// Digits a numbered item's number has at most: «12. » numbers an item; «1999. » opens a
+/// sentence about a year.
+const MAX_ITEM_NUMBER_DIGITS: usize = 3;
 
 /// Whether `sentence` announces what follows it («Lucio cuenta que tenía pesadillas:» before a
 /// list): alone it promises something it does not say, so it is read with the next one.
@@ -1079,6 +1106,31 @@ Rook se queda fuera vigilando los carros.";
         assert!(passages.contains("### El Heraldo de la Marea Baja"), "{passages}");
         // The heading counts once: a paragraph repeating the heading's words gains nothing.
         assert_eq!(terms.score("Heraldo Marea Baja\nHeraldo"), terms.score("Heraldo Marea Baja"));
+    }
+
+    #[test]
+    fn each_list_item_is_its_own_sentence_with_or_without_its_point() {
+        for marker in ["- ", "* ", "+ ", "1. ", "12) "] {
+            for point in ["", ".", "!"] {
+                let notes = format!(
+                    "{marker}The dwarf is stumped{point}\n    {marker}Having lost a third of the crew{point}\n\
+                     {marker}The crew rigs the ship\n  and tows it{point}\nThey sail at dawn."
+                );
+                // A line that is no item goes on with the item before it.
+                let last = match point {
+                    "" => vec!["The crew rigs the ship and tows it They sail at dawn.".to_string()],
+                    _ => vec![format!("The crew rigs the ship and tows it{point}"), "They sail at dawn.".into()],
+                };
+                let mut expected =
+                    vec![format!("The dwarf is stumped{point}"), format!("Having lost a third of the crew{point}")];
+                expected.extend(last);
+                assert_eq!(sentences(&notes), expected, "{notes:?}");
+            }
+        }
+        // Text that is no list is split only where its sentences end.
+        assert_eq!(sentences("Uno dos\ntres cuatro. Cinco."), ["Uno dos tres cuatro.", "Cinco."]);
+        // A year opening a line numbers no item.
+        assert_eq!(sentences("1999. Fue un año malo."), ["1999.", "Fue un año malo."]);
     }
 
     #[test]

@@ -32,6 +32,10 @@ pub const QUOTE_RRF_K: f64 = 60.0;
 /// ones that match the question's names (two lost 6 of the sample bank's 121 key facts,
 /// none on CRD3 or the players' vault; `eval/README.md`).
 pub const QUOTES_PER_FRAGMENT: usize = 3;
+/// Quotes an answer gives at most when they are short: as many as fit in the characters of
+/// [`MAX_EXCERPTS`] full ones, so that notes kept as one-line bullets say as much as notes
+/// in paragraphs.
+pub const MAX_SHORT_QUOTES: usize = 8;
 /// Sentences the embedder scores at most, the lexically best: 48 short sentences embed in a
 /// few hundred milliseconds with e5-small on a CPU, where all of eight session fragments
 /// (~500) took seconds.
@@ -258,6 +262,13 @@ pub fn rank_quotes(fragments: &[(&str, &str)], terms: &QueryTerms, similarity: &
     if answered { Quotes::Answer(excerpts) } else { Quotes::Nearest(excerpts) }
 }
 
+/// The characters of a picked span: its units' texts as the fragment holds them (at most
+/// what a quote shows).
+fn span_chars(units: &[Unit], (fragment, first, last): (usize, usize, usize)) -> usize {
+    let inside = units.iter().filter(|unit| unit.fragment == fragment && unit.first >= first && unit.last <= last);
+    inside.map(|unit| unit.own.chars().count() + 1).sum::<usize>().min(QUOTE_MAX_CHARS)
+}
+
 /// The best units in `ranked` order within the limits, as (fragment, first, last) sentence
 /// spans in story order: a unit overlapping one already picked of its fragment
 /// joins it (a leaning sentence and the one it leans on are one quote).
@@ -272,7 +283,13 @@ fn pick_units(units: &[Unit], ranked: &[usize]) -> Vec<(usize, usize, usize)> {
             (span.1, span.2) = (span.1.min(unit.first), span.2.max(unit.last));
             continue;
         }
-        if picked.len() == MAX_EXCERPTS {
+        // Five quotes; more only while they are short enough to read as five (notes kept
+        // as bullets quote an item each, a fraction of a paragraph).
+        let read = |spans: &[(usize, usize, usize)]| spans.iter().map(|&span| span_chars(units, span)).sum::<usize>();
+        let room = picked.len() < MAX_EXCERPTS
+            || (picked.len() < MAX_SHORT_QUOTES
+                && read(&picked) + unit.text.chars().count() <= MAX_EXCERPTS * EXCERPT_MAX_CHARS);
+        if !room {
             continue;
         }
         if picked.iter().filter(|(fragment, ..)| *fragment == unit.fragment).count() < QUOTES_PER_FRAGMENT {
@@ -473,14 +490,22 @@ mod tests {
                 "Sesión 1: La torre se derrumba.",
             ],
         );
-        // At most three a fragment and five in all, the best fragments first, in story order.
-        let many: Vec<(String, String)> = (1..=5)
-            .map(|n| (format!("Sesión {n}"), "La torre cae. La torre arde. La torre calla.".to_string()))
-            .collect();
-        let many: Vec<(&str, &str)> = many.iter().map(|(l, t)| (l.as_str(), t.as_str())).collect();
-        let quoted = rank_quotes(&many, &QueryTerms::new("¿Qué le pasó a la torre?", &[]), &|_| None);
-        let labels: Vec<&str> = quoted.excerpts().iter().map(|excerpt| excerpt.label.as_str()).collect();
-        assert_eq!(labels, ["Sesión 1", "Sesión 1", "Sesión 1", "Sesión 2", "Sesión 2"]);
+        // At most three a fragment, the best fragments first, in story order; five in all,
+        // or eight while they read as five full quotes.
+        let labels_for = |sentence: &str| -> Vec<String> {
+            let many: Vec<(String, String)> =
+                (1..=5).map(|n| (format!("Sesión {n}"), format!("{sentence} {sentence} {sentence}"))).collect();
+            let many: Vec<(&str, &str)> = many.iter().map(|(l, t)| (l.as_str(), t.as_str())).collect();
+            let quoted = rank_quotes(&many, &QueryTerms::new("¿Qué le pasó a la torre?", &[]), &|_| None);
+            quoted.excerpts().iter().map(|excerpt| excerpt.label.to_string()).collect()
+        };
+        let long = format!("La torre cae{}.", " y cae".repeat(EXCERPT_MAX_CHARS / 6));
+        assert_eq!(labels_for(&long), ["Sesión 1", "Sesión 1", "Sesión 1", "Sesión 2", "Sesión 2"]);
+        assert_eq!(labels_for("La torre cae.").len(), MAX_SHORT_QUOTES);
+        assert_eq!(
+            labels_for("La torre cae.")[..6],
+            ["Sesión 1", "Sesión 1", "Sesión 1", "Sesión 2", "Sesión 2", "Sesión 2"]
+        );
     }
 
     #[test]
