@@ -291,6 +291,9 @@ impl CampaignArgs {
 
 /// Runs one subcommand.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    if cli.command.only_prints() {
+        end_quietly_on_a_closed_pipe();
+    }
     match cli.command {
         Command::Init(args) => init::init(&args).await,
         Command::Ingest(args) => ingest::ingest(&args).await,
@@ -308,6 +311,45 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bot(args) => doctor::bot(&args).await,
         Command::Mcp(args) => mcp(&args).await,
         Command::Doctor(args) => doctor::doctor(&args).await,
+    }
+}
+
+impl Command {
+    /// Whether the command reads and prints, and nothing else: a reader that stops reading
+    /// (`oraculo sources | head`) loses nothing when it ends. Not an ingest or an annotation
+    /// (they write the index, and finish what they started), not the conversation, the bot
+    /// or the MCP server (they write to sockets and pipes whose closing is theirs to handle).
+    fn only_prints(&self) -> bool {
+        match self {
+            Command::Sources(_)
+            | Command::Compendium(_)
+            | Command::Secrets(_)
+            | Command::Search(_)
+            | Command::Ask(_)
+            | Command::Timeline(_)
+            | Command::Recap(_)
+            | Command::Asked(_)
+            | Command::Eval(_)
+            | Command::Doctor(_) => true,
+            Command::Init(_)
+            | Command::Ingest(_)
+            | Command::Annotate(_)
+            | Command::Chat(_)
+            | Command::Bot(_)
+            | Command::Mcp(_) => false,
+        }
+    }
+}
+
+/// A write to a pipe whose reader has gone ends the process, as for any Unix tool, instead
+/// of `println!`'s panic («failed printing to stdout: Broken pipe»): Rust ignores SIGPIPE
+/// and turns it into that error. Only for the commands that just print.
+fn end_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to its default, before any thread of ours
+    // writes to stdout; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

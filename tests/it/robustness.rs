@@ -180,3 +180,28 @@ async fn a_second_ingest_of_the_same_campaign_is_refused_while_one_runs() {
         ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), &embedder).await.unwrap_err();
     assert!(err.to_string().contains("another ingest"), "{err}");
 }
+
+/// A command that only prints, whose reader has gone (`oraculo secrets | head -0`), ends as
+/// any Unix tool does, by SIGPIPE, instead of panicking «failed printing to stdout».
+#[cfg(unix)]
+#[test]
+fn a_printing_command_ends_quietly_when_its_reader_is_gone() {
+    use std::os::unix::process::ExitStatusExt;
+    let data = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    // The reader is gone before the command writes a word.
+    drop(reader);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_oraculo"))
+        .args(["secrets", "--data"])
+        .arg(data.path())
+        .env_remove("ORACULO_CONFIG")
+        .env_remove("ORACULO_CAMPAIGN")
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(output.status.signal(), Some(libc::SIGPIPE), "{:?}: {stderr}", output.status);
+}
