@@ -653,6 +653,9 @@ pub struct Framing<'a> {
     pub nearest_only: bool,
     /// The quotes tell this entity's story.
     pub about: Option<QuotedAbout<'a>>,
+    /// The language the notes are written in, when it is not the question's: their words
+    /// are not the question's, so «nothing in the question's words» says where to look.
+    pub notes_in: Option<LabelLanguage>,
 }
 
 /// Quoted sentences as an answer: an introduction in the question's language, as `framing`
@@ -661,12 +664,23 @@ pub struct Framing<'a> {
 /// es lo más cercano que dicen:»), then one line per excerpt with its label. None: «not in
 /// the notes».
 pub fn render_quotes(excerpts: &[Excerpt], language: LabelLanguage, framing: Framing<'_>) -> String {
+    // Notes in another language share no word with the question: neither «nothing» nor
+    // «not in the question's words» is the whole truth without saying so.
+    let other_language = framing.notes_in.filter(|notes| *notes != language).map(|notes| match (language, notes) {
+        (LabelLanguage::Es, LabelLanguage::En) => "están escritas en inglés: prueba a preguntarlo en inglés",
+        (LabelLanguage::Es, _) => "están escritas en otro idioma: prueba a preguntarlo en el suyo",
+        (LabelLanguage::En, LabelLanguage::Es) => "they are written in Spanish: try asking in Spanish",
+        (LabelLanguage::En, _) => "they are written in another language: try asking in theirs",
+    });
     if excerpts.is_empty() {
-        return match language {
-            LabelLanguage::Es => "Las notas no dicen nada sobre esta pregunta.",
-            LabelLanguage::En => "The notes do not say anything about this question.",
-        }
-        .to_string();
+        return match (language, other_language) {
+            (LabelLanguage::Es, Some(hint)) => {
+                format!("No encuentro nada en las notas con las palabras de la pregunta; {hint}.")
+            }
+            (LabelLanguage::En, Some(hint)) => format!("I find nothing in the notes in the question's words; {hint}."),
+            (LabelLanguage::Es, None) => "Las notas no dicen nada sobre esta pregunta.".to_string(),
+            (LabelLanguage::En, None) => "The notes do not say anything about this question.".to_string(),
+        };
     }
     let (failed, said, nearest, of, called, and) = match language {
         LabelLanguage::Es => (
@@ -686,7 +700,11 @@ pub fn render_quotes(excerpts: &[Excerpt], language: LabelLanguage, framing: Fra
             "and",
         ),
     };
-    let mut intro = if framing.nearest_only { nearest.to_string() } else { said.to_string() };
+    let mut intro = match (framing.nearest_only, other_language) {
+        (true, Some(hint)) => nearest.replacen("; ", &format!(" ({hint}); "), 1),
+        (true, None) => nearest.to_string(),
+        (false, _) => said.to_string(),
+    };
     if let Some(about) = framing.about {
         intro = format!("{intro} {of} {}", about.entity);
         if !about.other_names.is_empty() {
@@ -1159,6 +1177,22 @@ Rook se queda fuera vigilando los carros.";
         assert!(render_quotes(&excerpts, LabelLanguage::Es, nearest).starts_with(
             "Las notas no lo dicen con las palabras de la pregunta; esto es lo más cercano que dicen de Kleb:\n"
         ));
+        // Notes in another language: said where the words would be.
+        let other = Framing { notes_in: Some(LabelLanguage::En), ..nearest };
+        assert!(render_quotes(&excerpts, LabelLanguage::Es, other).starts_with(
+            "Las notas no lo dicen con las palabras de la pregunta (están escritas en inglés: prueba a preguntarlo en \
+             inglés); esto es lo más cercano que dicen de Kleb:\n"
+        ));
+        assert_eq!(
+            render_quotes(&[], LabelLanguage::En, Framing { notes_in: Some(LabelLanguage::Es), ..Framing::default() }),
+            "I find nothing in the notes in the question's words; they are written in Spanish: try asking in Spanish."
+        );
+        // The notes in the question's own language change nothing.
+        let same = Framing { notes_in: Some(LabelLanguage::Es), ..nearest };
+        assert_eq!(
+            render_quotes(&excerpts, LabelLanguage::Es, same),
+            render_quotes(&excerpts, LabelLanguage::Es, nearest)
+        );
         // Nothing quoted: «not in the notes», whoever it was about.
         assert_eq!(render_quotes(&[], LabelLanguage::En, nearest), render_extractive(&[], LabelLanguage::En, false));
     }

@@ -469,7 +469,8 @@ impl Oracle {
         let about = story
             .zip(other_names.as_deref())
             .map(|(arc, other_names)| QuotedAbout { entity: arc.entity.as_str(), other_names });
-        let framing = Framing { model_failed: fallback.is_some(), nearest_only, about };
+        let framing =
+            Framing { model_failed: fallback.is_some(), nearest_only, about, notes_in: notes_language(prepared) };
         let mut made = MadeAnswer::new(render_quotes(&excerpts, language, framing), AnswerMode::Extractive);
         made.fallback = fallback;
         made.quoted = excerpts;
@@ -554,6 +555,28 @@ impl Prepared {
         }
     }
 }
+
+/// The language most of the chosen notes are written in, each read from its first
+/// [`NOTES_LANGUAGE_SAMPLE_CHARS`] characters (a vault may keep a session in another
+/// language, as the sample keeps Sesión 28 in English); `None` when none was chosen or
+/// the two languages tie.
+fn notes_language(prepared: &Prepared) -> Option<LabelLanguage> {
+    let fragments = quotable_fragments(prepared);
+    let of = |(_, text): &(&str, &str)| {
+        crate::lexicon::language_of(&text.chars().take(NOTES_LANGUAGE_SAMPLE_CHARS).collect::<String>())
+    };
+    let english = fragments.iter().filter(|fragment| of(fragment) == LabelLanguage::En).count();
+    let spanish = fragments.len() - english;
+    match english.cmp(&spanish) {
+        std::cmp::Ordering::Greater => Some(LabelLanguage::En),
+        std::cmp::Ordering::Less => Some(LabelLanguage::Es),
+        std::cmp::Ordering::Equal => None,
+    }
+}
+
+/// Characters of a chosen note read to tell its language: a paragraph or two holds dozens
+/// of function words, enough for `lexicon::language_of`.
+const NOTES_LANGUAGE_SAMPLE_CHARS: usize = 2000;
 
 /// Whether the question names sessions and some of them were chosen.
 fn names_chosen(prepared: &Prepared) -> bool {

@@ -121,6 +121,13 @@ async fn a_question_the_notes_do_not_answer_says_so() {
     assert_eq!(settled.answer.text, "Las notas no dicen nada sobre esta pregunta.");
     assert!(settled.answer.quoted.is_empty() && !settled.answer.citations.iter().any(|c| c.valid));
     assert!(!settled.answer.nearest_only && settled.not_in_the_notes());
+    // Asked in English of Spanish notes, no word can match: it says where to look.
+    let english = ask_quoted(&ingested, "What did the seagull eat?").await;
+    assert_eq!(
+        english.answer.text,
+        "I find nothing in the notes in the question's words; they are written in Spanish: try asking in Spanish."
+    );
+    assert!(english.not_in_the_notes());
     assert_eq!(ingested.fake.requests_to("/api/chat"), 0);
 }
 
