@@ -36,6 +36,10 @@ pub const QUOTES_PER_FRAGMENT: usize = 3;
 /// [`MAX_EXCERPTS`] full ones, so that notes kept as one-line bullets say as much as notes
 /// in paragraphs.
 pub const MAX_SHORT_QUOTES: usize = 8;
+/// Quotes an answer of only the nearest sentences gives at most: where the notes speak of
+/// whom the question names, not an answer (on the banks they held none of the answers
+/// missed), so a glance, not a page.
+pub const NEAREST_QUOTES: usize = 3;
 /// Sentences the embedder scores at most, the lexically best: 48 short sentences embed in a
 /// few hundred milliseconds with e5-small on a CPU, where all of eight session fragments
 /// (~500) took seconds.
@@ -250,7 +254,9 @@ pub fn rank_quotes(fragments: &[(&str, &str)], terms: &QueryTerms, similarity: &
     let may_quote = |signal: &Signals| if answered { is_eligible(signal) } else { signal.names };
     let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| may_quote(&signals[at])).collect();
     ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
-    let picked = pick_units(&units, &ranked);
+    // The nearest point at where the notes speak of whom it names; they are no answer.
+    let most = if answered { MAX_SHORT_QUOTES } else { NEAREST_QUOTES };
+    let picked = pick_units(&units, &ranked, most);
     tracing::debug!(n_units = units.len(), n_eligible = ranked.len(), n_quoted = picked.len(), "sentences ranked");
     let excerpts = picked
         .into_iter()
@@ -272,7 +278,7 @@ fn span_chars(units: &[Unit], (fragment, first, last): (usize, usize, usize)) ->
 /// The best units in `ranked` order within the limits, as (fragment, first, last) sentence
 /// spans in story order: a unit overlapping one already picked of its fragment
 /// joins it (a leaning sentence and the one it leans on are one quote).
-fn pick_units(units: &[Unit], ranked: &[usize]) -> Vec<(usize, usize, usize)> {
+fn pick_units(units: &[Unit], ranked: &[usize], most: usize) -> Vec<(usize, usize, usize)> {
     let mut picked: Vec<(usize, usize, usize)> = Vec::new();
     for &at in ranked {
         let unit = &units[at];
@@ -286,9 +292,8 @@ fn pick_units(units: &[Unit], ranked: &[usize]) -> Vec<(usize, usize, usize)> {
         // Five quotes; more only while they are short enough to read as five (notes kept
         // as bullets quote an item each, a fraction of a paragraph).
         let read = |spans: &[(usize, usize, usize)]| spans.iter().map(|&span| span_chars(units, span)).sum::<usize>();
-        let room = picked.len() < MAX_EXCERPTS
-            || (picked.len() < MAX_SHORT_QUOTES
-                && read(&picked) + unit.text.chars().count() <= MAX_EXCERPTS * EXCERPT_MAX_CHARS);
+        let room = picked.len() < MAX_EXCERPTS.min(most)
+            || (picked.len() < most && read(&picked) + unit.text.chars().count() <= MAX_EXCERPTS * EXCERPT_MAX_CHARS);
         if !room {
             continue;
         }
@@ -416,9 +421,9 @@ mod tests {
     fn not_in_the_notes_only_when_no_sentence_holds_what_is_asked_nor_names_what_it_names() {
         // Every sentence names him; none says what he ate: the nearest, said to be only that.
         let ate = QueryTerms::new("¿Qué comió el archiduque?", &["archiduque"]);
-        let nearest = rank_quotes(&[("Sesión 2", PORT)], &ate, &|_| None);
+        let nearest = rank_quotes(&[("Sesión 2", PORT), ("Sesión 3", PORT)], &ate, &|_| None);
         assert!(nearest.nearest_only(), "{nearest:?}");
-        assert_eq!(nearest.excerpts().len(), QUOTES_PER_FRAGMENT);
+        assert_eq!(nearest.excerpts().len(), NEAREST_QUOTES);
         // Asking only about him: the sentences naming him answer.
         let who = QueryTerms::new("¿Quién es el archiduque?", &["archiduque"]);
         let answer = rank_quotes(&[("Sesión 2", PORT)], &who, &|_| None);
