@@ -28,7 +28,7 @@ use super::errors::{ask_error_text, lang_of, log_discord_error, tell};
 use super::layout::{self, Message};
 use super::locale::Lang;
 use super::place::Place;
-use super::reply::{Outlet, answer_question, interaction_token_usable, refuse_question, source_messages_for};
+use super::reply::{Outlet, Question, answer_question, interaction_token_usable, refuse_question, source_messages_for};
 use super::{Context, Data, Desk, Error, Job, ReingestSetup};
 use crate::ingest::{IngestError, IngestOptions, IngestSummary, Quiet, Removal};
 use crate::oracle::Oracle;
@@ -109,8 +109,13 @@ pub async fn oraculo(
     let span = tracing::info_span!("discord.reply", campaign = %desk.name, place = ?where_asked.place, ?audience, user = ctx.author().id.get());
     async move {
         let outlet = Outlet::Command { ctx, original_used: std::sync::atomic::AtomicBool::new(false) };
-        let Some(answered) =
-            answer_question(data, &desk, &outlet, question, user, where_asked.place, audience, lang, in_flight).await
+        let Some(answered) = answer_question(
+            data,
+            &desk,
+            &outlet,
+            Question { text: question, asker: user, place: where_asked.place, audience, lang, in_flight },
+        )
+        .await
         else {
             return;
         };

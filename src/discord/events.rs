@@ -20,7 +20,7 @@ use super::feedback::feedback_button;
 use super::layout::{self, Message};
 use super::locale::Lang;
 use super::place::Place;
-use super::reply::{Outlet, answer_question, refuse_question, source_messages_for};
+use super::reply::{Outlet, Question, answer_question, refuse_question, source_messages_for};
 use super::resume::{Delivery, remember, resume_questions};
 use super::{Data, Error};
 
@@ -126,7 +126,13 @@ async fn thread_followup(ctx: &serenity::Context, data: &Data, message: &serenit
     async {
         // Shown while the answer is made; stops when dropped.
         let _typing = message.channel_id.start_typing(&ctx.http);
-        answer_question(data, &desk, &outlet, question, user, place, audience, lang, in_flight).await;
+        answer_question(
+            data,
+            &desk,
+            &outlet,
+            Question { text: question, asker: user, place, audience, lang, in_flight },
+        )
+        .await;
     }
     .instrument(span)
     .await;
@@ -199,7 +205,13 @@ async fn mention_or_reply(ctx: &serenity::Context, data: &Data, message: &sereni
     let span = tracing::info_span!("discord.reply", campaign = %desk.name, place = %place.key(), ?audience, user, via = "mention");
     async {
         let _typing = message.channel_id.start_typing(&ctx.http);
-        answer_question(data, &desk, &outlet, &question, user, place, audience, lang, in_flight).await;
+        answer_question(
+            data,
+            &desk,
+            &outlet,
+            Question { text: &question, asker: user, place, audience, lang, in_flight },
+        )
+        .await;
     }
     .instrument(span)
     .await;

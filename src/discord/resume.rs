@@ -24,7 +24,7 @@ use super::errors::log_discord_error;
 use super::layout::Message;
 use super::locale::Lang;
 use super::place::Place;
-use super::reply::{Outlet, answer_question};
+use super::reply::{Outlet, Question, answer_question};
 use super::{Data, Desk};
 use crate::conversation::InFlight;
 
@@ -142,19 +142,15 @@ async fn resume_one(ctx: &serenity::Context, data: &Data, recorded_in: Arc<Desk>
         original_used: AtomicBool::new(false),
     };
     let span = tracing::info_span!("discord.resume", campaign = %desk.name, place = %delivery.place.key(), ?audience, attempts = in_flight.attempts);
-    answer_question(
-        data,
-        &desk,
-        &outlet,
-        &in_flight.question,
-        delivery.user,
-        delivery.place,
+    let question = Question {
+        text: &in_flight.question,
+        asker: delivery.user,
+        place: delivery.place,
         audience,
-        delivery.lang,
-        Some(in_flight.id),
-    )
-    .instrument(span)
-    .await;
+        lang: delivery.lang,
+        in_flight: Some(in_flight.id),
+    };
+    answer_question(data, &desk, &outlet, question).instrument(span).await;
 }
 
 impl Delivery {

@@ -58,31 +58,37 @@ pub struct Answered {
 /// What the answer worker returns: the work's own result, or that the worker is gone.
 type Made<T> = Result<Result<T, AskError>, WorkerGone>;
 
+/// A question a player asked, as the bot received it: what, by whom, where, and for whom
+/// it is answered.
+#[derive(Debug, Clone, Copy)]
+pub struct Question<'a> {
+    pub text: &'a str,
+    /// Who asked (the Discord user id); kept with the question only with
+    /// `[feedback] keep_askers`.
+    pub asker: u64,
+    pub place: Place,
+    pub audience: Audience,
+    /// The asker's language: the bot's notices.
+    pub lang: Lang,
+    /// The question as written to the campaign's store before it was acknowledged
+    /// ([`super::resume`]); it is removed once [`answer_question`] returns (answered, or
+    /// told why not), so only a process that dies on the way leaves it for the next start.
+    pub in_flight: Option<i64>,
+}
+
 /// Queues, answers and posts one question; every path ends with a message to the asker.
 /// `None` when no answer was posted (an error or an interruption was, instead). With
 /// `chat.instant_answer`, the notes' own sentences are shown as soon as they are found; while
 /// the model writes, the message shows its text so far, edited about once a second.
-///
-/// `in_flight`: the question as written to the campaign's store before it was acknowledged
-/// ([`super::resume`]); it is removed once this returns (answered, or told why not), so only a
-/// process that dies on the way leaves it for the next start.
-///
-/// `asker`: who asked (the Discord user id); kept with the question only with
-/// `[feedback] keep_askers`.
-#[allow(clippy::too_many_arguments)]
 pub async fn answer_question(
     data: &Data,
     desk: &Arc<Desk>,
     outlet: &Outlet<'_>,
-    question: &str,
-    asker: u64,
-    place: Place,
-    audience: Audience,
-    lang: Lang,
-    in_flight: Option<i64>,
+    question: Question<'_>,
 ) -> Option<Answered> {
-    let asked_in = Lang::of_question(question);
-    let asking = Asking { data, desk, outlet, question, asker, place, audience, lang, asked_in };
+    let Question { text, asker, place, audience, lang, in_flight } = question;
+    let asked_in = Lang::of_question(text);
+    let asking = Asking { data, desk, outlet, question: text, asker, place, audience, lang, asked_in };
     let answered = asking.answer_in_turn().await;
     if let Some(id) = in_flight {
         desk.history.forget_question(id).await;
