@@ -12,9 +12,9 @@
 //! scores them against the question (its terms, and the embedder's similarity); this module
 //! picks and renders.
 
-use crate::answer::passages::{EXCERPT_MAX_CHARS, leads_into_next, sentences};
+use crate::answer::passages::{EXCERPT_MAX_CHARS, fold_words, leads_into_next, sentences};
 use crate::corpus::{FragmentId, Label, SessionNumber};
-use crate::text::{fold, shorten};
+use crate::text::shorten;
 
 /// Other names the block's title gives at most: enough for the titles a story turns on.
 pub const ARC_MAX_ALIASES: usize = 4;
@@ -210,9 +210,7 @@ fn score(scores: &[f64], idx: usize) -> f64 {
 /// Heraldo» in «el Heraldo de la Marea Baja»). Matched as the compendium matches: whole
 /// words, case and accents aside.
 pub fn other_names_quoted(arc: &ArcBlock, texts: &[&str], question: &str) -> Vec<String> {
-    let words = |text: &str| -> Vec<String> {
-        fold(text).split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(String::from).collect()
-    };
+    let words = |text: &str| -> Vec<String> { fold_words(text).collect() };
     let holds = |haystack: &[String], needle: &[String]| {
         !needle.is_empty() && haystack.windows(needle.len()).any(|window| window == needle)
     };

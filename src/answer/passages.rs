@@ -235,7 +235,7 @@ fn content_words(text: &str) -> impl Iterator<Item = String> + '_ {
     fold_words(text).filter(|word| word.chars().count() >= 3 && !is_stopword(word))
 }
 
-fn fold_words(text: &str) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn fold_words(text: &str) -> impl Iterator<Item = String> + '_ {
     raw_words(text).map(fold)
 }
 
@@ -682,11 +682,12 @@ pub fn render_quotes(excerpts: &[Excerpt], language: LabelLanguage, framing: Fra
             (LabelLanguage::En, None) => "The notes do not say anything about this question.".to_string(),
         };
     }
-    let (failed, said, nearest, of, called, and) = match language {
+    let (failed, said, not_said, nearest, of, called, and) = match language {
         LabelLanguage::Es => (
             "El modelo de lenguaje no ha podido responder; ",
             "esto es lo que dicen las notas",
-            "las notas no lo dicen con las palabras de la pregunta; esto es lo más cercano que dicen",
+            "las notas no lo dicen con las palabras de la pregunta",
+            "esto es lo más cercano que dicen",
             "de",
             ", a quien también llaman",
             "y",
@@ -694,15 +695,16 @@ pub fn render_quotes(excerpts: &[Excerpt], language: LabelLanguage, framing: Fra
         LabelLanguage::En => (
             "The language model could not answer; ",
             "this is what the notes say",
-            "the notes do not say it in the question's words; this is the nearest they say",
+            "the notes do not say it in the question's words",
+            "this is the nearest they say",
             "of",
             ", also called",
             "and",
         ),
     };
     let mut intro = match (framing.nearest_only, other_language) {
-        (true, Some(hint)) => nearest.replacen("; ", &format!(" ({hint}); "), 1),
-        (true, None) => nearest.to_string(),
+        (true, Some(hint)) => format!("{not_said} ({hint}); {nearest}"),
+        (true, None) => format!("{not_said}; {nearest}"),
         (false, _) => said.to_string(),
     };
     if let Some(about) = framing.about {

@@ -469,8 +469,9 @@ impl Oracle {
         let about = story
             .zip(other_names.as_deref())
             .map(|(arc, other_names)| QuotedAbout { entity: arc.entity.as_str(), other_names });
-        let framing =
-            Framing { model_failed: fallback.is_some(), nearest_only, about, notes_in: notes_language(prepared) };
+        // The notes' language only tells where to look when nothing answers in the question's words.
+        let notes_in = (excerpts.is_empty() || nearest_only).then(|| notes_language(prepared)).flatten();
+        let framing = Framing { model_failed: fallback.is_some(), nearest_only, about, notes_in };
         let mut made = MadeAnswer::new(render_quotes(&excerpts, language, framing), AnswerMode::Extractive);
         made.fallback = fallback;
         made.quoted = excerpts;

@@ -86,11 +86,9 @@ pub async fn answer_question(
     outlet: &Outlet<'_>,
     question: Question<'_>,
 ) -> Option<Answered> {
-    let Question { text, asker, place, audience, lang, in_flight } = question;
-    let asked_in = Lang::of_question(text);
-    let asking = Asking { data, desk, outlet, question: text, asker, place, audience, lang, asked_in };
+    let asking = Asking { data, desk, outlet, question, asked_in: Lang::of_question(question.text) };
     let answered = asking.answer_in_turn().await;
-    if let Some(id) = in_flight {
+    if let Some(id) = question.in_flight {
         desk.history.forget_question(id).await;
     }
     answered
@@ -104,7 +102,7 @@ pub const PREPARED_AT_ONCE: usize = 2;
 impl Asking<'_, '_> {
     /// [`answer_question`]: admitted or told the queue is full; answered, or told why not.
     async fn answer_in_turn(&self) -> Option<Answered> {
-        let Asking { data, desk, outlet, place, audience, lang, .. } = *self;
+        let Asking { data, desk, outlet, question: Question { place, audience, lang, .. }, .. } = *self;
         let Some(_job) = data.lifecycle.begin() else {
             outlet.post_or_replace(None, &Message::notice(&lang.shutting_down())).await;
             return None;
@@ -146,13 +144,7 @@ struct Asking<'a, 'o> {
     data: &'a Data,
     desk: &'a Arc<Desk>,
     outlet: &'a Outlet<'o>,
-    question: &'a str,
-    /// Who asked (a Discord user id).
-    asker: u64,
-    place: Place,
-    audience: Audience,
-    /// The asker's language: the bot's notices.
-    lang: Lang,
+    question: Question<'a>,
     /// The question's language: the lines around the notes' sentences, which are in it too.
     asked_in: Lang,
 }
@@ -193,7 +185,7 @@ impl Answering {
     fn start(asking: &Asking<'_, '_>, history: Vec<Turn>) -> Answering {
         let worker = asking.data.worker.clone();
         let oracle = Arc::clone(&asking.desk.oracle);
-        let (question, audience) = (asking.question.to_string(), asking.audience);
+        let (question, audience) = (asking.question.text.to_string(), asking.question.audience);
         // Only searches made before the turn are rationed; without the instant answer the
         // search waits for the turn itself.
         let turns = oracle.instant_enabled().then(|| Arc::clone(&asking.data.preparations));
@@ -289,7 +281,7 @@ impl<'o> Asking<'_, 'o> {
                     Ok(QueueEvent::Started(slot)) => return Some(slot),
                     Ok(QueueEvent::Moved(now)) => (position, moved) = (now, true),
                     Err(_) => {
-                        self.outlet.post_or_replace(shown.take(), &Message::notice(&self.lang.interrupted())).await;
+                        self.outlet.post_or_replace(shown.take(), &Message::notice(&self.question.lang.interrupted())).await;
                         return None;
                     }
                 },
@@ -324,7 +316,7 @@ impl<'o> Asking<'_, 'o> {
                     }
                 },
                 () = self.data.lifecycle.interrupted() => {
-                    self.outlet.post_or_replace(shown.take(), &Message::notice(&self.lang.interrupted())).await;
+                    self.outlet.post_or_replace(shown.take(), &Message::notice(&self.question.lang.interrupted())).await;
                     return None;
                 }
                 () = withdrawn => {
@@ -342,7 +334,7 @@ impl<'o> Asking<'_, 'o> {
     fn waiting_message(&self, position: usize, instant: Option<&Answer>) -> Message {
         match instant {
             Some(instant) => layout::instant_message(&instant.text, &self.asked_in.instant_queued(position)),
-            None => Message::notice(&self.lang.queued(position)),
+            None => Message::notice(&self.question.lang.queued(position)),
         }
     }
 
@@ -368,7 +360,7 @@ impl<'o> Asking<'_, 'o> {
                     None => answering.instant = Some(None),
                 },
                 () = self.data.lifecycle.interrupted() => {
-                    self.outlet.post_or_replace(shown, &Message::notice(&self.lang.interrupted())).await;
+                    self.outlet.post_or_replace(shown, &Message::notice(&self.question.lang.interrupted())).await;
                     return None;
                 }
             }
@@ -430,9 +422,9 @@ impl<'o> Asking<'_, 'o> {
         progress_seen: watch::Receiver<Progress>,
     ) -> Option<T> {
         tokio::select! {
-            (made, ()) = async { tokio::join!(work, preview(self.outlet, shown, progress_seen, self.lang)) } => Some(made),
+            (made, ()) = async { tokio::join!(work, preview(self.outlet, shown, progress_seen, self.question.lang)) } => Some(made),
             () = self.data.lifecycle.interrupted() => {
-                self.outlet.post_or_replace(take_posted(shown), &Message::notice(&self.lang.interrupted())).await;
+                self.outlet.post_or_replace(take_posted(shown), &Message::notice(&self.question.lang.interrupted())).await;
                 None
             }
         }
@@ -442,12 +434,12 @@ impl<'o> Asking<'_, 'o> {
     async fn tell_failure<T>(&self, shown: Option<Posted<'o>>, failure: Result<AskError, WorkerGone>) -> Option<T> {
         let text = match failure {
             Ok(err) => {
-                log_ask_error(&err, &self.place.key());
-                ask_error_text(&err, self.lang)
+                log_ask_error(&err, &self.question.place.key());
+                ask_error_text(&err, self.question.lang)
             }
             Err(gone) => {
                 tracing::error!(error = %gone, "no answer worker");
-                self.lang.unexpected()
+                self.question.lang.unexpected()
             }
         };
         self.outlet.post_or_replace(shown, &Message::notice(&text)).await;
@@ -458,7 +450,7 @@ impl<'o> Asking<'_, 'o> {
     /// checked sources and buttons, and a line saying why when the notes' own sentences stay.
     async fn deliver(&self, settled: Settled, mut notice: Option<Posted<'o>>) -> Option<Answered> {
         let answer = &settled.answer;
-        let lang = self.lang;
+        let lang = self.question.lang;
         let mut messages =
             layout::answer_messages(&answer.text, &answer.citations, answer.invented_citations.len(), lang);
         let missing: Vec<&str> = answer.missing_paths.iter().map(|missing| missing.path.as_str()).collect();
@@ -469,7 +461,7 @@ impl<'o> Asking<'_, 'o> {
             None => {}
         }
         // Kept for the DM before it is posted: the 👍/👎 buttons under it carry its id.
-        let kept = KeptAnswer::of(&settled, self.audience, FrontEnd::Discord, Some(self.asker));
+        let kept = KeptAnswer::of(&settled, self.question.audience, FrontEnd::Discord, Some(self.question.asker));
         let kept = self.desk.asked.keep(kept).await;
         if let Some(id) = kept {
             add_verdict_buttons(&mut messages, id);
@@ -488,17 +480,23 @@ impl<'o> Asking<'_, 'o> {
         }
         // Only an answer the asker could read joins the conversation, and stays kept.
         let Some(first_message) = first_message else {
-            tracing::warn!(place = self.place.key(), "the answer could not be posted; it is not kept in the history");
+            tracing::warn!(
+                place = self.question.place.key(),
+                "the answer could not be posted; it is not kept in the history"
+            );
             if let Some(id) = kept {
                 self.desk.asked.forget(id).await;
             }
             return None;
         };
         if settled.joins_history() {
-            self.desk.history.record(self.place, self.audience, self.question, settled.turn_text()).await;
+            self.desk
+                .history
+                .record(self.question.place, self.question.audience, self.question.text, settled.turn_text())
+                .await;
         } else {
             tracing::info!(
-                place = self.place.key(),
+                place = self.question.place.key(),
                 "the model did not answer this one; it is not kept in the history"
             );
         }
