@@ -267,6 +267,7 @@ pub async fn recap(
             named_sessions: vec![session],
             ..TimeDiagnostics::default()
         },
+        dense_hits: Vec::new(),
     };
     let request = AskRequest { question: &question, history: &[], audience };
     let compendium = oracle.compendium(&index, audience)?;

@@ -17,7 +17,6 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use crate::answer::arc::{ARC_MAX_ALIASES, ArcBlock, line_entry};
-use crate::answer::passages::{QueryTerms, select_passages};
 use crate::corpus::{FragmentId, Label, SessionNumber};
 
 /// Fragments shown in full by default: the reranker's top 8 (`k`, `retrieve::DEFAULT_K`).
@@ -42,12 +41,6 @@ pub const ARC_BLOCK_NAME: &str = "Cronología";
 /// silent, which the answer prompt asks for.
 pub const EMPTY_MATERIAL: &str = "(No hay material: las notas no tienen nada sobre esta pregunta.)";
 
-/// Share of a time-planned material budget the chosen fragments may take; the rest is for
-/// the one-line summaries of the leftovers.
-const PASSAGES_SHARE: f64 = 0.85;
-/// Under a time plan, the shortest a fragment's passages are made: below this a fragment
-/// says nothing useful, and fewer fragments are better than many empty ones.
-const MIN_PASSAGE_TOKENS: usize = 96;
 /// One fragment offered to the context builder: a reranked choice or a pool leftover.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextFragment {
@@ -61,8 +54,6 @@ pub struct ContextFragment {
     pub text: String,
     /// The cached one-or-two-sentence description, when there is one.
     pub annotation: Option<String>,
-    /// The words of its window nearest the question (dense path), for its passages.
-    pub dense_match: Option<std::ops::Range<usize>>,
 }
 
 /// How much material the model can take, and how to count it.
@@ -387,63 +378,6 @@ fn one_line(annotation: &str) -> String {
     annotation.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Shows each chosen fragment as its passages for the question when together they exceed
-/// the share of `material_tokens` they may take. `chosen` is in rank order (fusion or
-/// rerank), and each fragment's share of the budget falls with its rank
-/// ([`passage_weight`]): the best-ranked fragment holds the answer most often, and an even
-/// split left it too few tokens for the paragraph that says it. What a short fragment
-/// leaves goes to the others. No share is under [`MIN_PASSAGE_TOKENS`]: the fragments that
-/// then no longer fit are left to the summaries. Returns how many were narrowed.
-pub fn narrow_to_passages(
-    chosen: &mut [ContextFragment],
-    terms: &QueryTerms,
-    material_tokens: usize,
-    count_tokens: &dyn Fn(&str) -> usize,
-) -> usize {
-    let budget = (material_tokens as f64 * PASSAGES_SHARE) as usize;
-    let sizes: Vec<usize> = chosen.iter().map(|fragment| count_tokens(&fragment.text)).collect();
-    if sizes.iter().sum::<usize>() <= budget || chosen.is_empty() {
-        return 0;
-    }
-    let mut n_shown = chosen.len();
-    // The fewest tokens the last-ranked fragment shown would get; fewer fragments are shown
-    // until it is enough.
-    while n_shown > 1 {
-        let total: f64 = (0..n_shown).map(passage_weight).sum();
-        if budget as f64 * passage_weight(n_shown - 1) / total >= MIN_PASSAGE_TOKENS as f64 {
-            break;
-        }
-        n_shown -= 1;
-    }
-    let mut order: Vec<usize> = (0..n_shown).collect();
-    // The ones that fit whole first, so that what they leave goes to the others.
-    order.sort_by(|&a, &b| {
-        let fill = |idx: usize| sizes[idx] as f64 / passage_weight(idx);
-        fill(a).total_cmp(&fill(b))
-    });
-    let mut left = budget;
-    let mut weight_left: f64 = order.iter().map(|&idx| passage_weight(idx)).sum();
-    let mut narrowed = 0;
-    for &idx in &order {
-        let share = (left as f64 * passage_weight(idx) / weight_left) as usize;
-        if sizes[idx] > share {
-            chosen[idx].text =
-                select_passages(&chosen[idx].text, terms, chosen[idx].dense_match.clone(), share, count_tokens);
-            narrowed += 1;
-        }
-        left = left.saturating_sub(sizes[idx].min(share));
-        weight_left -= passage_weight(idx);
-    }
-    narrowed
-}
-
-/// A chosen fragment's weight in the passages' budget by its rank (0 = best): one over the
-/// square root of its place, so the first of eight gets about a quarter of the budget and
-/// the eighth about a twelfth, still room for its best paragraph.
-fn passage_weight(rank: usize) -> f64 {
-    1.0 / ((rank + 1) as f64).sqrt()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -472,47 +406,11 @@ mod tests {
             part,
             text: text.to_string(),
             annotation,
-            dense_match: None,
         }
     }
 
     fn word_count(text: &str) -> usize {
         text.split_whitespace().count()
-    }
-
-    #[test]
-    fn under_a_time_budget_the_best_ranked_fragment_shows_the_most() {
-        // Eight sessions of ten 60-word paragraphs (600 words each), in rank order; the
-        // material may take 2000 words, 1700 of them for the passages.
-        let paragraph = vec!["palabra"; 60].join(" ");
-        let session = vec![paragraph.as_str(); 10].join("\n\n");
-        let mut chosen: Vec<ContextFragment> =
-            (0..8).map(|idx| fragment(idx, &format!("S{} {session}", idx + 1))).collect();
-        // The fourth is short: it stays whole, and what it leaves goes to the others.
-        chosen[3].text = "Una nota breve.".to_string();
-        let terms = QueryTerms::new("¿Qué pasó?", &[]);
-        let narrowed = narrow_to_passages(&mut chosen, &terms, 2000, &word_count);
-        assert_eq!(narrowed, 7);
-        let shown: Vec<usize> = chosen.iter().map(|fragment| word_count(&fragment.text)).collect();
-        assert_eq!(shown[3], 3);
-        // Shares fall with rank: the first shows about three times what the last does.
-        assert!(shown[0] > shown[1] && shown[1] > shown[7], "{shown:?}");
-        assert!(shown[0] >= 3 * shown[7] - 60, "{shown:?}");
-        assert!(shown[7] >= 60, "the last still shows a paragraph: {shown:?}");
-        assert!(shown.iter().sum::<usize>() <= 1700, "{shown:?}");
-
-        // A budget too small for eight shares of MIN_PASSAGE_TOKENS shows fewer fragments;
-        // the rest stay whole for the context builder to summarise.
-        let mut chosen: Vec<ContextFragment> =
-            (0..8).map(|idx| fragment(idx, &format!("S{} {session}", idx + 1))).collect();
-        narrow_to_passages(&mut chosen, &terms, 640, &word_count);
-        let narrowed: Vec<bool> = chosen.iter().map(|fragment| word_count(&fragment.text) < 600).collect();
-        let shown = narrowed.iter().filter(|n| **n).count();
-        assert!((1..8).contains(&shown), "{narrowed:?}");
-        assert!(narrowed[..shown].iter().all(|n| *n), "the best-ranked are the ones shown: {narrowed:?}");
-        // Within budget already: nothing narrowed.
-        let mut short: Vec<ContextFragment> = (0..3).map(|idx| fragment(idx, "S1 uno dos tres")).collect();
-        assert_eq!(narrow_to_passages(&mut short, &terms, 2000, &word_count), 0);
     }
 
     /// Builds the context with a budget of `max_words` words and compares a compact

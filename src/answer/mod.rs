@@ -7,9 +7,10 @@
 //!   answers the question.
 //! - `context`: [`build_context`] puts the chosen fragments in full and up to sixteen
 //!   one-line summaries of the leftovers (one per session) in separate blocks, within a
-//!   token budget that never cuts a fragment; under a CPU's time budget,
-//!   [`narrow_to_passages`] first shows each chosen fragment as its passages, the
-//!   best-ranked with the largest share.
+//!   token budget that never cuts a fragment.
+//! - `windows`: under a CPU's time budget, [`narrow_to_windows`] first shows the chosen
+//!   fragments as the windows of their words ranked best (`retrieve::windows`) that fit,
+//!   widened to whole sentences; a chosen fragment with none goes to the summaries.
 //! - `passages`: the paragraphs of a fragment that matter for a question (when a CPU has
 //!   no time for the whole), and the extractive answer (when no model can answer).
 //! - `quotes`: the quoted answer, the notes' own sentences ranked sentence by sentence (the
@@ -39,6 +40,7 @@ pub mod provenance;
 pub mod quotes;
 pub mod structured;
 pub mod support;
+pub mod windows;
 
 /// How the model is asked to answer (`chat.answer_mode`), and how an answer was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -65,5 +67,5 @@ pub enum AnswerStyle {
 pub use citations::{Citation, CitationSpan, INVENTED_MARK, ValidatedAnswer, parse_citations, validate_citations};
 pub use context::{
     Context, ContextBudget, ContextFragment, FULL_FRAGMENTS, MAX_SUMMARIES, ShownFragment, ShownSummary, build_context,
-    narrow_to_passages,
 };
+pub use windows::{Narrowed, narrow_to_windows};

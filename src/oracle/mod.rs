@@ -24,17 +24,21 @@ use std::time::{Duration, Instant};
 use crate::answer::grounding::NameBook;
 use crate::answer::passages::QueryTerms;
 use crate::answer::{AnswerMode, AnswerStyle, Context, ContextFragment};
+use crate::corpus::windows::window_word_range;
 use crate::index::store::SourceSummary;
 use crate::index::{Index, IndexError, StoredFragment};
 use crate::llm::chat::{ChatMessage, ChatModel};
 use crate::llm::{Embedder, LlmError};
 use crate::prompt::ANNOTATE_PROMPT_VERSION;
+use crate::retrieve::bm25::search_bm25_windows;
 use crate::retrieve::choose::{RerankPlan, Shown, choose_shown};
 use crate::retrieve::rerank::{RERANK_MEASURE_TIMEOUT, RERANK_SHARE, RerankDecision, RerankReads, RerankSkip};
+use crate::retrieve::windows::{WindowEvidence, WindowSource, rank_windows};
 use crate::retrieve::{
     Audience, Candidate, CompendiumIndex, DEFAULT_K, PathSet, RetrieveError, SearchRequest, SearchResult, Turn,
     TurnRole,
 };
+use plan::ChosenMaterial;
 
 pub use answer::{Answer, AnswerTimings, CitationSource, EXCERPT_CHARS, ShownSource};
 pub use ask::{AnswerEvent, AnswerEvents, ModelTurn, no_events};
@@ -146,6 +150,8 @@ pub struct Prepared {
     quote_similarity: HashMap<String, f32>,
     /// What the context was built from, kept to build it again smaller after a refusal.
     chosen_context: Vec<ContextFragment>,
+    /// The windows of the chosen fragments, best first: what a time plan shows of them.
+    windows: Vec<(FragmentId, std::ops::Range<usize>)>,
     /// An arc question's story, which the plan takes its first block's lines from.
     story: Option<ArcStory>,
     leftovers: Vec<ContextFragment>,
@@ -518,9 +524,6 @@ impl Oracle {
                 String::new()
             },
             annotation: headline(candidate),
-            dense_match: candidate
-                .dense_window
-                .map(|window| crate::corpus::windows::window_word_range(window, self.embedder.window_words())),
         };
         let chosen_context: Vec<ContextFragment> = chosen.iter().map(|c| to_context(c, true)).collect();
         let leftovers: Vec<ContextFragment> = search
@@ -534,9 +537,11 @@ impl Oracle {
         let history: Vec<ChatMessage> =
             request.history.iter().filter(|turn| turn.role != TurnRole::System).cloned().collect();
         let story = self.arc_story(index, compendium, question, &search, request.audience).await?;
+        let windows = self.ranked_windows(index, &search, &chosen, &texts)?;
         let window = self.chat.window().await;
         let mut plan = self.plan_context(question, &history, window).await;
-        let context = self.build_planned_context(&mut plan, story.as_ref(), &chosen_context, &leftovers, &terms);
+        let chosen_material = ChosenMaterial { fragments: &chosen_context, windows: &windows, leftovers: &leftovers };
+        let context = self.build_planned_context(&mut plan, story.as_ref(), chosen_material, &terms);
         let names = name_book(compendium);
         Ok(Prepared {
             question: question.to_string(),
@@ -553,10 +558,47 @@ impl Oracle {
             terms,
             quote_similarity: HashMap::new(),
             chosen_context,
+            windows,
             story,
             leftovers,
             names,
         })
+    }
+
+    /// The windows of the `chosen` fragments, best first, for a time plan's material
+    /// ([`crate::retrieve::windows`]): the dense path's window hits and BM25 over the windows
+    /// of these fragments, with each fragment's place among the chosen.
+    fn ranked_windows(
+        &self,
+        index: &Index,
+        search: &SearchResult,
+        chosen: &[Candidate],
+        texts: &HashMap<FragmentId, StoredFragment>,
+    ) -> Result<Vec<(FragmentId, std::ops::Range<usize>)>, AskError> {
+        let named = &search.time.named_sessions;
+        let sources: Vec<WindowSource> = chosen
+            .iter()
+            .filter_map(|candidate| {
+                let stored = texts.get(&candidate.fragment_id)?;
+                Some(WindowSource {
+                    fragment_id: candidate.fragment_id,
+                    n_words: stored.fragment.text.split_whitespace().count(),
+                    named: candidate.session.is_some_and(|session| named.contains(&session)),
+                })
+            })
+            .collect();
+        let ids: Vec<FragmentId> = sources.iter().map(|source| source.fragment_id).collect();
+        let window_words = self.embedder.window_words();
+        let evidence = WindowEvidence {
+            dense: search
+                .dense_hits
+                .iter()
+                .filter(|(fragment_id, _)| ids.contains(fragment_id))
+                .map(|&(fragment_id, window)| (fragment_id, window_word_range(window, window_words)))
+                .collect(),
+            bm25: search_bm25_windows(&index.store, &search.search_query, &ids)?,
+        };
+        Ok(rank_windows(&sources, &evidence).into_iter().map(|window| (window.fragment_id, window.words)).collect())
     }
 
     /// The fragments shown in full (`retrieve::choose`, where the whole order is told): the

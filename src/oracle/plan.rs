@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::answer::arc::{ARC_MAX_SESSIONS, ArcBlock, choose_arc_lines};
 use crate::answer::passages::QueryTerms;
 use crate::answer::structured::{MAX_SENTENCE_CHARS, MAX_SENTENCES};
-use crate::answer::{AnswerMode, Context, ContextBudget, ContextFragment, build_context, narrow_to_passages};
+use crate::answer::{AnswerMode, Context, ContextBudget, ContextFragment, build_context, narrow_to_windows};
 use crate::llm::LlmError;
 use crate::llm::chat::{ChatMessage, ContextWindow, ModelSpeed, WindowSource};
 use crate::prompt::{StructuredPrompt, answer_messages, structured_answer_messages};
@@ -191,6 +191,15 @@ pub fn plan_answer(inputs: &PlanInputs) -> ContextPlan {
     }
 }
 
+/// What a plan shows of the chosen fragments: them whole, or their windows best first (each
+/// a fragment and the words of one of its windows); and the pool's leftovers, for summaries.
+#[derive(Clone, Copy)]
+pub(super) struct ChosenMaterial<'a> {
+    pub fragments: &'a [ContextFragment],
+    pub windows: &'a [(crate::corpus::FragmentId, std::ops::Range<usize>)],
+    pub leftovers: &'a [ContextFragment],
+}
+
 impl Oracle {
     /// The answer prompt without material, in `prompt`'s wording: what every plan is made beside.
     pub(super) fn answer_frame(
@@ -238,13 +247,12 @@ impl Oracle {
     }
 
     /// The context `plan` allows: the entity's story first (an arc question), then the chosen
-    /// fragments (as their passages under a time plan), then the leftovers' summaries.
+    /// fragments (as their best windows under a time plan), then the leftovers' summaries.
     pub(super) fn build_planned_context(
         &self,
         plan: &mut ContextPlan,
         story: Option<&ArcStory>,
-        chosen_context: &[ContextFragment],
-        leftovers: &[ContextFragment],
+        chosen: ChosenMaterial<'_>,
         terms: &QueryTerms,
     ) -> Context {
         let count_tokens = |text: &str| self.chat.count_tokens(text);
@@ -269,21 +277,23 @@ impl Oracle {
             .as_ref()
             .filter(|arc| !arc.lines.is_empty())
             .map_or(0, |arc| count_tokens(&crate::answer::context::render_arc_block(arc)));
-        let mut chosen_context = chosen_context.to_vec();
-        if plan.limited_by == "time" {
-            plan.fragments_as_passages = narrow_to_passages(
-                &mut chosen_context,
-                terms,
-                plan.material_tokens.saturating_sub(arc_tokens),
-                &count_tokens,
-            );
+        let budget = ContextBudget { max_tokens: plan.material_tokens, count_tokens: &count_tokens };
+        if plan.limited_by != "time" {
+            return build_context(arc.as_ref(), chosen.fragments, chosen.leftovers, budget);
         }
-        build_context(
-            arc.as_ref(),
-            &chosen_context,
-            leftovers,
-            ContextBudget { max_tokens: plan.material_tokens, count_tokens: &count_tokens },
-        )
+        let narrowed = narrow_to_windows(
+            chosen.fragments,
+            chosen.windows,
+            terms,
+            plan.material_tokens.saturating_sub(arc_tokens),
+            &count_tokens,
+        );
+        plan.fragments_as_passages = narrowed.narrowed;
+        // A chosen fragment no window of which fits is summarised before the pool's leftovers.
+        let leftovers: Vec<ContextFragment> = narrowed.left.iter().chain(chosen.leftovers).cloned().collect();
+        let mut context = build_context(arc.as_ref(), &narrowed.shown, &leftovers, budget);
+        context.dropped_for_budget += narrowed.left.len();
+        context
     }
 
     /// After the backend refused `prepared`'s prompt as too long: the window learnt again
@@ -313,13 +323,12 @@ impl Oracle {
         }
         plan.material_tokens = material;
         plan.window_retries = prepared.plan.window_retries + 1;
-        let context = self.build_planned_context(
-            &mut plan,
-            prepared.story.as_ref(),
-            &prepared.chosen_context,
-            &prepared.leftovers,
-            &prepared.terms,
-        );
+        let chosen = ChosenMaterial {
+            fragments: &prepared.chosen_context,
+            windows: &prepared.windows,
+            leftovers: &prepared.leftovers,
+        };
+        let context = self.build_planned_context(&mut plan, prepared.story.as_ref(), chosen, &prepared.terms);
         tracing::warn!(
             window_tokens = window.tokens,
             window_source = ?window.source,

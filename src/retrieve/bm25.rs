@@ -156,6 +156,24 @@ pub fn search_bm25(
     Ok(Bm25Hits { ids, terms: Bm25Terms::new(in_notes, terms.len()) })
 }
 
+/// The BM25 windows of `fragments` (already chosen for the asker) that match `question`'s
+/// terms, best first: what ranks the passages a slow machine's model reads
+/// ([`super::windows`]).
+pub fn search_bm25_windows(
+    store: &Store,
+    question: &str,
+    fragments: &[FragmentId],
+) -> Result<Vec<(FragmentId, u32)>, IndexError> {
+    let Some(query) = fts_query(question) else {
+        return Ok(Vec::new());
+    };
+    store.match_fts_windows(&query, fragments, fragments.len() * MAX_WINDOWS_READ_PER_FRAGMENT)
+}
+
+/// Windows of one fragment read at most when ranking its passages: a session of 4,000 words
+/// has about 26.
+const MAX_WINDOWS_READ_PER_FRAGMENT: usize = 32;
+
 /// Fragments ranked by the sum of their `best` best windows' scores (`windows`: each window's
 /// fragment id and FTS5 bm25 score, lower is better, best first), at most `depth`; ties by
 /// first seen.

@@ -20,7 +20,9 @@ pub struct DenseHit {
     pub window: u32,
 }
 
-/// Fragments, nearest first. `query_vector` comes from the index's own embedder.
+/// Every window hit, nearest first, as the fragments holding its text (a fragment appears
+/// once per window hit; [`best_per_fragment`] collapses them). `query_vector` comes from the
+/// index's own embedder.
 pub async fn search_dense(
     index: &Index,
     query_vector: &[f32],
@@ -31,25 +33,24 @@ pub async fn search_dense(
         return Ok(Vec::new());
     };
     let hits = index.vectors.search(&table, query_vector, visibility, depth * WINDOWS_PER_FRAGMENT).await?;
-    // Hits arrive nearest first: the first time a hash is seen is its best window.
     let mut seen = HashSet::new();
-    let best_windows: Vec<(&str, u32)> = hits
-        .iter()
-        .filter(|hit| seen.insert(hit.content_hash.as_str()))
-        .map(|hit| (hit.content_hash.as_str(), u32::try_from(hit.window).unwrap_or(0)))
-        .collect();
-    let ordered_hashes: Vec<&str> = best_windows.iter().map(|(hash, _)| *hash).collect();
-    let ids_by_hash = index.store.fragment_ids_by_hash(&ordered_hashes, visibility)?;
-    let mut ids = Vec::new();
-    for (hash, window) in best_windows {
+    let hashes: Vec<&str> =
+        hits.iter().map(|hit| hit.content_hash.as_str()).filter(|hash| seen.insert(*hash)).collect();
+    let ids_by_hash = index.store.fragment_ids_by_hash(&hashes, visibility)?;
+    let mut windows = Vec::new();
+    for hit in &hits {
         // Only hashes SQLite has committed reach a query: orphan vectors stay invisible.
-        if let Some(fragment_ids) = ids_by_hash.get(hash) {
-            ids.extend(fragment_ids.iter().map(|&fragment_id| DenseHit { fragment_id, window }));
-        }
-        if ids.len() >= depth {
-            break;
+        if let Some(fragment_ids) = ids_by_hash.get(hit.content_hash.as_str()) {
+            let window = u32::try_from(hit.window).unwrap_or(0);
+            windows.extend(fragment_ids.iter().map(|&fragment_id| DenseHit { fragment_id, window }));
         }
     }
-    ids.truncate(depth);
-    Ok(ids)
+    Ok(windows)
+}
+
+/// Fragments, nearest first, each with its best window: the first hit of each in `windows`
+/// (nearest first), at most `depth`.
+pub fn best_per_fragment(windows: &[DenseHit], depth: usize) -> Vec<DenseHit> {
+    let mut seen = HashSet::new();
+    windows.iter().filter(|hit| seen.insert(hit.fragment_id)).take(depth).copied().collect()
 }

@@ -23,6 +23,7 @@ pub mod followup;
 pub mod fuse;
 pub mod rerank;
 pub mod time;
+pub mod windows;
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -273,6 +274,10 @@ pub struct SearchResult {
     pub diagnostics: SearchDiagnostics,
     /// What the time path read and brought (empty when the question has no time reference).
     pub time: time::TimeDiagnostics,
+    /// Every embedding window the dense path hit, nearest first: a fragment and the window's
+    /// place among its windows (what ranks the passages a slow machine's model reads).
+    #[serde(skip)]
+    pub dense_hits: Vec<(FragmentId, u32)>,
 }
 
 /// What explains a pool: `search --json` prints it beside the candidates' per-path ranks.
@@ -380,6 +385,8 @@ async fn search_paths(
             Vec::new()
         }
     };
+    let dense_hits: Vec<(FragmentId, u32)> = dense.iter().map(|hit| (hit.fragment_id, hit.window)).collect();
+    let dense = dense::best_per_fragment(&dense, depth);
 
     let started_bm25 = Instant::now();
     let bm25_hits = run_bm25_path(index, request, &search_query, depth, &mut failures);
@@ -433,6 +440,7 @@ async fn search_paths(
         missing_paths: failures.missing,
         diagnostics: SearchDiagnostics { followup, entity_path: entity_evidence, path_lengths, bm25_terms, lists },
         time,
+        dense_hits,
     })
 }
 

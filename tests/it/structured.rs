@@ -240,7 +240,7 @@ async fn the_extractive_answer_asks_no_model_and_speaks_the_questions_language()
 async fn a_slow_cpu_gets_the_passages_that_matter_within_its_time() {
     // Long sessions: each holds the answer in one paragraph among many.
     let files = sessions(1..=8, |n| {
-        let filler: Vec<String> = (0..12)
+        let filler: Vec<String> = (0..30)
             .map(|p| format!("El grupo recorre el camino número {p} hacia la sierra sin novedad alguna entre pinos y rocas grises."))
             .collect();
         let key = if n == 3 { "\n\nEn el puente, Tomás cayó en combate ante el ogro.\n" } else { "" };

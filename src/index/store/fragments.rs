@@ -123,6 +123,31 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// `(fragment id, window)` of the BM25 windows whose text matches `fts_query` (already an
+    /// FTS5 expression), best first, among the windows of `fragments` only, at most `limit`.
+    pub fn match_fts_windows(
+        &self,
+        fts_query: &str,
+        fragments: &[FragmentId],
+        limit: usize,
+    ) -> Result<Vec<(FragmentId, u32)>, IndexError> {
+        if fragments.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The ids are numbers of our own, never user text.
+        let ids: Vec<String> = fragments.iter().map(|id| id.0.to_string()).collect();
+        let sql = format!(
+            "SELECT w.fragment_id, w.window
+             FROM fragment_windows_fts JOIN fragment_windows w ON w.id = fragment_windows_fts.rowid
+             WHERE fragment_windows_fts MATCH ?1 AND w.fragment_id IN ({})
+             ORDER BY bm25(fragment_windows_fts), w.id LIMIT ?2",
+            ids.join(", ")
+        );
+        let mut statement = self.connection.prepare(&sql)?;
+        let rows = statement.query_map(params![fts_query, limit as i64], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// Whether some fragment `visibility` allows matches the FTS5 expression `fts_query`.
     pub fn fts_has_term(&self, fts_query: &str, visibility: Option<Visibility>) -> Result<bool, IndexError> {
         let mut statement = self.connection.prepare_cached(
