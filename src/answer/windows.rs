@@ -102,7 +102,8 @@ pub fn narrow_to_windows(
         .iter()
         .map(|&idx| {
             let mut fragment = chosen[idx].clone();
-            if taken[idx] != [0..maps[idx].words.len()] {
+            let whole = taken[idx].len() == 1 && taken[idx][0] == (0..maps[idx].words.len());
+            if !whole {
                 fragment.text = maps[idx].render(&taken[idx]);
                 narrowed += 1;
             }
