@@ -408,7 +408,7 @@ async fn bench_campaign(n_sessions: usize, figures: &mut Figures) {
 /// windows, the dense path's window hits, their place), as the oracle ranks them; ms. The
 /// fragments' word counts come with their texts, which the oracle reads for the context anyway.
 fn rank_chosen_windows(index: &Index, result: &oraculo::retrieve::SearchResult, window_words: usize) -> f64 {
-    use oraculo::retrieve::windows::{WindowEvidence, WindowSource, rank_windows};
+    use oraculo::retrieve::windows::{WindowSource, rank_windows, window_evidence};
     let chosen: Vec<_> = result.candidates.iter().take(DEFAULT_K).collect();
     let wanted: Vec<_> = chosen.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect();
     let stored = index.store.fragments_checked(&wanted, Audience::Player.visibility_filter()).unwrap();
@@ -418,15 +418,7 @@ fn rank_chosen_windows(index: &Index, result: &oraculo::retrieve::SearchResult, 
         .map(|s| WindowSource { fragment_id: s.id, n_words: s.fragment.text.split_whitespace().count(), named: false })
         .collect();
     let ids: Vec<_> = sources.iter().map(|source| source.fragment_id).collect();
-    let evidence = WindowEvidence {
-        dense: result
-            .dense_hits
-            .iter()
-            .filter(|(id, _)| ids.contains(id))
-            .map(|&(id, window)| (id, corpus::windows::window_word_range(window, window_words)))
-            .collect(),
-        bm25: oraculo::retrieve::bm25::search_bm25_windows(&index.store, &result.search_query, &ids).unwrap(),
-    };
+    let evidence = window_evidence(&index.store, result, &ids, window_words).unwrap();
     let ranked = rank_windows(&sources, &evidence);
     std::hint::black_box(ranked);
     started.elapsed().as_secs_f64() * 1000.0

@@ -24,16 +24,14 @@ use std::time::{Duration, Instant};
 use crate::answer::grounding::NameBook;
 use crate::answer::passages::QueryTerms;
 use crate::answer::{AnswerMode, AnswerStyle, Context, ContextFragment};
-use crate::corpus::windows::window_word_range;
 use crate::index::store::SourceSummary;
 use crate::index::{Index, IndexError, StoredFragment};
 use crate::llm::chat::{ChatMessage, ChatModel};
 use crate::llm::{Embedder, LlmError};
 use crate::prompt::ANNOTATE_PROMPT_VERSION;
-use crate::retrieve::bm25::search_bm25_windows;
 use crate::retrieve::choose::{RerankPlan, Shown, choose_shown};
 use crate::retrieve::rerank::{RERANK_MEASURE_TIMEOUT, RERANK_SHARE, RerankDecision, RerankReads, RerankSkip};
-use crate::retrieve::windows::{WindowEvidence, WindowSource, rank_windows};
+use crate::retrieve::windows::{WindowSource, rank_windows, window_evidence};
 use crate::retrieve::{
     Audience, Candidate, CompendiumIndex, DEFAULT_K, PathSet, RetrieveError, SearchRequest, SearchResult, Turn,
     TurnRole,
@@ -567,7 +565,8 @@ impl Oracle {
 
     /// The windows of the `chosen` fragments, best first, for a time plan's material
     /// ([`crate::retrieve::windows`]): the dense path's window hits and BM25 over the windows
-    /// of these fragments, with each fragment's place among the chosen.
+    /// of these fragments, with each fragment's place among the chosen. None where the notes'
+    /// own sentences are the answer: no model reads material, and no plan is limited by time.
     fn ranked_windows(
         &self,
         index: &Index,
@@ -575,6 +574,9 @@ impl Oracle {
         chosen: &[Candidate],
         texts: &HashMap<FragmentId, StoredFragment>,
     ) -> Result<Vec<(FragmentId, std::ops::Range<usize>)>, AskError> {
+        if self.answer_mode() == AnswerMode::Extractive {
+            return Ok(Vec::new());
+        }
         let named = &search.time.named_sessions;
         let sources: Vec<WindowSource> = chosen
             .iter()
@@ -588,16 +590,7 @@ impl Oracle {
             })
             .collect();
         let ids: Vec<FragmentId> = sources.iter().map(|source| source.fragment_id).collect();
-        let window_words = self.embedder.window_words();
-        let evidence = WindowEvidence {
-            dense: search
-                .dense_hits
-                .iter()
-                .filter(|(fragment_id, _)| ids.contains(fragment_id))
-                .map(|&(fragment_id, window)| (fragment_id, window_word_range(window, window_words)))
-                .collect(),
-            bm25: search_bm25_windows(&index.store, &search.search_query, &ids)?,
-        };
+        let evidence = window_evidence(&index.store, search, &ids, self.embedder.window_words())?;
         Ok(rank_windows(&sources, &evidence).into_iter().map(|window| (window.fragment_id, window.words)).collect())
     }
 

@@ -17,9 +17,12 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use crate::corpus::FragmentId;
-use crate::index::store::{BM25_WINDOW_STEP, BM25_WINDOW_WORDS};
+use crate::corpus::windows::window_word_range;
+use crate::index::IndexError;
+use crate::index::store::{BM25_WINDOW_STEP, BM25_WINDOW_WORDS, Store};
 
-use super::RRF_K;
+use super::bm25::search_bm25_windows;
+use super::{RRF_K, SearchResult};
 
 /// A fragment the windows are cut from, in the chosen order (best first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +73,24 @@ fn covers(hit: &Range<usize>, window: &Range<usize>) -> bool {
     let overlap = hit.end.min(window.end).saturating_sub(hit.start.max(window.start));
     let shorter = hit.len().min(window.len());
     shorter > 0 && 2 * overlap >= shorter
+}
+
+/// The evidence on the windows of the fragments `ids` for `search`'s question: its dense
+/// path's window hits among them (the embedder's windows are `window_words` long) and BM25 over
+/// their windows.
+pub fn window_evidence(
+    store: &Store,
+    search: &SearchResult,
+    ids: &[FragmentId],
+    window_words: usize,
+) -> Result<WindowEvidence, IndexError> {
+    let dense = search
+        .dense_hits
+        .iter()
+        .filter(|(fragment_id, _)| ids.contains(fragment_id))
+        .map(|&(fragment_id, window)| (fragment_id, window_word_range(window, window_words)))
+        .collect();
+    Ok(WindowEvidence { dense, bm25: search_bm25_windows(store, &search.search_query, ids)? })
 }
 
 /// Every window of `sources`, best first: named sessions' windows first, then by the fused
