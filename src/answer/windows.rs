@@ -57,6 +57,8 @@ pub fn narrow_to_windows(
         chosen.iter().enumerate().map(|(idx, fragment)| (fragment.fragment_id, idx)).collect();
     let mut taken: Vec<Vec<Range<usize>>> = vec![Vec::new(); chosen.len()];
     let mut cost: Vec<usize> = vec![0; chosen.len()];
+    // Each fragment's text as its taken windows render it (what was costed).
+    let mut rendered: Vec<String> = vec![String::new(); chosen.len()];
     let mut order: Vec<usize> = Vec::new();
     let mut used = 0;
     // Two passes: each fragment's best window first, then the others, best first.
@@ -70,7 +72,8 @@ pub fn narrow_to_windows(
             continue;
         }
         let map = &maps[idx];
-        let ranges = merged(&taken[idx], map.widened(words.clone()));
+        let widened = map.widened(words.clone());
+        let ranges = merged(&taken[idx], widened.clone());
         if ranges == taken[idx] {
             continue;
         }
@@ -81,7 +84,7 @@ pub fn narrow_to_windows(
         if used + new_cost - cost[idx] > budget {
             if order.is_empty() {
                 // Not even the best window fits: its best passages do.
-                let window_text = map.words_text(map.widened(words.clone()));
+                let window_text = map.words_text(widened);
                 let room = budget.saturating_sub(entry);
                 let mut fragment = chosen[idx].clone();
                 fragment.text = select_passages(&window_text, terms, None, room, count_tokens);
@@ -92,6 +95,7 @@ pub fn narrow_to_windows(
         }
         used = used + new_cost - cost[idx];
         cost[idx] = new_cost;
+        rendered[idx] = text;
         if taken[idx].is_empty() {
             order.push(idx);
         }
@@ -104,7 +108,7 @@ pub fn narrow_to_windows(
             let mut fragment = chosen[idx].clone();
             let whole = taken[idx].len() == 1 && taken[idx][0] == (0..maps[idx].words.len());
             if !whole {
-                fragment.text = maps[idx].render(&taken[idx]);
+                fragment.text = std::mem::take(&mut rendered[idx]);
                 narrowed += 1;
             }
             fragment
