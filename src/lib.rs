@@ -19,7 +19,10 @@
 //!   shown.
 //! - [`prompt`]: the versioned prompts under `prompts/` and the messages built from them, the
 //!   one place the answer, the rerank and the annotations take their prompts from.
-//! - [`oracle`]: one question in, one cited answer out: the façade the CLI and the bot call.
+//! - [`notes`]: the campaign as a reader reads it, read-only: the index, the compendium as an
+//!   audience may read it, the sources, the search and its passages.
+//! - [`oracle`]: one question in, one cited answer out, from the [`notes`] and a chat model:
+//!   the façade the CLI and the bot call.
 //! - [`timeline`]: campaign time for the table: an entity's sessions in order, a session's recap.
 //! - [`conversation`]: the conversations' history, kept in the campaign's index with the
 //!   audience each exchange was answered for.
@@ -55,6 +58,7 @@ pub mod index;
 pub mod ingest;
 pub mod lexicon;
 pub mod llm;
+pub mod notes;
 pub mod oracle;
 pub mod prompt;
 pub mod retrieve;

@@ -16,7 +16,7 @@ use crate::answer::passages::{EXCERPT_MAX_CHARS, recap_excerpts, render_extracti
 use crate::corpus::{FragmentId, Label, LabelLanguage, SessionNumber};
 use crate::index::IndexError;
 use crate::llm::chat::TokenSink;
-use crate::oracle::{Answer, AskError, AskRequest, Oracle};
+use crate::oracle::{Answer, AskError, AskRequest, Oracle, Pipeline, Preparation};
 use crate::prompt::ANNOTATE_PROMPT_VERSION;
 use crate::retrieve::time::{SessionFragments, TimeDiagnostics, TimeReference, entity_session_fragments};
 use crate::retrieve::{Audience, Candidate, CompendiumIndex, PathRanks, SearchResult, SearchTimings};
@@ -97,13 +97,13 @@ pub struct Recap {
 #[tracing::instrument(name = "timeline", skip_all, fields(?audience))]
 pub async fn timeline(oracle: &Oracle, name: &str, audience: Audience) -> Result<Timeline, TimeError> {
     let started = std::time::Instant::now();
-    let index = oracle.open_index().await?;
+    let index = oracle.notes().open_index().await?;
     let visibility = audience.visibility_filter();
     let sessions = SessionFragments::load(&index.store, visibility)?;
     if sessions.sessions.is_empty() {
         return Err(TimeError::NoSessions);
     }
-    let compendium = oracle.compendium(&index, audience)?;
+    let compendium = oracle.notes().compendium(&index, audience)?;
     let position = compendium.compendium.find_typed(name.trim()).or_else(|| {
         let (id, _) = compendium.detect(name).into_iter().next()?;
         compendium.entity_ids.iter().position(|known| *known == id)
@@ -217,7 +217,7 @@ pub async fn recap(
     language: LabelLanguage,
     on_token: Option<TokenSink<'_>>,
 ) -> Result<Recap, TimeError> {
-    let index = oracle.open_index().await?;
+    let index = oracle.notes().open_index().await?;
     let visibility = audience.visibility_filter();
     let sessions = SessionFragments::load(&index.store, visibility)?;
     let Some(&highest) = sessions.sessions.last() else {
@@ -270,8 +270,8 @@ pub async fn recap(
         dense_hits: Vec::new(),
     };
     let request = AskRequest { question: &question, history: &[], audience };
-    let compendium = oracle.compendium(&index, audience)?;
-    let prepared = oracle.prepare_from_search(&index, &compendium, &request, search, false).await?;
+    let pipeline = Pipeline { rerank: false, ..Pipeline::default() };
+    let prepared = oracle.prepare(&request, Preparation { pipeline, pool: Some(search) }).await?;
     let mut answer = oracle.generate(&prepared, on_token).await?;
     if answer.mode == AnswerMode::Extractive {
         // No model answered: the session told from beginning to end in its own sentences.

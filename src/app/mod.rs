@@ -3,9 +3,9 @@
 //!
 //! - [`open`]: a campaign opened. [`campaign_paths`]: its notes folder and its index folder;
 //!   [`open_oracle`]: the CLI's campaign, its models connected ([`open_answerer`]: no chat
-//!   model with `chat.answer_style = "quotes"`); [`open_searcher`]: no chat model loaded, for
-//!   `oraculo search`; [`campaign_searcher`], [`campaign_oracle`]: any campaign's, over models
-//!   already connected; [`open_campaigns`]: every campaign the bot serves, one oracle each over
+//!   model with `chat.answer_style = "quotes"`); [`open_searcher`]: its notes alone, no chat
+//!   model loaded, for `oraculo search`; [`campaign_notes`]: any campaign's notes, and
+//!   [`campaign_searcher`], [`campaign_oracle`]: their oracles over models already connected; [`open_campaigns`]: every campaign the bot serves, one oracle each over
 //!   one shared embedder and one shared chat model.
 //! - [`models`]: [`connect_embedder`], [`connect_chat`], the models the configuration names.
 //! - [`answer`]: [`ask_settled`], one question answered through the oracle's one entry
@@ -29,6 +29,6 @@ pub use answer::{answer_json, ask_settled, render_error, settled_json};
 pub use ingest::{Annotator, audit_secrets, ingest_and_annotate};
 pub use models::{connect_chat, connect_embedder};
 pub use open::{
-    OpenCampaign, campaign_oracle, campaign_paths, campaign_searcher, open_answerer, open_campaigns, open_oracle,
-    open_searcher, resolve_campaign_dir,
+    OpenCampaign, campaign_notes, campaign_oracle, campaign_paths, campaign_searcher, open_answerer, open_campaigns,
+    open_oracle, open_searcher, resolve_campaign_dir,
 };

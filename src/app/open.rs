@@ -12,6 +12,7 @@ use crate::config::{CampaignConfig, Config, NamedCampaign};
 use crate::index::campaign_index_dir;
 use crate::llm::Embedder;
 use crate::llm::chat::ChatModel;
+use crate::notes::Notes;
 use crate::oracle::{AnswerSettings, Oracle};
 
 /// The campaign folder an ingest reads: the configured one, or the embedded sample written
@@ -52,39 +53,36 @@ pub async fn open_answerer(config: &Config) -> anyhow::Result<Oracle> {
     Ok(Oracle::new(&index_dir, embedder, Arc::new(crate::llm::chat::NoChat), settings))
 }
 
-/// The oracle of the CLI's campaign for a search only (`oraculo search`): the configured
+/// The notes of the CLI's campaign for a search only (`oraculo search`): the configured
 /// embedder, and no chat model loaded (the embedded one costs seconds and a gigabyte; a
-/// search never asks it). The same [`Oracle::search`] the bot runs, `k` as asked.
-pub async fn open_searcher(config: &Config, k: usize) -> anyhow::Result<Oracle> {
+/// search never asks it). The same [`Notes::search`] the bot runs, `k` as asked.
+pub async fn open_searcher(config: &Config, k: usize) -> anyhow::Result<Notes> {
     let embedder = connect_embedder(&config.embedder, &config.data_dir).await?;
-    let mut oracle = campaign_searcher(config, &config.campaign, embedder)?;
-    oracle.set_k(k.max(1));
-    Ok(oracle)
+    Ok(campaign_notes(config, &config.campaign, embedder)?.with_k(k))
 }
 
-/// The oracle of `campaign` for searching and reading only, over `embedder`: no chat model
-/// (asked to answer, it answers with the notes' own sentences), `k` the default.
-pub fn campaign_searcher(
+/// The notes of `campaign`, read with `embedder`, `k` the default.
+pub fn campaign_notes(
     config: &Config,
     campaign: &CampaignConfig,
     embedder: Arc<dyn Embedder>,
-) -> anyhow::Result<Oracle> {
+) -> anyhow::Result<Notes> {
     let (_, index_dir) = campaign_paths(config, campaign)?;
+    Ok(Notes::new(&index_dir, embedder))
+}
+
+/// The oracle of `notes` with no chat model: asked to answer, it answers with the notes' own
+/// sentences.
+pub fn campaign_searcher(config: &Config, notes: Notes) -> Oracle {
     let mut settings = AnswerSettings::from_config(config.chat_max_tokens, &config.answer);
     settings.mode = crate::answer::AnswerMode::Extractive;
-    Ok(Oracle::new(&index_dir, embedder, Arc::new(crate::llm::chat::NoChat), settings))
+    Oracle::over(notes, Arc::new(crate::llm::chat::NoChat), settings)
 }
 
-/// The oracle of `campaign` over models already connected, answering as `[chat]` says (the
+/// The oracle of `notes` with a chat model already connected, answering as `[chat]` says (the
 /// MCP server connects its chat model once, on the first question that needs it).
-pub fn campaign_oracle(
-    config: &Config,
-    campaign: &CampaignConfig,
-    embedder: Arc<dyn Embedder>,
-    chat: Arc<dyn ChatModel>,
-) -> anyhow::Result<Oracle> {
-    let (_, index_dir) = campaign_paths(config, campaign)?;
-    Ok(Oracle::new(&index_dir, embedder, chat, AnswerSettings::from_config(config.chat_max_tokens, &config.answer)))
+pub fn campaign_oracle(config: &Config, notes: Notes, chat: Arc<dyn ChatModel>) -> Oracle {
+    Oracle::over(notes, chat, AnswerSettings::from_config(config.chat_max_tokens, &config.answer))
 }
 
 /// One campaign the bot serves, opened.

@@ -8,11 +8,11 @@ use crate::retrieve::Audience;
 pub(super) async fn search(args: &SearchArgs) -> anyhow::Result<()> {
     let config = args.campaign.load_config()?;
     let history = read_history(args.history.as_deref())?;
-    // The bot's search, through the same oracle (its checks: an empty question is refused, a
+    // The bot's search, through the same notes (their checks: an empty question is refused, a
     // missing index is a message), with no chat model loaded.
-    let oracle = crate::app::open_searcher(&config, args.k).await?;
+    let notes = crate::app::open_searcher(&config, args.k).await?;
     let audience = if args.gm { Audience::Gm } else { Audience::Player };
-    let result = oracle.search(&AskRequest { question: &args.question, history: &history, audience }).await?;
+    let result = notes.search(&AskRequest { question: &args.question, history: &history, audience }).await?;
     if args.campaign.json {
         println!("{}", serde_json::to_string(&result)?);
         return Ok(());

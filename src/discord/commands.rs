@@ -204,7 +204,8 @@ pub async fn fuente(
 /// Labels the asker may read that contain what was typed (accents and case ignored).
 async fn autocomplete_label(ctx: Context<'_>, partial: &str) -> Vec<String> {
     let typed = fold(partial.trim());
-    let listed = on_the_askers_oracle(ctx, move |oracle, audience| async move { oracle.sources(audience).await.ok() });
+    let listed =
+        on_the_askers_oracle(ctx, move |oracle, audience| async move { oracle.notes().sources(audience).await.ok() });
     let labels = listed.await.into_iter().flatten().map(|source| String::from(source.label));
     labels.filter(|label| layout::discord_len(label) <= 100 && fold(label).contains(&typed)).take(25).collect()
 }
@@ -408,10 +409,10 @@ pub async fn run_reingest(
     removal: Removal,
 ) -> Result<IngestSummary, IngestError> {
     crate::app::ingest_and_annotate(
-        oracle.index_dir(),
+        oracle.notes().index_dir(),
         &setup.campaign_dir,
         &setup.campaign,
-        oracle.embedder().as_ref(),
+        oracle.notes().embedder().as_ref(),
         crate::app::Annotator::Model(oracle.chat().as_ref()),
         IngestOptions { batch_size: setup.batch_size, removal },
         &Quiet,
@@ -503,7 +504,7 @@ pub async fn cronologia(
 async fn autocomplete_entity(ctx: Context<'_>, partial: &str) -> Vec<String> {
     let typed = partial.to_string();
     let listed = on_the_askers_oracle(ctx, move |oracle, audience| async move {
-        oracle.entity_names_matching(&typed, 25, audience).await.ok()
+        oracle.notes().entity_names_matching(&typed, 25, audience).await.ok()
     });
     listed.await.into_iter().flatten().filter(|name| layout::discord_len(name) <= 100).collect()
 }

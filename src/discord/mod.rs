@@ -136,7 +136,7 @@ impl std::fmt::Debug for Data {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Only what helps a log reader; nothing secret is in Data, and nothing big is printed.
         let campaigns: Vec<(&str, &std::path::Path)> =
-            self.desks.iter().map(|desk| (desk.name.as_str(), desk.oracle.index_dir())).collect();
+            self.desks.iter().map(|desk| (desk.name.as_str(), desk.oracle.notes().index_dir())).collect();
         f.debug_struct("Data").field("campaigns", &campaigns).field("lang", &self.lang).finish_non_exhaustive()
     }
 }
@@ -317,8 +317,8 @@ fn open_desks(
             let oracle = Arc::new(open.oracle);
             Arc::new(Desk {
                 name: open.named.name.clone(),
-                history: History::new(oracle.index_dir(), history_turns),
-                asked: crate::feedback::AskedQuestions::new(oracle.index_dir(), feedback),
+                history: History::new(oracle.notes().index_dir(), history_turns),
+                asked: crate::feedback::AskedQuestions::new(oracle.notes().index_dir(), feedback),
                 oracle,
                 access: Access::from_places(&open.named.places),
                 reingest: Arc::new(ReingestSetup {
@@ -377,15 +377,17 @@ impl Watched {
             }
             let target = WatchTarget::new(
                 &setup.campaign_dir,
-                desk.oracle.index_dir(),
+                desk.oracle.notes().index_dir(),
                 &config.data_dir,
                 &setup.campaign,
                 setup.batch_size,
             );
             let turns: Arc<dyn crate::watch::ModelTurns> = Arc::new(self.turns.clone());
             let annotator = YieldingChat { inner: Arc::clone(desk.oracle.chat()), turns };
-            let models =
-                WatchModels { embedder: Arc::clone(desk.oracle.embedder()), annotator: Some(Arc::new(annotator)) };
+            let models = WatchModels {
+                embedder: Arc::clone(desk.oracle.notes().embedder()),
+                annotator: Some(Arc::new(annotator)),
+            };
             let settings = WatchSettings::new(&setup.campaign.watch);
             let (reports, received) = tokio::sync::mpsc::unbounded_channel();
             let mut stop = stop.clone();

@@ -127,8 +127,8 @@ impl Agreement {
 /// The checker's agreement by split, for the pairs of `bank`, over `oracle`'s index (which
 /// must hold the campaign the bank's answers were made on).
 pub async fn judge(oracle: &Oracle, pairs: &[JudgedPair], bank: &str) -> anyhow::Result<BTreeMap<String, Agreement>> {
-    let index = oracle.open_index().await?;
-    let compendium = oracle.compendium(&index, Audience::Gm)?;
+    let index = oracle.notes().open_index().await?;
+    let compendium = oracle.notes().compendium(&index, Audience::Gm)?;
     let names = crate::oracle::name_book(&compendium);
     drop(index);
     // The sentences, each with its judged pairs, in file order.
@@ -152,7 +152,7 @@ pub async fn judge(oracle: &Oracle, pairs: &[JudgedPair], bank: &str) -> anyhow:
         }
         for label in &shown {
             if !texts.contains_key(label) {
-                let fragments = oracle.read_source(label, Audience::Gm).await?;
+                let fragments = oracle.notes().read_source(label, Audience::Gm).await?;
                 let text: Vec<&str> = fragments.iter().map(|stored| stored.fragment.text.as_str()).collect();
                 texts.insert(label.clone(), text.join("\n"));
             }
@@ -163,20 +163,20 @@ pub async fn judge(oracle: &Oracle, pairs: &[JudgedPair], bank: &str) -> anyhow:
         );
         let mut kept = checked_labels(&notes, sentence, &judged[0].cited, &names);
         if !kept.is_empty()
-            && let Some(floor) = oracle.embedder().support_floor()
+            && let Some(floor) = oracle.notes().embedder().support_floor()
         {
             // The meaning check, as the answer stage runs it on what the letter kept.
             for label in &kept {
                 if !windows.contains_key(label) {
                     let cut = support_windows(texts.get(label).map_or("", String::as_str));
-                    let vectors = oracle.embedder().embed(&cut, EmbedRole::Query).await?;
+                    let vectors = oracle.notes().embedder().embed(&cut, EmbedRole::Query).await?;
                     windows.insert(label.clone(), vectors);
                 }
             }
             let labels: Vec<String> = kept.iter().flat_map(|label| vec![label.clone(); windows[label].len()]).collect();
             let vectors: Vec<Vec<f32>> = kept.iter().flat_map(|label| windows[label].clone()).collect();
             let support = SupportWindows::new(&labels, vectors);
-            let sentence_vector = oracle.embedder().embed(&[sentence.to_string()], EmbedRole::Query).await?;
+            let sentence_vector = oracle.notes().embedder().embed(&[sentence.to_string()], EmbedRole::Query).await?;
             let same_language = notes.all_in_language(&kept, crate::oracle::question_language(sentence));
             let verdict =
                 support.verdict(&sentence_vector[0], same_language, &kept, floor.same_language, floor.other_language);

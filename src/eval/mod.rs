@@ -24,10 +24,10 @@ use tracing::Instrument;
 
 use crate::answer::AnswerStyle;
 use crate::index::Index;
-use crate::oracle::{AnswerEvent, AnswerTimings, AskRequest, Oracle, Pipeline, Prepared};
+use crate::oracle::{AnswerEvent, AnswerTimings, AskRequest, Oracle, Pipeline, Preparation, Prepared};
 use crate::retrieve::bm25::Bm25Scoring;
 use crate::retrieve::rerank::RerankDecision;
-use crate::retrieve::{Audience, CompendiumIndex, PathSet, RetrievalPath};
+use crate::retrieve::{Audience, PathSet, RetrievalPath};
 
 pub use bank::{EvalQuestion, FromPlay, QuestionKind, load_bank};
 pub use baseline::{BASELINE_WINDOW_WORDS, Baseline};
@@ -147,15 +147,18 @@ pub async fn run_eval(
 ) -> anyhow::Result<EvalReport> {
     let started = Instant::now();
     run.started_at = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    run.embedder = oracle.embedder().id().to_string();
+    run.embedder = oracle.notes().embedder().id().to_string();
     run.chat_model = oracle.chat().id().to_string();
-    let index = oracle.open_index().await?;
-    let compendium = oracle.compendium(&index, Audience::Player)?;
+    let index = oracle.notes().open_index().await?;
     let known: BTreeSet<String> = index.store.sources()?.into_iter().map(|source| source.label.into()).collect();
     let baseline = if options.ablations {
-        let built =
-            Baseline::build(&index, oracle.embedder().as_ref(), options.batch_size, options.baseline_cache.as_deref())
-                .await?;
+        let built = Baseline::build(
+            &index,
+            oracle.notes().embedder().as_ref(),
+            options.batch_size,
+            options.baseline_cache.as_deref(),
+        )
+        .await?;
         tracing::info!(windows = built.windows(), "eval: baseline built");
         Some(built)
     } else {
@@ -179,7 +182,7 @@ pub async fn run_eval(
             AnswerScope::PerKind(limit) => *answered < limit,
         };
         *answered += usize::from(answer);
-        let asked = eval_question(oracle, &index, &compendium, baseline.as_ref(), question, answer, options.ablations);
+        let asked = eval_question(oracle, &index, baseline.as_ref(), question, answer, options.ablations);
         let row = match asked.instrument(tracing::info_span!("eval.question", id = %question.id)).await {
             Ok(mut row) => {
                 row.unknown_labels =
@@ -193,7 +196,7 @@ pub async fn run_eval(
         };
         rows.push(row);
     }
-    run.k = oracle.k();
+    run.k = oracle.notes().k();
     run.seconds = started.elapsed().as_secs_f64();
     Ok(EvalReport::from_rows(run, &variant_order, rows))
 }
@@ -201,7 +204,6 @@ pub async fn run_eval(
 async fn eval_question(
     oracle: &Oracle,
     index: &Index,
-    compendium: &CompendiumIndex,
     baseline: Option<&Baseline>,
     question: &EvalQuestion,
     answer: bool,
@@ -230,7 +232,7 @@ async fn eval_question(
         let full = seen.pop().ok_or_else(|| anyhow::anyhow!("the answer prepared nothing"))?;
         (full, seen.pop(), Some(settled))
     } else {
-        (oracle.prepare(index, compendium, &request, Pipeline::default()).await?, None, None)
+        (oracle.prepare(&request, Preparation::default()).await?, None, None)
     };
     variants.insert(FULL_PIPELINE.to_string(), found_in(&expected, &full));
     let mut timings = AnswerTimings::before_generation(&full);
@@ -242,24 +244,28 @@ async fn eval_question(
     // The same pool with the rerank off (no second search): what the instant answer quotes.
     let fusion = match fusion {
         Some(fusion) => fusion,
-        None => oracle.prepare_from_search(index, compendium, &request, full.search.clone(), false).await?,
+        None => {
+            let pipeline = Pipeline { rerank: false, ..Pipeline::default() };
+            oracle.prepare(&request, Preparation { pipeline, pool: Some(full.search.clone()) }).await?
+        }
     };
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
     let answer = settled.map(|settled| score_answer(oracle, question, &expected, &full, &settled));
 
     // The time variant: the full pipeline with the time path off.
     let without_time = Pipeline { paths: PathSet::ALL.without_time(), rerank: true };
-    let untimed = oracle.prepare(index, compendium, &request, without_time).await?;
+    let untimed = oracle.prepare(&request, Preparation { pipeline: without_time, pool: None }).await?;
     variants.insert(WITHOUT_TIME.to_string(), found_in(&expected, &untimed));
     if ablations {
         for paths in path_variants() {
-            let prepared = oracle.prepare(index, compendium, &request, Pipeline { paths, rerank: false }).await?;
+            let pipeline = Pipeline { paths, rerank: false };
+            let prepared = oracle.prepare(&request, Preparation { pipeline, pool: None }).await?;
             variants.insert(paths.name(), found_in(&expected, &prepared));
         }
     }
     let mut naive_windows = None;
     if let Some(baseline) = baseline {
-        let hits = baseline.search(oracle.embedder().as_ref(), &question.question, oracle.k()).await?;
+        let hits = baseline.search(oracle.notes().embedder().as_ref(), &question.question, oracle.notes().k()).await?;
         for (variant, labels) in [(NAIVE_BASELINE, &hits.hybrid), (NAIVE_DENSE, &hits.dense)] {
             let top = score::labels_found(&expected, labels.iter().map(String::as_str));
             let found =
@@ -278,7 +284,7 @@ async fn eval_question(
         let text = baseline::material_within(&windows, full.plan.material_tokens, &count_tokens);
         score::MaterialFacts::new(question, &text, full.plan.limited_by, full.plan.material_tokens)
     });
-    let paths = path_lists(index, &full, crate::retrieve::path_depth(oracle.k()))?;
+    let paths = path_lists(index, &full, crate::retrieve::path_depth(oracle.notes().k()))?;
     Ok(QuestionRow {
         variants,
         paths: Some(paths),
@@ -313,7 +319,7 @@ fn score_answer(
     (score.model_sentences, score.recited, score.dropped) =
         (answer.model_sentences, answer.recited.len(), answer.ungrounded.len());
     // Quotes are chosen from every chosen fragment; a model reads those shown in full.
-    let quoted = oracle.answer_style() == AnswerStyle::Quotes;
+    let quoted = oracle.settings().style == AnswerStyle::Quotes;
     let answer_shown = if quoted {
         expected.iter().any(|label| full.chosen.iter().any(|chosen| chosen.label == *label))
     } else {

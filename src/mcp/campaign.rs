@@ -1,8 +1,9 @@
-//! One campaign the MCP server serves: its name, configuration and oracles, and the command
+//! One campaign the MCP server serves: its name, language, notes and oracles, and the command
 //! that builds its index (what a tool error names as the fix for «no index»).
 
 use crate::config::CampaignConfig;
 use crate::corpus::LabelLanguage;
+use crate::notes::Notes;
 use crate::oracle::Oracle;
 
 /// One campaign the server serves.
@@ -10,8 +11,9 @@ pub struct Campaign {
     pub name: String,
     /// Its labels' language: the answers' when no question says otherwise.
     pub language: LabelLanguage,
-    pub config: CampaignConfig,
-    /// For everything that asks no model: search, sources, listings, extractive answers.
+    /// Its notes: search, sources, listings, read by every tool.
+    pub notes: Notes,
+    /// The notes answering with their own sentences, with no model.
     pub searcher: Oracle,
     /// The same campaign answering with the chat model, made on the first question that
     /// needs it.
@@ -21,8 +23,14 @@ pub struct Campaign {
 }
 
 impl Campaign {
-    pub fn new(name: String, config: CampaignConfig, searcher: Oracle, ingest_command: String) -> Campaign {
+    pub fn new(
+        name: String,
+        config: CampaignConfig,
+        notes: Notes,
+        searcher: Oracle,
+        ingest_command: String,
+    ) -> Campaign {
         let language = config.corpus.label_language;
-        Campaign { name, language, config, searcher, answerer: tokio::sync::OnceCell::new(), ingest_command }
+        Campaign { name, language, notes, searcher, answerer: tokio::sync::OnceCell::new(), ingest_command }
     }
 }

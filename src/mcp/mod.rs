@@ -55,15 +55,16 @@ pub async fn serve(config: Config, options: McpOptions) -> anyhow::Result<()> {
     let several = served.len() > 1;
     let mut campaigns = Vec::new();
     for (name, campaign) in served {
-        let searcher = crate::app::campaign_searcher(&config, &campaign, Arc::clone(&embedder))
+        let notes = crate::app::campaign_notes(&config, &campaign, Arc::clone(&embedder))
             .with_context(|| format!("campaign {name}"))?;
+        let searcher = crate::app::campaign_searcher(&config, notes.clone());
         let ingest = ingest_command(&options, several.then_some(name.as_str()));
-        campaigns.push(campaign::Campaign::new(name, campaign, searcher, ingest));
+        campaigns.push(campaign::Campaign::new(name, campaign, notes, searcher, ingest));
     }
     let names: Vec<&str> = campaigns.iter().map(|campaign| campaign.name.as_str()).collect();
     tracing::info!(campaigns = %names.join(", "), audience = ?options.audience, "serving MCP on stdin and stdout");
     let worker = crate::app::worker::LocalWorker::start("mcp").context("starting the tools' thread")?;
-    let state = server::State::new(config, options.audience, campaigns, embedder, worker);
+    let state = server::State::new(config, options.audience, campaigns, worker);
     let running = server::OraculoServer::new(state)
         .serve(rmcp::transport::stdio())
         .await

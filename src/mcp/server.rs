@@ -40,7 +40,6 @@ use crate::app::worker::LocalWorker;
 use crate::config::Config;
 use crate::corpus::{LabelLanguage, NoteKind, SessionNumber};
 use crate::feedback::{AskedQuestions, FrontEnd, KeptAnswer};
-use crate::llm::Embedder;
 use crate::llm::chat::ChatModel;
 use crate::oracle::{AskRequest, Oracle, question_language};
 use crate::retrieve::Audience;
@@ -53,7 +52,6 @@ pub struct State {
     pub config: Config,
     pub audience: Audience,
     pub campaigns: Vec<Campaign>,
-    pub embedder: Arc<dyn Embedder>,
     /// Where the tools run: the oracle's futures are not `Send` (they hold the index's SQLite
     /// connection across awaits), so they run on a thread of their own, as the bot's do.
     worker: LocalWorker,
@@ -66,18 +64,11 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(
-        config: Config,
-        audience: Audience,
-        campaigns: Vec<Campaign>,
-        embedder: Arc<dyn Embedder>,
-        worker: LocalWorker,
-    ) -> State {
+    pub fn new(config: Config, audience: Audience, campaigns: Vec<Campaign>, worker: LocalWorker) -> State {
         State {
             config,
             audience,
             campaigns,
-            embedder,
             worker,
             chat: tokio::sync::OnceCell::new(),
             answer_turn: tokio::sync::Mutex::new(()),
@@ -176,21 +167,16 @@ impl OraculoServer {
         };
         let answerer = campaign
             .answerer
-            .get_or_try_init(|| async move {
-                crate::app::campaign_oracle(&state.config, &campaign.config, Arc::clone(&state.embedder), chat)
-            })
+            .get_or_init(|| async move { crate::app::campaign_oracle(&state.config, campaign.notes.clone(), chat) })
             .await;
-        match answerer {
-            Ok(oracle) => (oracle, None),
-            Err(err) => (&campaign.searcher, Some(crate::app::render_error(&err))),
-        }
+        (answerer, None)
     }
 
     /// The labels of `campaign` the view may read that look like `asked`: the same words in
     /// another case, or one inside the other.
     async fn labels_like(&self, campaign: &Campaign, asked: &str) -> Vec<String> {
         let asked = asked.trim().to_lowercase();
-        let Ok(sources) = campaign.searcher.sources(self.state.audience).await else { return Vec::new() };
+        let Ok(sources) = campaign.notes.sources(self.state.audience).await else { return Vec::new() };
         sources
             .into_iter()
             .map(|source| String::from(source.label))
@@ -206,7 +192,7 @@ impl OraculoServer {
         let campaign = self.campaign(params.campaign.as_deref())?;
         let request = AskRequest { question: &params.question, history: &[], audience: self.state.audience };
         let (search, found) =
-            campaign.searcher.search_passages(&request).await.map_err(|err| Failure::of_ask(err, campaign))?;
+            campaign.notes.search_passages(&request).await.map_err(|err| Failure::of_ask(err, campaign))?;
         let language = question_language(&params.question);
         let output = SearchOutput {
             campaign: campaign.name.clone(),
@@ -242,7 +228,7 @@ impl OraculoServer {
         let feedback = self.state.config.feedback;
         if feedback.keep_mcp {
             let kept = KeptAnswer::of(&asked, self.state.audience, FrontEnd::Mcp, None);
-            AskedQuestions::new(campaign.searcher.index_dir(), feedback).keep(kept).await;
+            AskedQuestions::new(campaign.notes.index_dir(), feedback).keep(kept).await;
         }
         let language = question_language(&params.question);
         let mut json = crate::app::settled_json(&asked)
@@ -279,7 +265,7 @@ impl OraculoServer {
     async fn recap_tool(&self, params: RecapParams) -> Result<ToolAnswer, Failure> {
         let campaign = self.campaign(params.campaign.as_deref())?;
         let sources =
-            campaign.searcher.sources(self.state.audience).await.map_err(|err| Failure::of_ask(err, campaign))?;
+            campaign.notes.sources(self.state.audience).await.map_err(|err| Failure::of_ask(err, campaign))?;
         let mut known: Vec<SessionNumber> = sources.iter().filter_map(|source| source.session).collect();
         known.sort_unstable();
         known.dedup();
@@ -343,7 +329,7 @@ impl OraculoServer {
             ));
         }
         let fragments = campaign
-            .searcher
+            .notes
             .read_source(label, self.state.audience)
             .await
             .map_err(|err| Failure::of_ask(err, campaign))?;
@@ -382,7 +368,7 @@ impl OraculoServer {
     async fn sessions_tool(&self, params: CampaignParams) -> Result<ToolAnswer, Failure> {
         let campaign = self.campaign(params.campaign.as_deref())?;
         let sources =
-            campaign.searcher.sources(self.state.audience).await.map_err(|err| Failure::of_ask(err, campaign))?;
+            campaign.notes.sources(self.state.audience).await.map_err(|err| Failure::of_ask(err, campaign))?;
         let mut sessions = Vec::new();
         let mut other_sources = Vec::new();
         for source in sources {
@@ -409,7 +395,7 @@ impl OraculoServer {
     async fn compendium_tool(&self, params: CampaignParams) -> Result<ToolAnswer, Failure> {
         let campaign = self.campaign(params.campaign.as_deref())?;
         let listing = campaign
-            .searcher
+            .notes
             .compendium_listing(self.state.audience)
             .await
             .map_err(|err| Failure::of_ask(err, campaign))?;
@@ -575,7 +561,7 @@ impl ServerHandler for OraculoServer {
             let mut resources = Vec::new();
             for campaign in &self.state.campaigns {
                 // A campaign with no index yet has no resource; the tools say how to build it.
-                let sources = match campaign.searcher.sources(self.state.audience).await {
+                let sources = match campaign.notes.sources(self.state.audience).await {
                     Ok(sources) => sources,
                     Err(err) => {
                         tracing::warn!(campaign = %campaign.name, error = %err, "no resources listed");

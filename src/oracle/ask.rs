@@ -18,7 +18,7 @@ use crate::answer::AnswerStyle;
 use crate::llm::chat::TokenSink;
 
 use super::instant::settle;
-use super::{Answer, AskError, AskRequest, Oracle, Pipeline, Prepared, Settled, Stage, check_question};
+use super::{Answer, AskError, AskRequest, Oracle, Preparation, Prepared, Settled, Stage, check_question};
 
 /// What a caller sees of a question on its way, in this order: `Stage(Searching)`;
 /// `Prepared` (the fusion's choice); with `chat.instant_answer`, `Instant` (the notes' own
@@ -119,10 +119,17 @@ impl Oracle {
         on_text: TokenSink<'_>,
     ) -> Result<Answer, AskError> {
         events(AnswerEvent::Stage(Stage::Searching));
-        let index = self.open_index().await?;
-        let compendium = self.compendium(&index, request.audience)?;
-        let mut prepared = self.prepare_checked(&index, &compendium, question, request, Pipeline::default()).await?;
-        if self.answer_mode() == crate::answer::AnswerMode::Extractive {
+        let index = self.notes.open_index().await?;
+        let compendium = self.notes.compendium(&index, request.audience)?;
+        let asked = super::InFlight {
+            index: &index,
+            compendium: &compendium,
+            question,
+            request,
+            started: std::time::Instant::now(),
+        };
+        let mut prepared = self.prepare_in(&asked, Preparation::default()).await?;
+        if self.settings.mode_for(self.chat.as_ref()) == crate::answer::AnswerMode::Extractive {
             self.weigh_quotes(&mut prepared).await;
         }
         events(AnswerEvent::Prepared(&prepared));

@@ -26,7 +26,7 @@ use crate::answer::support::{SupportWindows, support_windows};
 use crate::answer::{AnswerMode, validate_citations};
 use crate::corpus::{Label, LabelLanguage};
 use crate::llm::chat::{ChatMessage, ChatRequest, ChatResponse, TokenSink};
-use crate::llm::{EmbedRole, LlmError, SupportFloor};
+use crate::llm::{EmbedRole, Embedder, LlmError, SupportFloor};
 use crate::prompt::{answer_messages, structured_answer_messages, structured_retry_message};
 
 use super::answer::{Answer, AnswerTimings, ShownSource, citation_sources, excerpts_from_quotes};
@@ -143,20 +143,20 @@ impl Oracle {
         let generation_started = Instant::now();
         let english = crate::lexicon::language_of(&prepared.question) == LabelLanguage::En;
         let time_notice = prepared.search.time.notice(english);
-        let deadline = self.deadline_of(prepared);
+        let deadline = Turn { oracle: self, prepared }.deadline();
         let deadline_at = tokio::time::Instant::now() + deadline;
         let generation = async {
             // Only sessions that are not there were asked about: say so, naming the last one.
             if prepared.search.time.answers_alone() {
                 return (MadeAnswer::new(time_notice.clone().unwrap_or_default(), AnswerMode::Extractive), None);
             }
-            let mut made = self.make_answer(prepared, on_token, deadline_at).await;
+            let mut made = Turn { oracle: self, prepared }.answer(on_token, deadline_at).await;
             let replanned = match made.refusal.take() {
-                Some(refusal) => self.replan(prepared, &refusal).await,
+                Some(refusal) => self.planner().replan(prepared, &refusal).await,
                 None => None,
             };
             if let Some(replanned) = &replanned {
-                made = self.make_answer(replanned, on_token, deadline_at).await;
+                made = Turn { oracle: self, prepared: replanned }.answer(on_token, deadline_at).await;
                 made.attempts += 1;
             }
             (made, replanned)
@@ -166,7 +166,7 @@ impl Oracle {
         // token). The structured answer keeps the deadline itself and returns what it wrote.
         let (mut made, replanned) = match tokio::time::timeout_at(deadline_at + DEADLINE_GRACE, generation).await {
             Ok(done) => done,
-            Err(_) => (self.extract_out_of_time(prepared), None),
+            Err(_) => (Turn { oracle: self, prepared }.extract_out_of_time(), None),
         };
         let prepared = replanned.as_ref().unwrap_or(prepared);
         if let Some(notice) = time_notice.filter(|_| !prepared.search.time.answers_alone()) {
@@ -230,7 +230,7 @@ impl Oracle {
                 ..AnswerTimings::before_generation(prepared)
             },
             chat_model: self.chat.id().to_string(),
-            embedder: self.embedder.id().to_string(),
+            embedder: self.notes.embedder().id().to_string(),
             prompt_tokens: made.prompt_tokens,
             cached_prompt_tokens: made.cached_prompt_tokens,
             completion_tokens: made.completion_tokens,
@@ -249,38 +249,41 @@ impl Oracle {
             nearest_only: made.nearest_only,
         }
     }
+}
 
+/// The model's turn over one preparation: the answer written, checked and cut at its deadline.
+struct Turn<'a> {
+    oracle: &'a Oracle,
+    prepared: &'a Prepared,
+}
+
+impl Turn<'_> {
     /// One answer in the configured mode, the model stopped at `deadline_at`.
-    async fn make_answer(
-        &self,
-        prepared: &Prepared,
-        on_token: Option<TokenSink<'_>>,
-        deadline_at: tokio::time::Instant,
-    ) -> MadeAnswer {
-        match self.answer_mode() {
-            AnswerMode::Extractive => self.extract(prepared, None),
-            AnswerMode::Free => self.generate_free(prepared, on_token).await,
-            AnswerMode::Structured => self.generate_structured(prepared, on_token, deadline_at).await,
+    async fn answer(&self, on_token: Option<TokenSink<'_>>, deadline_at: tokio::time::Instant) -> MadeAnswer {
+        match self.oracle.settings.mode_for(self.oracle.chat.as_ref()) {
+            AnswerMode::Extractive => self.prepared.extract(None),
+            AnswerMode::Free => self.free(on_token).await,
+            AnswerMode::Structured => self.structured(on_token, deadline_at).await,
         }
     }
 
     /// Free text, citing by the prompt's rule; extractive when the model fails.
-    async fn generate_free(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> MadeAnswer {
+    async fn free(&self, on_token: Option<TokenSink<'_>>) -> MadeAnswer {
         let request = ChatRequest {
-            messages: answer_messages(&prepared.question, &prepared.history, &prepared.context),
+            messages: answer_messages(&self.prepared.question, &self.prepared.history, &self.prepared.context),
             json_schema: None,
-            max_tokens: prepared.plan.answer_tokens,
-            temperature: self.settings.temperature,
+            max_tokens: self.prepared.plan.answer_tokens,
+            temperature: self.oracle.settings.temperature,
         };
         tracing::trace!(prompt = ?request.messages, "the free answer's prompt");
-        let span = tracing::info_span!("answer.generate", model = self.chat.id(), mode = "free");
-        match self.chat.chat(&request, on_token).instrument(span).await {
+        let span = tracing::info_span!("answer.generate", model = self.oracle.chat.id(), mode = "free");
+        match self.oracle.chat.chat(&request, on_token).instrument(span).await {
             Ok(response) => {
                 let mut tokens = Tokens::default();
                 tokens.add(&response);
                 MadeAnswer::new(response.text, AnswerMode::Free).after_attempts(1).with_tokens(&tokens)
             }
-            Err(err) => self.extract(prepared, Some(format!("{err}"))).after_attempts(1).refused_by(err),
+            Err(err) => self.prepared.extract(Some(format!("{err}"))).after_attempts(1).refused_by(err),
         }
     }
 
@@ -288,31 +291,34 @@ impl Oracle {
     /// completes and passes the checks ([`SentenceJudge`]); one retry told what was wrong,
     /// when there is time for it, then extractive. At `deadline_at` the model is stopped and
     /// the sentences it had written and that passed are the answer.
-    async fn generate_structured(
-        &self,
-        prepared: &Prepared,
-        on_token: Option<TokenSink<'_>>,
-        deadline_at: tokio::time::Instant,
-    ) -> MadeAnswer {
-        let shown = &prepared.context.shown_labels;
+    async fn structured(&self, on_token: Option<TokenSink<'_>>, deadline_at: tokio::time::Instant) -> MadeAnswer {
+        let shown = &self.prepared.context.shown_labels;
         if shown.is_empty() {
-            return self.extract(prepared, None);
+            return self.prepared.extract(None);
         }
-        let judge = SentenceJudge::new(self, prepared).await;
-        let mut messages =
-            structured_answer_messages(&prepared.question, &prepared.history, &prepared.context, prepared.plan.prompt);
+        let judge = SentenceJudge::new(self.oracle, self.prepared).await;
+        let mut messages = structured_answer_messages(
+            &self.prepared.question,
+            &self.prepared.history,
+            &self.prepared.context,
+            self.prepared.plan.prompt,
+        );
         let mut tokens = Tokens::default();
         let mut problem = String::new();
         for attempt in 1..=STRUCTURED_ATTEMPTS {
-            if attempt > 1 && !self.has_time_to_retry(prepared, deadline_at) {
+            if attempt > 1 && !self.has_time_to_retry(deadline_at) {
                 problem = format!("{problem}; no time was left to ask again");
                 break;
             }
             let request = ChatRequest {
                 messages: messages.clone(),
-                json_schema: Some(answer_schema(shown, prepared.plan.max_sentences, prepared.plan.max_sentence_chars)),
-                max_tokens: prepared.plan.answer_tokens,
-                temperature: self.settings.temperature,
+                json_schema: Some(answer_schema(
+                    shown,
+                    self.prepared.plan.max_sentences,
+                    self.prepared.plan.max_sentence_chars,
+                )),
+                max_tokens: self.prepared.plan.answer_tokens,
+                temperature: self.oracle.settings.temperature,
             };
             let streamed = Mutex::new(Vec::new());
             let reply = tokio::time::timeout_at(
@@ -324,14 +330,15 @@ impl Oracle {
                 Ok(Ok(response)) => response,
                 Ok(Err(err)) => {
                     return self
-                        .extract(prepared, Some(format!("{err}")))
+                        .prepared
+                        .extract(Some(format!("{err}")))
                         .after_attempts(attempt)
                         .refused_by(err)
                         .with_tokens(&tokens);
                 }
                 Err(_) => {
                     let written = streamed.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    return self.cut_short(prepared, written, attempt).with_tokens(&tokens);
+                    return self.cut_short(written, attempt).with_tokens(&tokens);
                 }
             };
             tokens.add(&response);
@@ -348,7 +355,8 @@ impl Oracle {
                 }
             }
         }
-        self.extract(prepared, Some(format!("the model's structured answer could not be used ({problem})")))
+        self.prepared
+            .extract(Some(format!("the model's structured answer could not be used ({problem})")))
             .after_attempts(STRUCTURED_ATTEMPTS)
             .with_tokens(&tokens)
     }
@@ -368,7 +376,7 @@ impl Oracle {
         // Sentences the notes back by the letter cross to a checker that judges their meaning
         // (an embedding, so async) beside the generation.
         let (to_checker, mut checked) = tokio::sync::mpsc::unbounded_channel::<Sentence>();
-        let span = tracing::info_span!("answer.generate", model = self.chat.id(), mode = "structured", attempt);
+        let span = tracing::info_span!("answer.generate", model = self.oracle.chat.id(), mode = "structured", attempt);
         let generate = async move {
             let sentences_sink = |piece: &str| {
                 let complete = match stream.lock() {
@@ -380,7 +388,7 @@ impl Oracle {
                 }
             };
             // `to_checker` goes with this block: the checker then ends.
-            self.chat.chat(request, Some(&sentences_sink)).instrument(span).await
+            self.oracle.chat.chat(request, Some(&sentences_sink)).instrument(span).await
         };
         let show = async {
             let mut repeats = Repeats::default();
@@ -401,17 +409,17 @@ impl Oracle {
 
     /// When the model is stopped: the configured deadline, or the plan's when the time is
     /// the limit and it is sooner.
-    fn deadline_of(&self, prepared: &Prepared) -> std::time::Duration {
-        match prepared.plan.deadline_seconds {
-            Some(seconds) => self.settings.deadline.min(std::time::Duration::from_secs_f64(seconds)),
-            None => self.settings.deadline,
+    fn deadline(&self) -> std::time::Duration {
+        match self.prepared.plan.deadline_seconds {
+            Some(seconds) => self.oracle.settings.deadline.min(std::time::Duration::from_secs_f64(seconds)),
+            None => self.oracle.settings.deadline,
         }
     }
 
     /// Why an answer stopped at its deadline, naming the setting that set it.
-    fn out_of_time(&self, prepared: &Prepared) -> String {
-        let deadline = self.deadline_of(prepared);
-        let setting = if deadline < self.settings.deadline {
+    fn out_of_time(&self) -> String {
+        let deadline = self.deadline();
+        let setting = if deadline < self.oracle.settings.deadline {
             "chat.answer_seconds and a fifth more"
         } else {
             "chat.answer_deadline_secs"
@@ -421,9 +429,9 @@ impl Oracle {
 
     /// Whether a second structured reply can be written before `deadline_at`: under a time
     /// plan, its expected writing time must fit what is left.
-    fn has_time_to_retry(&self, prepared: &Prepared, deadline_at: tokio::time::Instant) -> bool {
+    fn has_time_to_retry(&self, deadline_at: tokio::time::Instant) -> bool {
         let left = deadline_at.saturating_duration_since(tokio::time::Instant::now()).as_secs_f64();
-        match prepared.plan.writing_seconds() {
+        match self.prepared.plan.writing_seconds() {
             Some(writing) => left >= writing,
             None => left > 0.0,
         }
@@ -431,100 +439,23 @@ impl Oracle {
 
     /// The answer when the model ran out of time: the sentences it wrote that passed every
     /// check, or the notes' own sentences when it had written none.
-    fn cut_short(&self, prepared: &Prepared, written: Vec<Sentence>, attempt: usize) -> MadeAnswer {
+    fn cut_short(&self, written: Vec<Sentence>, attempt: usize) -> MadeAnswer {
         if written.is_empty() {
-            return self.extract_out_of_time(prepared).after_attempts(attempt);
+            return self.extract_out_of_time().after_attempts(attempt);
         }
-        let language = crate::lexicon::language_of(&prepared.question);
+        let language = crate::lexicon::language_of(&self.prepared.question);
         tracing::warn!(n_sentences = written.len(), "the model ran out of time; its checked sentences are the answer");
         let answer = StructuredAnswer { in_notes: true, sentences: written };
         let mut made = MadeAnswer::new(render_structured(&answer, language), AnswerMode::Structured);
-        made.cut_short = Some(self.out_of_time(prepared));
+        made.cut_short = Some(self.out_of_time());
         made.after_attempts(attempt)
     }
 
     /// The extractive answer given because the model's time ran out, saying so.
-    fn extract_out_of_time(&self, prepared: &Prepared) -> MadeAnswer {
-        let mut made = self.extract(prepared, Some(self.out_of_time(prepared)));
+    fn extract_out_of_time(&self) -> MadeAnswer {
+        let mut made = self.prepared.extract(Some(self.out_of_time()));
         made.out_of_time = true;
         made
-    }
-
-    /// The extractive answer: 2 to 5 sentences of the chosen fragments, each with its label;
-    /// for an arc question, the story's best line of each session, in story order.
-    /// `fallback`: why the model's answer is not used, when it was asked.
-    pub(super) fn extract(&self, prepared: &Prepared, fallback: Option<String>) -> MadeAnswer {
-        let _span = tracing::info_span!("answer.extract", n_chosen = prepared.chosen.len()).entered();
-        let language = crate::lexicon::language_of(&prepared.question);
-        let quotes = self.extractive_excerpts(prepared);
-        let nearest_only = quotes.nearest_only();
-        let excerpts = quotes.into_excerpts();
-        // An arc's quotes are its story: the introduction names whose, and the other names
-        // its lines call it by («el Heraldo» is the archduke).
-        let story = prepared.context.arc.as_ref().filter(|arc| !arc.lines.is_empty() && !excerpts.is_empty());
-        let other_names = story.map(|arc| {
-            let texts: Vec<&str> = excerpts.iter().map(|excerpt| excerpt.text.as_str()).collect();
-            other_names_quoted(arc, &texts, &prepared.question)
-        });
-        let about = story
-            .zip(other_names.as_deref())
-            .map(|(arc, other_names)| QuotedAbout { entity: arc.entity.as_str(), other_names });
-        // The notes' language only tells where to look when nothing answers in the question's words.
-        let notes_in = (excerpts.is_empty() || nearest_only).then(|| notes_language(prepared)).flatten();
-        let framing = Framing { model_failed: fallback.is_some(), nearest_only, about, notes_in };
-        let mut made = MadeAnswer::new(render_quotes(&excerpts, language, framing), AnswerMode::Extractive);
-        made.fallback = fallback;
-        made.quoted = excerpts;
-        made.nearest_only = nearest_only;
-        made
-    }
-
-    /// The sentences an extractive answer quotes: the story's best line of each session for
-    /// an arc question, else the chosen fragments' sentences for the question. Empty: the
-    /// notes chosen say nothing on it.
-    pub(super) fn extractive_excerpts(&self, prepared: &Prepared) -> Quotes {
-        match prepared.context.arc.as_ref().filter(|arc| !arc.lines.is_empty()) {
-            Some(arc) => {
-                let mut lines: Vec<Excerpt> = arc
-                    .lines
-                    .iter()
-                    .filter(|line| line.best)
-                    .map(|line| Excerpt { label: line.label.clone(), text: line.text.clone() })
-                    .collect();
-                if lines.len() > ARC_EXTRACTIVE_LINES {
-                    // The first appearances and the last: where the story starts and where it stands.
-                    lines.drain(ARC_EXTRACTIVE_LINES - 1..lines.len() - 1);
-                }
-                Quotes::Answer(lines)
-            }
-            None => self.excerpts_of_chosen(prepared),
-        }
-    }
-
-    /// The excerpts of the chosen fragments for the question, ranked sentence by sentence
-    /// (`answer::quotes`, with the similarities [`Oracle::weigh_quotes`] kept). A question
-    /// with no word to rank by («¿y qué?») gets the opening sentences of the top fragments; one
-    /// asking for the sessions it names («¿Qué pasó en la sesión 27?», «Resume la sesión 33»:
-    /// every sentence of them answers, though none says «pasó» or «sesión») gets sentences
-    /// spread over those sessions, from the first to the last.
-    fn excerpts_of_chosen(&self, prepared: &Prepared) -> Quotes {
-        let fragments = quotable_fragments(prepared);
-        let names_sessions = names_chosen(prepared);
-        if prepared.terms.is_empty() {
-            return Quotes::Answer(if names_sessions {
-                recap_excerpts(&fragments)
-            } else {
-                extract_excerpts(&fragments, &prepared.terms)
-            });
-        }
-        let similarity = |text: &str| prepared.quote_similarity.get(text).copied();
-        let ranked = rank_quotes(&fragments, &prepared.terms, &similarity);
-        // Sessions it names tell their story where no sentence answers in the question's words.
-        let answers = matches!(&ranked, Quotes::Answer(excerpts) if !excerpts.is_empty());
-        if !answers && names_sessions {
-            return Quotes::Answer(recap_excerpts(&fragments));
-        }
-        ranked
     }
 }
 
@@ -546,6 +477,83 @@ pub(super) fn quotable_fragments(prepared: &Prepared) -> Vec<(&str, &str)> {
 }
 
 impl Prepared {
+    /// The extractive answer: 2 to 5 sentences of the chosen fragments, each with its label;
+    /// for an arc question, the story's best line of each session, in story order.
+    /// `fallback`: why the model's answer is not used, when it was asked.
+    pub(super) fn extract(&self, fallback: Option<String>) -> MadeAnswer {
+        let _span = tracing::info_span!("answer.extract", n_chosen = self.chosen.len()).entered();
+        let language = crate::lexicon::language_of(&self.question);
+        let quotes = self.extractive_excerpts();
+        let nearest_only = quotes.nearest_only();
+        let excerpts = quotes.into_excerpts();
+        // An arc's quotes are its story: the introduction names whose, and the other names
+        // its lines call it by («el Heraldo» is the archduke).
+        let story = self.context.arc.as_ref().filter(|arc| !arc.lines.is_empty() && !excerpts.is_empty());
+        let other_names = story.map(|arc| {
+            let texts: Vec<&str> = excerpts.iter().map(|excerpt| excerpt.text.as_str()).collect();
+            other_names_quoted(arc, &texts, &self.question)
+        });
+        let about = story
+            .zip(other_names.as_deref())
+            .map(|(arc, other_names)| QuotedAbout { entity: arc.entity.as_str(), other_names });
+        // The notes' language only tells where to look when nothing answers in the question's words.
+        let notes_in = (excerpts.is_empty() || nearest_only).then(|| notes_language(self)).flatten();
+        let framing = Framing { model_failed: fallback.is_some(), nearest_only, about, notes_in };
+        let mut made = MadeAnswer::new(render_quotes(&excerpts, language, framing), AnswerMode::Extractive);
+        made.fallback = fallback;
+        made.quoted = excerpts;
+        made.nearest_only = nearest_only;
+        made
+    }
+
+    /// The sentences an extractive answer quotes: the story's best line of each session for
+    /// an arc question, else the chosen fragments' sentences for the question. Empty: the
+    /// notes chosen say nothing on it.
+    pub(super) fn extractive_excerpts(&self) -> Quotes {
+        match self.context.arc.as_ref().filter(|arc| !arc.lines.is_empty()) {
+            Some(arc) => {
+                let mut lines: Vec<Excerpt> = arc
+                    .lines
+                    .iter()
+                    .filter(|line| line.best)
+                    .map(|line| Excerpt { label: line.label.clone(), text: line.text.clone() })
+                    .collect();
+                if lines.len() > ARC_EXTRACTIVE_LINES {
+                    // The first appearances and the last: where the story starts and where it stands.
+                    lines.drain(ARC_EXTRACTIVE_LINES - 1..lines.len() - 1);
+                }
+                Quotes::Answer(lines)
+            }
+            None => self.excerpts_of_chosen(),
+        }
+    }
+
+    /// The excerpts of the chosen fragments for the question, ranked sentence by sentence
+    /// (`answer::quotes`, with the similarities [`Oracle::weigh_quotes`] kept). A question
+    /// with no word to rank by («¿y qué?») gets the opening sentences of the top fragments; one
+    /// asking for the sessions it names («¿Qué pasó en la sesión 27?», «Resume la sesión 33»:
+    /// every sentence of them answers, though none says «pasó» or «sesión») gets sentences
+    /// spread over those sessions, from the first to the last.
+    fn excerpts_of_chosen(&self) -> Quotes {
+        let fragments = quotable_fragments(self);
+        let names_sessions = names_chosen(self);
+        if self.terms.is_empty() {
+            return Quotes::Answer(if names_sessions {
+                recap_excerpts(&fragments)
+            } else {
+                extract_excerpts(&fragments, &self.terms)
+            });
+        }
+        let similarity = |text: &str| self.quote_similarity.get(text).copied();
+        let ranked = rank_quotes(&fragments, &self.terms, &similarity);
+        // Sessions it names tell their story where no sentence answers in the question's words.
+        let answers = matches!(&ranked, Quotes::Answer(excerpts) if !excerpts.is_empty());
+        if !answers && names_sessions {
+            return Quotes::Answer(recap_excerpts(&fragments));
+        }
+        ranked
+    }
+
     /// Every sentence a quoted answer chooses from, as one text: an arc question's story
     /// lines, else the chosen fragments it quotes from. What the eval holds the ranking's
     /// choice against (a key fact missing here was not the ranking's to find).
@@ -637,7 +645,7 @@ impl<'a> SentenceJudge<'a> {
             oracle,
             prepared,
             grounds,
-            support: oracle.support_windows_embedded(prepared).await,
+            support: support_windows_embedded(oracle.notes.embedder().as_ref(), prepared).await,
             verdicts: Mutex::new(HashMap::new()),
             language: crate::lexicon::language_of(&prepared.question),
         }
@@ -671,7 +679,7 @@ impl<'a> SentenceJudge<'a> {
         if let Some(verdict) = self.verdicts.lock().ok().and_then(|verdicts| verdicts.get(&key).cloned()) {
             return verdict;
         }
-        let embedded = self.oracle.embedder.embed(std::slice::from_ref(&sentence.text), EmbedRole::Query).await;
+        let embedded = self.oracle.notes.embedder().embed(std::slice::from_ref(&sentence.text), EmbedRole::Query).await;
         let verdict = match embedded {
             Ok(mut vectors) if vectors.len() == 1 => {
                 let vector = vectors.remove(0);
@@ -750,45 +758,46 @@ impl<'a> SentenceJudge<'a> {
     }
 }
 
-impl Oracle {
-    /// The shown notes cut into support passages and embedded, with the embedder's floors;
-    /// `None` when the embedder has no calibrated floor, or the embedding failed (logged: the
-    /// answer then goes out with the checks by the letter only).
-    async fn support_windows_embedded(&self, prepared: &Prepared) -> Option<(SupportWindows, SupportFloor)> {
-        let floor = self.embedder.support_floor()?;
-        let started = Instant::now();
-        let context = &prepared.context;
-        let shown = context.full.iter().map(|f| (f.label.as_str(), f.text.as_str()));
-        let story = context.arc.iter().flat_map(|arc| arc.lines.iter().map(|l| (l.label.as_str(), l.text.as_str())));
-        let summaries = context.summaries.iter().map(|s| (s.label.as_str(), s.summary.as_str()));
-        // Each passage's label, and its text.
-        let (labels, windows): (Vec<String>, Vec<String>) = shown
-            .chain(story)
-            .chain(summaries)
-            .flat_map(|(label, text)| support_windows(text).into_iter().map(move |window| (label.to_string(), window)))
-            .unzip();
-        let span = tracing::info_span!("answer.support", n_passages = windows.len());
-        match self.embedder.embed(&windows, EmbedRole::Query).instrument(span).await {
-            Ok(vectors) if vectors.len() == windows.len() => {
-                tracing::debug!(
-                    n_passages = windows.len(),
-                    ms = started.elapsed().as_secs_f64() * 1000.0,
-                    "support passages embedded"
-                );
-                Some((SupportWindows::new(&labels, vectors), floor))
-            }
-            Ok(vectors) => {
-                tracing::warn!(
-                    expected = windows.len(),
-                    got = vectors.len(),
-                    "support check off: the embedder returned the wrong number of vectors"
-                );
-                None
-            }
-            Err(err) => {
-                tracing::warn!(%err, "support check off: the shown notes could not be embedded");
-                None
-            }
+/// The shown notes cut into support passages and embedded, with the embedder's floors;
+/// `None` when the embedder has no calibrated floor, or the embedding failed (logged: the
+/// answer then goes out with the checks by the letter only).
+async fn support_windows_embedded(
+    embedder: &dyn Embedder,
+    prepared: &Prepared,
+) -> Option<(SupportWindows, SupportFloor)> {
+    let floor = embedder.support_floor()?;
+    let started = Instant::now();
+    let context = &prepared.context;
+    let shown = context.full.iter().map(|f| (f.label.as_str(), f.text.as_str()));
+    let story = context.arc.iter().flat_map(|arc| arc.lines.iter().map(|l| (l.label.as_str(), l.text.as_str())));
+    let summaries = context.summaries.iter().map(|s| (s.label.as_str(), s.summary.as_str()));
+    // Each passage's label, and its text.
+    let (labels, windows): (Vec<String>, Vec<String>) = shown
+        .chain(story)
+        .chain(summaries)
+        .flat_map(|(label, text)| support_windows(text).into_iter().map(move |window| (label.to_string(), window)))
+        .unzip();
+    let span = tracing::info_span!("answer.support", n_passages = windows.len());
+    match embedder.embed(&windows, EmbedRole::Query).instrument(span).await {
+        Ok(vectors) if vectors.len() == windows.len() => {
+            tracing::debug!(
+                n_passages = windows.len(),
+                ms = started.elapsed().as_secs_f64() * 1000.0,
+                "support passages embedded"
+            );
+            Some((SupportWindows::new(&labels, vectors), floor))
+        }
+        Ok(vectors) => {
+            tracing::warn!(
+                expected = windows.len(),
+                got = vectors.len(),
+                "support check off: the embedder returned the wrong number of vectors"
+            );
+            None
+        }
+        Err(err) => {
+            tracing::warn!(%err, "support check off: the shown notes could not be embedded");
+            None
         }
     }
 }

@@ -19,7 +19,8 @@ use crate::corpus::{FragmentId, LabelLanguage};
 use crate::retrieve::PathSet;
 
 use super::generate::MadeAnswer;
-use super::{Answer, AskError, AskRequest, Oracle, Pipeline, Prepared, check_question};
+use super::{Answer, AskError, AskRequest, Oracle, Pipeline, Preparation, Prepared, check_question};
+use crate::retrieve::choose::choose;
 
 /// Why the instant answer stays where the model's answer would have gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -120,25 +121,21 @@ impl Settled {
 }
 
 impl Oracle {
-    /// Whether the notes' own sentences are shown before the model's answer
-    /// (`chat.instant_answer`).
-    pub fn instant_enabled(&self) -> bool {
-        self.settings.instant
-    }
-
     /// Everything before the model, with no call to the chat model: the search, the
     /// fragments in fusion order (the sessions the question names first), the context, and,
     /// when no model writes the answer, the quotable sentences weighed by the embedder.
     /// Nothing here waits for a generation that is running.
     pub(super) async fn prepare_without_model(&self, request: &AskRequest<'_>) -> Result<Prepared, AskError> {
         let question = check_question(request.question)?;
-        let index = self.open_index().await?;
-        let compendium = self.compendium(&index, request.audience)?;
-        let pipeline = Pipeline { paths: PathSet::ALL, rerank: false };
-        let mut prepared = self.prepare_checked(&index, &compendium, question, request, pipeline).await?;
+        let index = self.notes.open_index().await?;
+        let compendium = self.notes.compendium(&index, request.audience)?;
+        let asked =
+            super::InFlight { index: &index, compendium: &compendium, question, request, started: Instant::now() };
+        let how = Preparation { pipeline: Pipeline { paths: PathSet::ALL, rerank: false }, pool: None };
+        let mut prepared = self.prepare_in(&asked, how).await?;
         // Where the quotes are the answer; before a model's prose they rank by words alone
         // (the model's answer replaces them), and the embedder is asked nothing more.
-        if self.answer_mode() == AnswerMode::Extractive {
+        if self.settings.mode_for(self.chat.as_ref()) == AnswerMode::Extractive {
             self.weigh_quotes(&mut prepared).await;
         }
         Ok(prepared)
@@ -155,10 +152,12 @@ impl Oracle {
             return Ok(prepared);
         }
         let question = check_question(request.question)?;
-        let index = self.open_index().await?;
-        let compendium = self.compendium(&index, request.audience)?;
+        let index = self.notes.open_index().await?;
+        let compendium = self.notes.compendium(&index, request.audience)?;
         async move {
-            let choice = self.choose(&index, &prepared.search, true).await?;
+            let choice =
+                choose(&index, &prepared.search, &self.settings.choosing(self.notes.k(), true, self.chat.as_ref()))
+                    .await?;
             // The rerank kept the fragments already prepared (always so when the notes have no
             // annotations), and each still holds the text searched and may be shown to this
             // audience (an ingest may have run while the question waited): the context, story
@@ -181,7 +180,7 @@ impl Oracle {
             }
             let started = prepared.started;
             let asked = super::InFlight { index: &index, compendium: &compendium, question, request, started };
-            self.prepare_from_choice(&asked, prepared.search, choice).await
+            self.build_prepared(&asked, prepared.search, choice).await
         }
         .instrument(tracing::info_span!("answer.choose_with_model"))
         .await
@@ -192,10 +191,10 @@ impl Oracle {
     /// answer needs no model at all (only sessions that are not there were asked about).
     pub(super) fn instant_answer(&self, prepared: &Prepared) -> Option<Answer> {
         let started = Instant::now();
-        if prepared.search.time.answers_alone() || self.extractive_excerpts(prepared).excerpts().is_empty() {
+        if prepared.search.time.answers_alone() || prepared.extractive_excerpts().excerpts().is_empty() {
             return None;
         }
-        let mut made: MadeAnswer = self.extract(prepared, None);
+        let mut made: MadeAnswer = prepared.extract(None);
         let english = crate::lexicon::language_of(&prepared.question) == LabelLanguage::En;
         if let Some(notice) = prepared.search.time.notice(english) {
             made.text = format!("{notice}\n\n{}", made.text);

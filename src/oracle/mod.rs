@@ -8,56 +8,41 @@
 
 mod answer;
 mod ask;
-mod found;
 mod generate;
 mod instant;
 mod plan;
 mod quoted;
-mod story;
 
 use crate::corpus::FragmentId;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::answer::grounding::NameBook;
 use crate::answer::passages::QueryTerms;
 use crate::answer::{AnswerMode, AnswerStyle, Context, ContextFragment};
-use crate::index::store::SourceSummary;
-use crate::index::{Index, IndexError, StoredFragment};
+use crate::index::{Index, StoredFragment};
+use crate::llm::Embedder;
 use crate::llm::chat::{ChatMessage, ChatModel};
-use crate::llm::{Embedder, LlmError};
-use crate::prompt::ANNOTATE_PROMPT_VERSION;
-use crate::retrieve::choose::{RerankPlan, Shown, choose_shown};
-use crate::retrieve::rerank::{RERANK_MEASURE_TIMEOUT, RERANK_SHARE, RerankDecision, RerankReads, RerankSkip};
+use crate::notes::Notes;
+use crate::retrieve::choose::{Choice, ChooseSettings, RerankTime, choose};
+use crate::retrieve::rerank::{RERANK_MEASURE_TIMEOUT, RERANK_SHARE, RerankDecision, RerankReads};
 use crate::retrieve::windows::{WindowSource, rank_windows, window_evidence};
-use crate::retrieve::{
-    Audience, Candidate, CompendiumIndex, DEFAULT_K, PathSet, RetrieveError, SearchRequest, SearchResult, Turn,
-    TurnRole,
-};
+use crate::retrieve::{Candidate, CompendiumIndex, PathSet, SearchResult, TurnRole};
 use plan::ChosenMaterial;
 
+pub use crate::notes::{
+    ArcStory, AskError, AskRequest, FoundPassage, GLIMPSE_WORDS, MAX_QUESTION_CHARS, PASSAGE_WORDS, check_question,
+};
 pub use answer::{Answer, AnswerTimings, CitationSource, EXCERPT_CHARS, ShownSource};
 pub use ask::{AnswerEvent, AnswerEvents, ModelTurn, no_events};
-pub use found::{FoundPassage, GLIMPSE_WORDS, PASSAGE_WORDS};
 pub use instant::{InstantKept, Settled, question_language};
 pub use plan::{ContextPlan, DEADLINE_SLACK, FrameCost, PlanInputs, plan_answer};
-pub use story::ArcStory;
-
-/// A question longer than this is refused: it is a paste, not a question, and it would
-/// crowd the notes out of the context window.
-pub const MAX_QUESTION_CHARS: usize = 1000;
-/// Opened indexes an oracle keeps between questions (the bot answers at memory speed,
-/// not re-opening SQLite and LanceDB per question): one per question answered at once, which
-/// the bot's `concurrency` bounds; more are opened on demand and closed when returned.
-const OPEN_INDEXES_KEPT: usize = 4;
 
 /// How answers are made. Passed explicitly; built from config.
 #[derive(Debug, Clone)]
 pub struct AnswerSettings {
-    /// Fragments shown in full (the rerank's output size).
-    pub k: usize,
     /// The rerank gives up after this and keeps the fusion order.
     pub rerank_timeout: Duration,
     /// Which annotations the rerank reads.
@@ -85,7 +70,6 @@ impl AnswerSettings {
     /// Free text, as a server's model writes it; see [`AnswerSettings::from_config`].
     pub fn new(max_tokens: usize) -> AnswerSettings {
         AnswerSettings {
-            k: DEFAULT_K,
             rerank_timeout: Duration::from_secs(60),
             rerank_reads: RerankReads::default(),
             rerank_within_time: true,
@@ -97,6 +81,29 @@ impl AnswerSettings {
             instant: true,
             style: AnswerStyle::Prose,
         }
+    }
+
+    /// The mode a question is answered in by `chat`: a smoke-test model never writes free
+    /// text, and with `chat.answer_style = "quotes"` no model writes at all.
+    pub fn mode_for(&self, chat: &dyn ChatModel) -> AnswerMode {
+        if self.style == AnswerStyle::Quotes {
+            return AnswerMode::Extractive;
+        }
+        match self.mode {
+            AnswerMode::Free if chat.is_smoke_test() => AnswerMode::Structured,
+            mode => mode,
+        }
+    }
+
+    /// How the `k` shown in full are chosen for one question ([`crate::retrieve::choose`]),
+    /// with the time the rerank is given: [`RERANK_SHARE`] of the answer's time, unlimited
+    /// when it is measured without its limit.
+    fn choosing<'a>(&self, k: usize, rerank: bool, chat: &'a dyn ChatModel) -> ChooseSettings<'a> {
+        let time = match self.rerank_within_time {
+            true => RerankTime::Within { allowed_seconds: self.answer_seconds * RERANK_SHARE },
+            false => RerankTime::Unlimited,
+        };
+        ChooseSettings { k, rerank, reads: self.rerank_reads, chat, timeout: self.rerank_timeout, time }
     }
 
     /// What `[chat]` asks for.
@@ -124,6 +131,16 @@ impl Default for Pipeline {
     fn default() -> Pipeline {
         Pipeline { paths: PathSet::ALL, rerank: true }
     }
+}
+
+/// How [`Oracle::prepare`] prepares a question: a player's question is prepared with
+/// [`Preparation::default`] (the search's three paths, the rerank).
+#[derive(Debug, Clone, Default)]
+pub struct Preparation {
+    pub pipeline: Pipeline,
+    /// The pool to choose from, already searched or gathered: the evaluation compares the
+    /// rerank on and off over one search, and a recap reads its session's own fragments.
+    pub pool: Option<SearchResult>,
 }
 
 /// What [`Oracle::prepare`] decided: the pool, the rerank's choice and the model's context.
@@ -157,18 +174,6 @@ pub struct Prepared {
     names: NameBook,
 }
 
-/// What [`Oracle::prepare`] chose to show in full, and what the choice read.
-struct Choice {
-    chosen: Vec<Candidate>,
-    rerank: RerankDecision,
-    rerank_ms: f64,
-    rerank_prompt_tokens: Option<usize>,
-    /// The pool's model annotations, by fragment id.
-    annotations: HashMap<FragmentId, String>,
-    /// The pool's extractive annotations (made at ingest), by content hash.
-    extractive: HashMap<String, String>,
-}
-
 /// A question checked and on its way through one index: what its preparation reads, in one
 /// place instead of in every step's parameters.
 #[derive(Clone, Copy)]
@@ -191,104 +196,38 @@ pub enum Stage {
     Writing { notes: usize },
 }
 
-/// One question.
-#[derive(Debug, Clone)]
-pub struct AskRequest<'a> {
-    pub question: &'a str,
-    /// Earlier turns of this conversation (one Discord channel or thread, one CLI chat).
-    pub history: &'a [Turn],
-    pub audience: Audience,
-}
-
-/// What can stop an answer. Each reads as a message a player can act on; details go to logs.
-#[derive(Debug, thiserror::Error)]
-pub enum AskError {
-    #[error("the question is empty")]
-    EmptyQuestion,
-    #[error("the question is too long ({chars} characters; at most {max})")]
-    QuestionTooLong { chars: usize, max: usize },
-    #[error("the campaign has not been indexed yet: the DM must run an ingest first")]
-    NotBuilt,
-    #[error("the index cannot be read: {0}")]
-    Index(#[from] IndexError),
-    #[error("searching the notes failed: {0}")]
-    Retrieve(#[from] RetrieveError),
-    #[error("the language model failed: {0}")]
-    Llm(#[from] LlmError),
-}
-
-/// The models and the index of one campaign.
+/// The half that answers: one campaign's [`Notes`] and the chat model that writes from them.
 pub struct Oracle {
-    index_dir: PathBuf,
-    embedder: Arc<dyn Embedder>,
+    notes: Notes,
     chat: Arc<dyn ChatModel>,
     settings: AnswerSettings,
-    /// The compendium matcher of the index generation it was built from (built once
-    /// per ingest, not once per question); rebuilt when an ingest commits a new generation.
-    /// Per audience (players first, the GM second): the generation it was built from.
-    compendium: std::sync::Mutex<[Option<(String, Arc<CompendiumIndex>)>; 2]>,
-    /// Indexes opened for earlier questions, lent to the next ones ([`IndexLease`]). An ingest
-    /// writes in place, in transactions, so an open index reads each committed generation.
-    open_indexes: std::sync::Mutex<Vec<Index>>,
-}
-
-/// An open index lent by the oracle for one question; returned to it when dropped.
-pub struct IndexLease<'a> {
-    index: Option<Index>,
-    pool: &'a std::sync::Mutex<Vec<Index>>,
-}
-
-impl std::ops::Deref for IndexLease<'_> {
-    type Target = Index;
-
-    fn deref(&self) -> &Index {
-        self.index.as_ref().expect("an index lease holds its index until dropped")
-    }
-}
-
-impl Drop for IndexLease<'_> {
-    fn drop(&mut self) {
-        if let Some(index) = self.index.take() {
-            let mut pool = self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if pool.len() < OPEN_INDEXES_KEPT {
-                pool.push(index);
-            }
-        }
-    }
 }
 
 impl std::fmt::Debug for Oracle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Oracle")
-            .field("index_dir", &self.index_dir)
-            .field("embedder", &self.embedder.id())
-            .field("chat", &self.chat.id())
-            .finish()
+        f.debug_struct("Oracle").field("notes", &self.notes).field("chat", &self.chat.id()).finish()
     }
 }
 
 impl Oracle {
+    /// The oracle of the notes indexed in `index_dir`.
     pub fn new(
         index_dir: &Path,
         embedder: Arc<dyn Embedder>,
         chat: Arc<dyn ChatModel>,
         settings: AnswerSettings,
     ) -> Oracle {
-        Oracle {
-            index_dir: index_dir.to_path_buf(),
-            // An answer embeds its question's story and quotable sentences, and the next
-            // question about the same entity embeds them again: remembered, not remade.
-            embedder: Arc::new(crate::llm::embed::remembered::Remembered::new(embedder)),
-            chat,
-            settings,
-            compendium: std::sync::Mutex::new([None, None]),
-            open_indexes: std::sync::Mutex::new(Vec::new()),
-        }
+        Oracle::over(Notes::new(index_dir, embedder), chat, settings)
+    }
+
+    /// The oracle of `notes`, which it shares with their other readers.
+    pub fn over(notes: Notes, chat: Arc<dyn ChatModel>, settings: AnswerSettings) -> Oracle {
+        Oracle { notes, chat, settings }
     }
 
     /// Changes how many fragments are shown in full.
     pub fn set_k(&mut self, k: usize) {
-        self.settings.k = k;
+        self.notes = self.notes.with_k(k);
     }
 
     /// Answers as a machine of `speed` would (`--pace`): the chat model made to run no faster
@@ -309,15 +248,6 @@ impl Oracle {
         }
     }
 
-    /// Why the rerank, reading `prompt_tokens` at the backend's measured speed, would take
-    /// more than its share of the answer's time; `None` when it fits or no speed is known.
-    async fn rerank_exceeds_its_time(&self, prompt_tokens: usize) -> Option<RerankSkip> {
-        let speed = self.chat.speed().await.filter(crate::llm::chat::ModelSpeed::is_plausible)?;
-        let needed_seconds = prompt_tokens as f64 / speed.prompt_tokens_per_s;
-        let allowed_seconds = self.settings.answer_seconds * RERANK_SHARE;
-        (needed_seconds > allowed_seconds).then_some(RerankSkip::NoTime { needed_seconds, allowed_seconds })
-    }
-
     /// Changes how answers are made (`oraculo ask --extractive`, `oraculo eval
     /// --answer-mode`): a mode that asks the model is asking for its prose.
     pub fn set_mode(&mut self, mode: AnswerMode) {
@@ -327,167 +257,48 @@ impl Oracle {
         }
     }
 
-    /// The mode a question is answered in: a smoke-test model never writes free text, and
-    /// with `chat.answer_style = "quotes"` no model writes at all.
-    fn answer_mode(&self) -> AnswerMode {
-        if self.settings.style == AnswerStyle::Quotes {
-            return AnswerMode::Extractive;
-        }
-        match self.settings.mode {
-            AnswerMode::Free if self.chat.is_smoke_test() => AnswerMode::Structured,
-            mode => mode,
-        }
+    /// How it answers.
+    pub fn settings(&self) -> &AnswerSettings {
+        &self.settings
     }
 
-    /// Fragments shown in full.
-    pub fn k(&self) -> usize {
-        self.settings.k
-    }
-
-    pub fn index_dir(&self) -> &Path {
-        &self.index_dir
+    /// The notes it answers from.
+    pub fn notes(&self) -> &Notes {
+        &self.notes
     }
 
     pub fn chat(&self) -> &Arc<dyn ChatModel> {
         &self.chat
     }
 
-    pub fn embedder(&self) -> &Arc<dyn Embedder> {
-        &self.embedder
+    /// Everything before the model writes, prepared as `how` says: the pool, the rerank's
+    /// choice and the context. What [`Oracle::answer`] does before the model's turn; the
+    /// evaluation varies the pipeline and scores what was prepared, and the recap gives the
+    /// pool (a session's own fragments) instead of a search.
+    pub async fn prepare(&self, request: &AskRequest<'_>, how: Preparation) -> Result<Prepared, AskError> {
+        let question = check_question(request.question)?;
+        let index = self.notes.open_index().await?;
+        let compendium = self.notes.compendium(&index, request.audience)?;
+        let asked = InFlight { index: &index, compendium: &compendium, question, request, started: Instant::now() };
+        self.prepare_in(&asked, how).await
     }
 
-    /// The campaign's index, open: one kept from an earlier question, or opened now. It reads
-    /// the index as it is now (a reingest that commits later is seen by the next read).
-    pub async fn open_index(&self) -> Result<IndexLease<'_>, AskError> {
-        let kept = self.open_indexes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
-        let index = match kept {
-            // Kept, but the index folder is gone (deleted by hand): open afresh, which says so.
-            Some(index) if index.dir().join("index.sqlite").is_file() => index,
-            _ => match Index::open_existing(&self.index_dir).await {
-                Err(IndexError::NotBuilt { .. }) => return Err(AskError::NotBuilt),
-                other => other?,
-            },
+    /// [`Oracle::prepare`] for a question checked and its index open: the search (unless the
+    /// pool is given), the rerank or the fusion order, then the context.
+    async fn prepare_in(&self, asked: &InFlight<'_>, how: Preparation) -> Result<Prepared, AskError> {
+        let InFlight { index, compendium, question, request, .. } = *asked;
+        let search = match how.pool {
+            Some(pool) => pool,
+            None => self.notes.search_in(index, compendium, question, request, how.pipeline.paths).await?,
         };
-        Ok(IndexLease { index: Some(index), pool: &self.open_indexes })
-    }
-
-    /// Every source the audience may read, sessions first by number (the bot's label
-    /// autocomplete).
-    pub async fn sources(&self, audience: Audience) -> Result<Vec<SourceSummary>, AskError> {
-        let index = self.open_index().await?;
-        // The visibility filter is in the query: a label with nothing the audience may read is
-        // not listed (a secret note's label may name the secret).
-        Ok(index.store.sources_visible(audience.visibility_filter())?)
-    }
-
-    /// Up to `limit` compendium names that match what was typed (the bot's entity
-    /// autocomplete), as `audience` may read them.
-    pub async fn entity_names_matching(
-        &self,
-        typed: &str,
-        limit: usize,
-        audience: Audience,
-    ) -> Result<Vec<String>, AskError> {
-        let index = self.open_index().await?;
-        let compendium = self.compendium(&index, audience)?;
-        Ok(compendium.names_matching(typed, limit))
-    }
-
-    /// The compendium matcher of `index`'s current generation as `audience` may read it
-    /// (players: no GM-only entity or alias): loaded and compiled once per committed ingest and
-    /// audience, then shared by every question until the next one.
-    pub fn compendium(&self, index: &Index, audience: Audience) -> Result<Arc<CompendiumIndex>, AskError> {
-        let generation = index.store.meta(crate::index::store::META_GENERATION)?.unwrap_or_default();
-        let slot = match audience {
-            Audience::Player => 0,
-            Audience::Gm => 1,
-        };
-        let mut cached = self.compendium.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((built_from, compendium)) = cached[slot].as_ref()
-            && *built_from == generation
-        {
-            return Ok(Arc::clone(compendium));
-        }
-        let started = Instant::now();
-        let compendium = Arc::new(CompendiumIndex::load(&index.store, audience)?);
-        tracing::debug!(%generation, ?audience, ms = started.elapsed().as_secs_f64() * 1000.0, "compendium matcher built");
-        cached[slot] = Some((generation, Arc::clone(&compendium)));
-        Ok(compendium)
-    }
-
-    /// The search alone (three paths + fusion, the time path), with the oracle's open index
-    /// and compendium: what `search` shows and what a warm bot does before the rerank.
-    pub async fn search(&self, request: &AskRequest<'_>) -> Result<SearchResult, AskError> {
-        let question = check_question(request.question)?;
-        let index = self.open_index().await?;
-        let compendium = self.compendium(&index, request.audience)?;
-        let search_request = self.search_request(question, request, PathSet::ALL);
-        Ok(crate::retrieve::search(&index, &compendium, self.embedder.as_ref(), &search_request).await?)
-    }
-
-    /// The search for a checked `question`, with the request's history and audience, `k` as
-    /// set, over `paths`.
-    fn search_request<'a>(&self, question: &'a str, request: &AskRequest<'a>, paths: PathSet) -> SearchRequest<'a> {
-        SearchRequest { question, history: request.history, audience: request.audience, k: self.settings.k, paths }
-    }
-
-    /// Everything before the model writes: the pool, the rerank's choice and the context.
-    /// `ask` runs it with [`Pipeline::default`]; the evaluation varies the pipeline and scores
-    /// what was prepared without generating.
-    pub async fn prepare(
-        &self,
-        index: &Index,
-        compendium: &CompendiumIndex,
-        request: &AskRequest<'_>,
-        pipeline: Pipeline,
-    ) -> Result<Prepared, AskError> {
-        let question = check_question(request.question)?;
-        self.prepare_checked(index, compendium, question, request, pipeline).await
-    }
-
-    /// [`Oracle::prepare`] for a question already checked.
-    async fn prepare_checked(
-        &self,
-        index: &Index,
-        compendium: &CompendiumIndex,
-        question: &str,
-        request: &AskRequest<'_>,
-        pipeline: Pipeline,
-    ) -> Result<Prepared, AskError> {
-        let asked = InFlight { index, compendium, question, request, started: Instant::now() };
-        let search_request = self.search_request(question, request, pipeline.paths);
-        let search = crate::retrieve::search(index, compendium, self.embedder.as_ref(), &search_request).await?;
-        self.prepare_from_pool(&asked, search, pipeline.rerank).await
-    }
-
-    /// What [`Oracle::prepare`] does after the search, from a pool already searched: the
-    /// evaluation compares rerank on and off over one search instead of searching twice.
-    pub async fn prepare_from_search(
-        &self,
-        index: &Index,
-        compendium: &CompendiumIndex,
-        request: &AskRequest<'_>,
-        search: SearchResult,
-        rerank: bool,
-    ) -> Result<Prepared, AskError> {
-        let question = check_question(request.question)?;
-        let asked = InFlight { index, compendium, question, request, started: Instant::now() };
-        self.prepare_from_pool(&asked, search, rerank).await
-    }
-
-    /// Rerank (or the fusion order), then the context.
-    async fn prepare_from_pool(
-        &self,
-        asked: &InFlight<'_>,
-        search: SearchResult,
-        rerank: bool,
-    ) -> Result<Prepared, AskError> {
-        let choice = self.choose(asked.index, &search, rerank).await?;
-        self.prepare_from_choice(asked, search, choice).await
+        let choice =
+            choose(index, &search, &self.settings.choosing(self.notes.k(), how.pipeline.rerank, self.chat.as_ref()))
+                .await?;
+        self.build_prepared(asked, search, choice).await
     }
 
     /// The context for the fragments `choice` holds, from `search`'s pool.
-    async fn prepare_from_choice(
+    async fn build_prepared(
         &self,
         asked: &InFlight<'_>,
         search: SearchResult,
@@ -501,7 +312,7 @@ impl Oracle {
         // Fetched only while each still holds the text that was searched and the audience may
         // see it (a reingest since the search may have changed what an id or label holds);
         // a chosen fragment that fails the check is not shown at all.
-        let texts = checked_texts(index, &chosen, request.audience)?;
+        let texts = crate::notes::checked_texts(index, &chosen, request.audience)?;
         chosen.retain(|candidate| texts.contains_key(&candidate.fragment_id));
         let entity_names: Vec<&str> =
             search.entities.iter().flat_map(|entity| [entity.name.as_str(), entity.alias.as_str()]).collect();
@@ -534,12 +345,13 @@ impl Oracle {
         // (a hand-written `--history` file) is not the conversation's and never reaches the model.
         let history: Vec<ChatMessage> =
             request.history.iter().filter(|turn| turn.role != TurnRole::System).cloned().collect();
-        let story = self.arc_story(index, compendium, question, &search, request.audience).await?;
+        let story = self.notes.arc_story(index, compendium, question, &search, request.audience).await?;
         let windows = self.ranked_windows(index, &search, &chosen, &texts)?;
         let window = self.chat.window().await;
-        let mut plan = self.plan_context(question, &history, window).await;
+        let planner = self.planner();
+        let mut plan = planner.plan_context(question, &history, window).await;
         let chosen_material = ChosenMaterial { fragments: &chosen_context, windows: &windows, leftovers: &leftovers };
-        let context = self.build_planned_context(&mut plan, story.as_ref(), chosen_material, &terms);
+        let context = planner.build_planned_context(&mut plan, story.as_ref(), chosen_material, &terms);
         let names = name_book(compendium);
         Ok(Prepared {
             question: question.to_string(),
@@ -574,7 +386,7 @@ impl Oracle {
         chosen: &[Candidate],
         texts: &HashMap<FragmentId, StoredFragment>,
     ) -> Result<Vec<(FragmentId, std::ops::Range<usize>)>, AskError> {
-        if self.answer_mode() == AnswerMode::Extractive {
+        if self.settings.mode_for(self.chat.as_ref()) == AnswerMode::Extractive {
             return Ok(Vec::new());
         }
         let named = &search.time.named_sessions;
@@ -590,93 +402,9 @@ impl Oracle {
             })
             .collect();
         let ids: Vec<FragmentId> = sources.iter().map(|source| source.fragment_id).collect();
-        let evidence = window_evidence(&index.store, search, &ids, self.embedder.window_words())?;
+        let evidence = window_evidence(&index.store, search, &ids, self.notes.embedder().window_words())?;
         Ok(rank_windows(&sources, &evidence).into_iter().map(|window| (window.fragment_id, window.words)).collect())
     }
-
-    /// The fragments shown in full (`retrieve::choose`, where the whole order is told): the
-    /// pool's cached annotations read, and whether this machine has time for the rerank to
-    /// read them, decided here.
-    async fn choose(&self, index: &Index, search: &SearchResult, rerank: bool) -> Result<Choice, AskError> {
-        let hashes: Vec<&str> = search.candidates.iter().map(|c| c.content_hash.as_str()).collect();
-        let hashes = hashes.as_slice();
-        // Rerank over the cached annotations of the pool: the model's, and where the settings
-        // say so the extractive ones for the fragments it did not annotate.
-        let by_hash = index.store.annotations(hashes, self.chat.id(), ANNOTATE_PROMPT_VERSION)?;
-        let extractive = index.store.annotations(
-            hashes,
-            crate::index::store::EXTRACTIVE_ANNOTATOR,
-            crate::index::store::EXTRACTIVE_ANNOTATION_VERSION,
-        )?;
-        let annotations: HashMap<FragmentId, String> = search
-            .candidates
-            .iter()
-            .filter_map(|c| by_hash.get(&c.content_hash).map(|text| (c.fragment_id, text.clone())))
-            .collect();
-        let rerank_annotations: HashMap<FragmentId, String> = match self.settings.rerank_reads {
-            RerankReads::ModelAnnotations => annotations.clone(),
-            RerankReads::ExtractiveToo => search
-                .candidates
-                .iter()
-                .filter_map(|c| {
-                    let text = annotations.get(&c.fragment_id).or_else(|| extractive.get(&c.content_hash))?;
-                    Some((c.fragment_id, text.clone()))
-                })
-                .collect(),
-        };
-        // The size of what the rerank reads (or would read), for the time rule and the cost report.
-        let rerank_prompt_tokens = (rerank_annotations.len() == search.candidates.len()).then(|| {
-            let listed: Vec<(FragmentId, &str)> = search
-                .candidates
-                .iter()
-                .map(|c| (c.fragment_id, rerank_annotations[&c.fragment_id].as_str()))
-                .collect();
-            crate::prompt::rerank_messages(&search.search_query, &listed, self.settings.k)
-                .iter()
-                .map(|message| self.chat.count_tokens(&message.content))
-                .sum::<usize>()
-        });
-        let plan = if !rerank {
-            RerankPlan::Off
-        } else {
-            let no_time = match (self.settings.rerank_within_time, rerank_prompt_tokens) {
-                (true, Some(tokens)) => self.rerank_exceeds_its_time(tokens).await,
-                _ => None,
-            };
-            match no_time {
-                Some(skip) => RerankPlan::NoTime(skip),
-                None => RerankPlan::Run {
-                    chat: self.chat.as_ref(),
-                    annotations: &rerank_annotations,
-                    timeout: self.settings.rerank_timeout,
-                },
-            }
-        };
-        let Shown { chosen, rerank, rerank_ms } = choose_shown(search, plan, self.settings.k).await;
-        Ok(Choice { chosen, rerank, rerank_ms, rerank_prompt_tokens, annotations, extractive })
-    }
-
-    /// Every fragment of `label` the audience may read, in part order (for "show me the source").
-    pub async fn read_source(&self, label: &str, audience: Audience) -> Result<Vec<StoredFragment>, AskError> {
-        let index = self.open_index().await?;
-        Ok(index.store.fragments_of_label(label, audience.visibility_filter())?)
-    }
-}
-
-/// The stored fragments of `candidates` by id, each only while it still holds the text that
-/// was searched (its content hash) and `audience` may see it.
-pub(crate) fn checked_texts(
-    index: &Index,
-    candidates: &[Candidate],
-    audience: Audience,
-) -> Result<HashMap<FragmentId, StoredFragment>, IndexError> {
-    let wanted: Vec<(FragmentId, &str)> = candidates.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect();
-    Ok(index
-        .store
-        .fragments_checked(&wanted, audience.visibility_filter())?
-        .into_iter()
-        .map(|stored| (stored.id, stored))
-        .collect())
 }
 
 /// The campaign's names by entity (its name and aliases), what the letter check backs a name
@@ -687,19 +415,4 @@ pub fn name_book(compendium: &CompendiumIndex) -> NameBook {
             std::iter::once(entity.name.as_str()).chain(entity.aliases.iter().map(String::as_str)).collect()
         }),
     )
-}
-
-/// The question, trimmed, when it can be asked at all: the one rule, which the bot also applies
-/// before queueing. Each public entry of the oracle checks once; what it calls takes the
-/// checked question.
-pub fn check_question(question: &str) -> Result<&str, AskError> {
-    let question = question.trim();
-    if question.is_empty() {
-        return Err(AskError::EmptyQuestion);
-    }
-    let chars = question.chars().count();
-    if chars > MAX_QUESTION_CHARS {
-        return Err(AskError::QuestionTooLong { chars, max: MAX_QUESTION_CHARS });
-    }
-    Ok(question)
 }

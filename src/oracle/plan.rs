@@ -22,11 +22,11 @@ use crate::answer::passages::QueryTerms;
 use crate::answer::structured::{MAX_SENTENCE_CHARS, MAX_SENTENCES};
 use crate::answer::{AnswerMode, Context, ContextBudget, ContextFragment, build_context, narrow_to_windows};
 use crate::llm::LlmError;
-use crate::llm::chat::{ChatMessage, ContextWindow, ModelSpeed, WindowSource};
+use crate::llm::chat::{ChatMessage, ChatModel, ContextWindow, ModelSpeed, WindowSource};
 use crate::prompt::{StructuredPrompt, answer_messages, structured_answer_messages};
 
-use super::story::ArcStory;
-use super::{Oracle, Prepared};
+use super::{AnswerSettings, Oracle, Prepared};
+use crate::notes::ArcStory;
 
 /// Tokens kept free in the context window for the chat template's own markup.
 const TEMPLATE_MARGIN_TOKENS: usize = 256;
@@ -200,7 +200,22 @@ pub(super) struct ChosenMaterial<'a> {
     pub leftovers: &'a [ContextFragment],
 }
 
+/// What plans an answer's context: the backend's window, speed and tokeniser, the answer's
+/// settings and the mode it is written in.
+pub(super) struct Planner<'a> {
+    chat: &'a dyn ChatModel,
+    settings: &'a AnswerSettings,
+    mode: AnswerMode,
+}
+
 impl Oracle {
+    /// The planner of this oracle's answers.
+    pub(super) fn planner(&self) -> Planner<'_> {
+        Planner { chat: self.chat.as_ref(), settings: &self.settings, mode: self.settings.mode_for(self.chat.as_ref()) }
+    }
+}
+
+impl Planner<'_> {
     /// The answer prompt without material, in `prompt`'s wording: what every plan is made beside.
     pub(super) fn answer_frame(
         &self,
@@ -209,7 +224,7 @@ impl Oracle {
         prompt: StructuredPrompt,
     ) -> Vec<ChatMessage> {
         let empty = build_context(None, &[], &[], ContextBudget { max_tokens: usize::MAX, count_tokens: &|_: &str| 0 });
-        match self.answer_mode() {
+        match self.mode {
             AnswerMode::Structured => structured_answer_messages(question, history, &empty, prompt),
             _ => answer_messages(question, history, &empty),
         }
@@ -231,7 +246,7 @@ impl Oracle {
         history: &[ChatMessage],
         window: ContextWindow,
     ) -> ContextPlan {
-        let mode = self.answer_mode();
+        let mode = self.mode;
         let full_frame = self.frame_cost(&self.answer_frame(question, history, StructuredPrompt::Full));
         let brief_frame = (mode == AnswerMode::Structured)
             .then(|| self.frame_cost(&self.answer_frame(question, history, StructuredPrompt::Brief)));
@@ -258,7 +273,7 @@ impl Oracle {
         let count_tokens = |text: &str| self.chat.count_tokens(text);
         let arc = story.map(|story| {
             // An extractive answer reads no material: the story is its answer, whole.
-            let arc_budget = match self.answer_mode() {
+            let arc_budget = match self.mode {
                 AnswerMode::Extractive => usize::MAX,
                 _ => (plan.material_tokens as f64 * ARC_SHARE) as usize,
             };

@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
-use crate::answer::AnswerStyle;
 use crate::answer::quotes::quote_candidates;
 use crate::llm::{EmbedRole, cosine};
 
@@ -20,11 +19,6 @@ use super::generate::quotable_fragments;
 use super::{AskError, AskRequest, Oracle, Prepared, Settled, Stage};
 
 impl Oracle {
-    /// How answers are given (`chat.answer_style`).
-    pub fn answer_style(&self) -> AnswerStyle {
-        self.settings.style
-    }
-
     /// [`Oracle::answer`] with the notes' own sentences as the answer: the search and the
     /// context without the chat model, then the quotes, settled at once. `model_turn` is
     /// waited for all the same (the bot's queue keeps one order of answers; with no model
@@ -65,8 +59,9 @@ impl Oracle {
         let started = Instant::now();
         let span = tracing::info_span!("answer.weigh_quotes", n_sentences = candidates.len());
         let embedded = async {
-            let question = self.embedder.embed(std::slice::from_ref(&prepared.question), EmbedRole::Query).await?;
-            let sentences = self.embedder.embed(&candidates, EmbedRole::Passage).await?;
+            let question =
+                self.notes.embedder().embed(std::slice::from_ref(&prepared.question), EmbedRole::Query).await?;
+            let sentences = self.notes.embedder().embed(&candidates, EmbedRole::Passage).await?;
             Ok::<_, crate::llm::LlmError>((question, sentences))
         }
         .instrument(span)

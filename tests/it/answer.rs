@@ -387,19 +387,19 @@ async fn the_compendium_matcher_is_built_once_per_ingest_generation() {
     let oracle = Oracle::new(&scratch.index_dir(), embedder.clone(), chat, AnswerSettings::new(64));
 
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    let first = oracle.compendium(&index, Audience::Player).unwrap();
+    let first = oracle.notes().compendium(&index, Audience::Player).unwrap();
     assert!(first.detect("¿Quién es Tobías?").is_empty());
     // Another question, another open of the index: the same matcher.
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    assert!(Arc::ptr_eq(&first, &oracle.compendium(&index, Audience::Player).unwrap()));
+    assert!(Arc::ptr_eq(&first, &oracle.notes().compendium(&index, Audience::Player).unwrap()));
     // The GM's matcher is another: it reads the GM-only entities and aliases too.
-    assert!(!Arc::ptr_eq(&first, &oracle.compendium(&index, Audience::Gm).unwrap()));
+    assert!(!Arc::ptr_eq(&first, &oracle.notes().compendium(&index, Audience::Gm).unwrap()));
 
     // A new sheet, a re-ingest: a new generation, a new matcher that knows him.
     scratch.write("PNJs/Tobías.md", "# Tobías\nAcólito del templo.\n");
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &campaign_config(&[]), embedder.as_ref()).await.unwrap();
     let index = Index::open_existing(&scratch.index_dir()).await.unwrap();
-    let after = oracle.compendium(&index, Audience::Player).unwrap();
+    let after = oracle.notes().compendium(&index, Audience::Player).unwrap();
     assert!(!Arc::ptr_eq(&first, &after));
     let named: Vec<String> = after.detect("¿Quién es Tobías?").into_iter().map(|(_, entity)| entity.name).collect();
     assert_eq!(named, ["Tobías"]);

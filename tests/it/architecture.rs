@@ -27,11 +27,12 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("retrieve", &["answer", "compendium", "corpus", "index", "lexicon", "llm", "prompt"]),
     ("conversation", &["corpus", "index", "retrieve"]),
     ("ingest", &["answer", "compendium", "config", "corpus", "index", "llm", "prompt"]),
-    ("oracle", &["answer", "config", "corpus", "index", "lexicon", "llm", "prompt", "retrieve"]),
+    ("notes", &["answer", "corpus", "index", "lexicon", "llm", "retrieve"]),
+    ("oracle", &["answer", "config", "corpus", "index", "lexicon", "llm", "notes", "prompt", "retrieve"]),
     ("feedback", &["config", "corpus", "index", "oracle", "retrieve"]),
     ("timeline", &["answer", "corpus", "index", "llm", "oracle", "prompt", "retrieve"]),
     ("eval", &["answer", "corpus", "index", "llm", "oracle", "retrieve", "sample"]),
-    ("app", &["answer", "config", "corpus", "index", "ingest", "llm", "oracle", "sample"]),
+    ("app", &["answer", "config", "corpus", "index", "ingest", "llm", "notes", "oracle", "sample"]),
     ("doctor", &["app", "config", "index", "ingest", "llm"]),
     ("watch", &["config", "corpus", "index", "ingest", "llm"]),
     (
@@ -52,7 +53,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "watch",
         ],
     ),
-    ("mcp", &["app", "config", "corpus", "feedback", "llm", "oracle", "retrieve", "timeline"]),
+    ("mcp", &["app", "config", "corpus", "feedback", "llm", "notes", "oracle", "retrieve", "timeline"]),
     (
         "cli",
         &[
@@ -390,6 +391,96 @@ fn no_source_file_or_function_outgrows_its_limit() {
     assert!(over.is_empty(), "split these by meaning, a named step each:\n{}", over.join("\n"));
 }
 
+/// A type of the answering side (`oracle/`, `app/`) holds at most this many methods over all
+/// its `impl` blocks: past it, one object is the whole product again, and a newcomer cannot
+/// tell its entry from its steps.
+const MAX_ANSWERING_METHODS: usize = 25;
+
+/// Every type of the answering side within [`MAX_ANSWERING_METHODS`] (what counts:
+/// [`methods_by_type`]).
+#[test]
+fn no_type_of_the_answering_side_holds_more_than_its_share_of_methods() {
+    let texts: Vec<String> = source_texts()
+        .into_iter()
+        .filter(|(file, _)| file.starts_with("oracle/") || file.starts_with("app/"))
+        .map(|(_, text)| text)
+        .collect();
+    let over = types_over_their_share(&texts.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(over.is_empty(), "give these types' steps types of their own:\n{}", over.join("\n"));
+}
+
+/// The types of `texts` with more than [`MAX_ANSWERING_METHODS`] methods over their `impl`
+/// blocks, each with its count.
+fn types_over_their_share(texts: &[&str]) -> Vec<String> {
+    let mut per_type: BTreeMap<String, usize> = BTreeMap::new();
+    for text in texts {
+        for (type_name, _) in methods_by_type(text) {
+            *per_type.entry(type_name).or_default() += 1;
+        }
+    }
+    per_type
+        .into_iter()
+        .filter(|(_, n)| *n > MAX_ANSWERING_METHODS)
+        .map(|(type_name, n)| format!("{type_name}: {n} methods (limit {MAX_ANSWERING_METHODS})"))
+        .collect()
+}
+
+/// Each method of a top-level `impl` block (`impl Oracle {`, `impl<'a> Turn<'a> {`, `impl Debug
+/// for Oracle {`), as (the type's name, the method's name): the `fn`s one level inside the
+/// block, up to its closing brace at the start of a line. Test modules' blocks are indented and
+/// not counted.
+fn methods_by_type(text: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut inside: Option<String> = None;
+    for line in masked_lines(text) {
+        if let Some(type_name) = &inside {
+            if line.starts_with('}') {
+                inside = None;
+            } else if let Some(name) = method_name(&line) {
+                found.push((type_name.clone(), name));
+            }
+        } else if line.starts_with("impl") && line.trim_end().ends_with('{') {
+            inside = implemented_type(&line);
+        }
+    }
+    found
+}
+
+/// The name of the method declared on `line`, one level inside an `impl` block.
+fn method_name(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("    ")?;
+    if rest.starts_with(' ') {
+        return None;
+    }
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let at = words.iter().position(|word| *word == "fn")?;
+    let name = words.get(at + 1)?;
+    Some(name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect())
+}
+
+/// The type an `impl` line implements for: the one after `for`, else the one after `impl`
+/// and its generics, without its path and generics.
+fn implemented_type(line: &str) -> Option<String> {
+    let mut rest = line.strip_prefix("impl")?.trim_start();
+    if rest.starts_with('<') {
+        let mut depth = 0usize;
+        let end = rest.char_indices().find_map(|(at, c)| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(at)
+        })?;
+        rest = rest[end + 1..].trim_start();
+    }
+    if let Some((_, after)) = rest.split_once(" for ") {
+        rest = after.trim_start();
+    }
+    let path: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+    path.rsplit("::").next().filter(|name| !name.is_empty()).map(String::from)
+}
+
 /// One file or function over its limit, with the message that names it.
 struct Oversize {
     /// `None` for the file itself.
@@ -655,6 +746,27 @@ fn planted_file(n_code_lines: usize) -> String {
     }
     text.push_str("}\n");
     text
+}
+
+/// A planted type with `n_methods` methods over two `impl` blocks, a trait's among them, and a
+/// test module's helper type that does not count.
+fn planted_type(n_methods: usize) -> String {
+    let mut text = String::from("impl<'a> Planted<'a> {\n");
+    for index in 0..n_methods - 1 {
+        text.push_str(&format!("    pub(super) async fn step_{index}(&self) {{\n        let step = 1;\n    }}\n\n"));
+    }
+    text.push_str("}\n\nimpl std::fmt::Debug for Planted<'_> {\n    fn fmt(&self, f: &mut Formatter<'_>) -> Result {\n        Ok(())\n    }\n}\n");
+    text.push_str("\n#[cfg(test)]\nmod tests {\n    impl Planted<'_> {\n        fn helper(&self) {}\n    }\n}\n");
+    text
+}
+
+#[test]
+fn a_type_of_26_methods_is_over_the_limit_and_one_of_25_is_not() {
+    let at_limit = planted_type(25);
+    assert_eq!(methods_by_type(&at_limit).len(), 25);
+    assert!(types_over_their_share(&[&at_limit]).is_empty());
+    let over_limit = planted_type(26);
+    assert_eq!(types_over_their_share(&[&over_limit]), ["Planted: 26 methods (limit 25)"]);
 }
 
 #[test]

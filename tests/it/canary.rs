@@ -16,7 +16,7 @@ use oraculo::config::{CampaignConfig, CliOverrides, Config, RawConfig};
 use oraculo::corpus::{LabelLanguage, Visibility};
 use oraculo::index::Index;
 use oraculo::ingest::{Quiet, annotate_fragments};
-use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Pipeline};
+use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Preparation};
 use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, search};
 
 use crate::fake_ollama::FakeOllama;
@@ -441,7 +441,7 @@ async fn no_canary_reaches_a_player_and_the_gm_finds_each() {
         let found = serde_json::to_string(&(&searched.candidates, &searched.entities)).unwrap();
         assert_no_canary(&format!("{question}: the search"), &found);
         let ask = AskRequest { question, history: &[], audience: Audience::Player };
-        let prepared = oracle.prepare(&index, &compendium, &ask, Pipeline::default()).await.unwrap();
+        let prepared = oracle.prepare(&ask, Preparation::default()).await.unwrap();
         assert!(!prepared.context.full.is_empty(), "{question}: nothing shown");
         let context = format!("{}{:?}{:?}", prepared.context.text, prepared.context.full, prepared.context.summaries);
         assert_no_canary(&format!("{question}: the context"), &context);
@@ -468,16 +468,16 @@ async fn no_canary_reaches_a_player_and_the_gm_finds_each() {
     // Sources read in full, names offered, timelines and recaps, as a player.
     let labels: Vec<String> = index.store.sources().unwrap().into_iter().map(|source| source.label.into()).collect();
     for label in &labels {
-        let read = oracle.read_source(label, Audience::Player).await.unwrap();
+        let read = oracle.notes().read_source(label, Audience::Player).await.unwrap();
         assert_no_canary(&format!("the source {label}"), &serde_json::to_string(&read).unwrap());
     }
-    let player_sources = serde_json::to_string(&oracle.sources(Audience::Player).await.unwrap()).unwrap();
+    let player_sources = serde_json::to_string(&oracle.notes().sources(Audience::Player).await.unwrap()).unwrap();
     assert_no_canary("the labels offered", &player_sources);
     for typed in ["", "a", "e", "o", "r", "zem"] {
-        let names = oracle.entity_names_matching(typed, 100, Audience::Player).await.unwrap();
+        let names = oracle.notes().entity_names_matching(typed, 100, Audience::Player).await.unwrap();
         assert_no_canary(&format!("the names offered for {typed:?}"), &names.join("\n"));
     }
-    let names = oracle.entity_names_matching("", 100, Audience::Player).await.unwrap();
+    let names = oracle.notes().entity_names_matching("", 100, Audience::Player).await.unwrap();
     for name in names.iter().map(String::as_str).chain(CANARIES.iter().map(|(canary, _, _)| *canary)) {
         let timeline = oraculo::timeline::timeline(&oracle, name, Audience::Player).await;
         let shown = without(&format!("{timeline:?}"), name);

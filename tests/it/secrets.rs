@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use oraculo::index::Index;
-use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Pipeline};
+use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Pipeline, Preparation};
 use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, search};
 
 use crate::fake_ollama::FakeOllama;
@@ -46,7 +46,8 @@ async fn a_reingest_between_search_and_answer_shows_no_secret() {
     ingest_dir(&scratch.index_dir(), scratch.campaign.path(), &config, embedder.as_ref()).await.unwrap();
 
     let ask = AskRequest { question, history: &[], audience: Audience::Player };
-    let prepared = oracle.prepare_from_search(&index, &compendium, &ask, searched, false).await.unwrap();
+    let stale = Preparation { pipeline: Pipeline { paths: PathSet::ALL, rerank: false }, pool: Some(searched) };
+    let prepared = oracle.prepare(&ask, stale).await.unwrap();
     assert!(!prepared.context.text.contains(CANARY), "{}", prepared.context.text);
     for shown in &prepared.context.full {
         assert!(!shown.text.contains(CANARY), "{}", shown.text);
@@ -61,7 +62,7 @@ async fn a_reingest_between_search_and_answer_shows_no_secret() {
 
     // A fresh search after the reingest finds the new player text, never the secret.
     let no_rerank = Pipeline { paths: PathSet::ALL, rerank: false };
-    let fresh = oracle.prepare(&index, &compendium, &ask, no_rerank).await.unwrap();
+    let fresh = oracle.prepare(&ask, Preparation { pipeline: no_rerank, pool: None }).await.unwrap();
     assert!(!fresh.context.text.contains(CANARY), "{}", fresh.context.text);
     assert!(fresh.context.full.iter().any(|shown| shown.label == "Sesión 1"), "{:?}", fresh.context.full);
 }

@@ -53,7 +53,7 @@ async fn search_as(bench: &Bench, question: &str, audience: Audience) -> SearchR
     let index = Index::open_existing(&bench.scratch.index_dir()).await.unwrap();
     let compendium = CompendiumIndex::load(&index.store, audience).unwrap();
     let request = SearchRequest { question, history: &[], audience, k: 8, paths: PathSet::ALL };
-    search(&index, &compendium, bench.oracle.embedder().as_ref(), &request).await.unwrap()
+    search(&index, &compendium, bench.oracle.notes().embedder().as_ref(), &request).await.unwrap()
 }
 
 /// The labels the time path ranked, best first.
@@ -99,10 +99,8 @@ async fn sessions_numbered_only_in_file_names_are_found_by_the_time_path() {
 #[tokio::test]
 async fn a_named_session_is_shown_and_a_missing_one_is_answered_naming_the_last() {
     let bench = bench(time_campaign()).await;
-    let index = bench.oracle.open_index().await.unwrap();
-    let compendium = CompendiumIndex::load(&index.store, Audience::Player).unwrap();
     let request = AskRequest { question: "¿Qué pasó en la sesión 3?", history: &[], audience: Audience::Player };
-    let prepared = bench.oracle.prepare(&index, &compendium, &request, Default::default()).await.unwrap();
+    let prepared = bench.oracle.prepare(&request, Default::default()).await.unwrap();
     assert!(prepared.chosen.iter().any(|c| c.label == "Sesión 3"));
     // The context reads in story order: sessions by number, the sheet after them.
     let shown: Vec<Option<u32>> = prepared.context.full.iter().map(|f| f.session.map(|s| s.0)).collect();

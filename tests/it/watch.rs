@@ -83,7 +83,7 @@ impl Watching {
 
     /// The texts of the fragments a search as `audience` puts in its pool.
     async fn texts_found(&self, question: &str, audience: Audience) -> Vec<String> {
-        let found = self.oracle.search(&AskRequest { question, history: &[], audience }).await.expect("search");
+        let found = self.oracle.notes().search(&AskRequest { question, history: &[], audience }).await.expect("search");
         let index = Index::open_existing(&self.index_dir).await.expect("index");
         let stored = index.store.fragments(None).expect("fragments");
         found

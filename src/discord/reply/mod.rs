@@ -188,7 +188,7 @@ impl Answering {
         let (question, audience) = (asking.question.text.to_string(), asking.question.audience);
         // Only searches made before the turn are rationed; without the instant answer the
         // search waits for the turn itself.
-        let turns = oracle.instant_enabled().then(|| Arc::clone(&asking.data.preparations));
+        let turns = oracle.settings().instant.then(|| Arc::clone(&asking.data.preparations));
         let (heard, events) = mpsc::unbounded_channel();
         let (turn, turn_comes) = oneshot::channel::<()>();
         let handle = tokio::spawn(async move {
@@ -350,7 +350,7 @@ impl<'o> Asking<'_, 'o> {
         if let Some(turn) = answering.turn.take() {
             let _ = turn.send(());
         }
-        let instant_first = self.desk.oracle.instant_enabled();
+        let instant_first = self.desk.oracle.settings().instant;
         while instant_first && answering.instant.is_none() {
             tokio::select! {
                 heard = answering.events.recv() => match heard {
@@ -605,8 +605,10 @@ pub async fn source_messages_for(
 ) -> Vec<Message> {
     let oracle = Arc::clone(&desk.oracle);
     let owned_label = label.to_string();
-    let read =
-        data.worker.run("answers", move || async move { oracle.read_source(&owned_label, audience).await }).await;
+    let read = data
+        .worker
+        .run("answers", move || async move { oracle.notes().read_source(&owned_label, audience).await })
+        .await;
     let read = match read {
         Ok(read) => read,
         Err(gone) => {

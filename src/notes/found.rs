@@ -1,6 +1,6 @@
 //! The search as a reader outside Oráculo reads it (`oraculo mcp`'s `search` tool): every
 //! fragment of the fused pool, in the pool's order, with the passage of it that matters for
-//! the question. The pool is [`Oracle::search`]'s, unchanged; only the texts are added, read
+//! the question. The pool is [`Notes::search`]'s, unchanged; only the texts are added, read
 //! through [`Store::fragments_checked`](crate::index::Store::fragments_checked) with the
 //! asker's visibility, as the context is.
 
@@ -13,7 +13,7 @@ use crate::corpus::{FragmentId, Label, NoteKind, SessionNumber};
 use crate::index::StoredFragment;
 use crate::retrieve::{PathRanks, SearchResult};
 
-use super::{AskError, AskRequest, Oracle};
+use super::{AskError, AskRequest, Notes};
 
 /// Words of passage for each of the first `k` fragments found (the ones an answer is written
 /// from): about a fifth of a session, enough to answer from; the whole note is one read away.
@@ -42,8 +42,8 @@ pub struct FoundPassage {
     pub rrf_score: f64,
 }
 
-impl Oracle {
-    /// [`Oracle::search`], each candidate with its passage: the first `k` with up to
+impl Notes {
+    /// [`Notes::search`], each candidate with its passage: the first `k` with up to
     /// [`PASSAGE_WORDS`] words, the rest with [`GLIMPSE_WORDS`]. A candidate whose text changed
     /// or left the asker's view since the search (a reingest in between) is left out.
     pub async fn search_passages(
@@ -58,7 +58,7 @@ impl Oracle {
             search.entities.iter().flat_map(|entity| [entity.name.as_str(), entity.alias.as_str()]).collect();
         let terms = QueryTerms::new(request.question.trim(), &entity_names);
         let count_words = |text: &str| text.split_whitespace().count();
-        let window_words = self.embedder.window_words();
+        let window_words = self.embedder().window_words();
         let found = search
             .candidates
             .iter()
@@ -68,7 +68,7 @@ impl Oracle {
             })
             .enumerate()
             .map(|(position, (candidate, stored))| {
-                let budget = if position < self.settings.k { PASSAGE_WORDS } else { GLIMPSE_WORDS };
+                let budget = if position < self.k { PASSAGE_WORDS } else { GLIMPSE_WORDS };
                 let dense_match = candidate
                     .dense_window
                     .map(|window| crate::corpus::windows::window_word_range(window, window_words));
@@ -86,16 +86,5 @@ impl Oracle {
             })
             .collect();
         Ok((search, found))
-    }
-
-    /// The compendium as `audience` may read it: each entity with its aliases and the
-    /// sessions and other notes that mention it (players: no GM-only entity, alias or
-    /// mention). What `oraculo compendium` lists.
-    pub async fn compendium_listing(
-        &self,
-        audience: crate::retrieve::Audience,
-    ) -> Result<Vec<crate::index::store::EntityListing>, AskError> {
-        let index = self.open_index().await?;
-        Ok(index.store.compendium_listing(audience.visibility_filter())?)
     }
 }

@@ -15,7 +15,8 @@ use crate::llm::EmbedRole;
 use crate::retrieve::time::entity_session_fragments;
 use crate::retrieve::{Audience, CompendiumIndex, SearchResult};
 
-use super::{AskError, Oracle};
+use super::{AskError, Notes};
+use crate::llm::Embedder;
 
 /// Sentences embedded at most to score one story: a recurring NPC's eight sessions hold
 /// about forty that name them; a character in every session, hundreds, of which each
@@ -44,11 +45,11 @@ pub struct ArcStory {
     pub scores: Vec<f64>,
 }
 
-impl Oracle {
+impl Notes {
     /// The story of the entity an arc question asks about («¿qué pasó con el archiduque?»):
     /// `None` when the question is not about an entity's whole story. Only sessions the
     /// audience may read, their texts fetched through the checked read.
-    pub(super) async fn arc_story(
+    pub async fn arc_story(
         &self,
         index: &Index,
         compendium: &CompendiumIndex,
@@ -106,40 +107,44 @@ impl Oracle {
                 compendium.with_entity_written_as(text, entity_id, &known.name).unwrap_or_else(|| text.to_string())
             };
             let texts: Vec<String> = sentences.iter().map(|sentence| same_name(&sentence.text)).collect();
-            self.add_similarity(&same_name(question), &texts, &sentences, &mut scores).await;
+            add_similarity(self.embedder().as_ref(), &same_name(question), &texts, &sentences, &mut scores).await;
             tracing::debug!(n_sessions = fragments.len(), n_sentences = sentences.len(), "story gathered");
             Ok(Some(ArcStory { entity: known.name.clone(), aliases: known.aliases.clone(), sentences, scores }))
         }
         .instrument(span)
         .await
     }
+}
 
-    /// Adds each sentence's similarity to the question, scaled over the story from 0 (the
-    /// farthest) to [`ARC_SIMILARITY_WEIGHT`] (the nearest): a ranking within one question,
-    /// comparable for any embedder. An embedding failure leaves the words' scores alone.
-    /// `texts`: the sentences as they are compared (one per sentence).
-    async fn add_similarity(&self, question: &str, texts: &[String], sentences: &[ArcSentence], scores: &mut [f64]) {
-        if sentences.is_empty() {
-            return;
-        }
-        let query = self.embedder.embed(&[question.to_string()], EmbedRole::Query).await;
-        let passages = self.embedder.embed(texts, EmbedRole::Passage).await;
-        let (Ok(query), Ok(passages)) = (query, passages) else {
-            tracing::warn!("the story's sentences could not be embedded; they are scored by the question's words");
-            return;
-        };
-        let (Some(query), true) = (query.first(), passages.len() == sentences.len()) else { return };
-        let similarities: Vec<f64> =
-            passages.iter().map(|vector| f64::from(crate::llm::cosine(query, vector))).collect();
-        let (low, high) = similarities.iter().fold((f64::MAX, f64::MIN), |(low, high), &s| (low.min(s), high.max(s)));
-        let spread = high - low;
-        for ((score, similarity), (sentence, text)) in
-            scores.iter_mut().zip(&similarities).zip(sentences.iter().zip(texts))
-        {
-            let scaled = if spread > 0.0 { (similarity - low) / spread } else { 0.0 };
-            tracing::trace!(label = %sentence.label, words = *score, similarity, sentence = %text, "story sentence");
-            *score += ARC_SIMILARITY_WEIGHT * scaled;
-        }
+/// Adds each sentence's similarity to the question, scaled over the story from 0 (the
+/// farthest) to [`ARC_SIMILARITY_WEIGHT`] (the nearest): a ranking within one question,
+/// comparable for any embedder. An embedding failure leaves the words' scores alone.
+/// `texts`: the sentences as they are compared (one per sentence).
+async fn add_similarity(
+    embedder: &dyn Embedder,
+    question: &str,
+    texts: &[String],
+    sentences: &[ArcSentence],
+    scores: &mut [f64],
+) {
+    if sentences.is_empty() {
+        return;
+    }
+    let query = embedder.embed(&[question.to_string()], EmbedRole::Query).await;
+    let passages = embedder.embed(texts, EmbedRole::Passage).await;
+    let (Ok(query), Ok(passages)) = (query, passages) else {
+        tracing::warn!("the story's sentences could not be embedded; they are scored by the question's words");
+        return;
+    };
+    let (Some(query), true) = (query.first(), passages.len() == sentences.len()) else { return };
+    let similarities: Vec<f64> = passages.iter().map(|vector| f64::from(crate::llm::cosine(query, vector))).collect();
+    let (low, high) = similarities.iter().fold((f64::MAX, f64::MIN), |(low, high), &s| (low.min(s), high.max(s)));
+    let spread = high - low;
+    for ((score, similarity), (sentence, text)) in scores.iter_mut().zip(&similarities).zip(sentences.iter().zip(texts))
+    {
+        let scaled = if spread > 0.0 { (similarity - low) / spread } else { 0.0 };
+        tracing::trace!(label = %sentence.label, words = *score, similarity, sentence = %text, "story sentence");
+        *score += ARC_SIMILARITY_WEIGHT * scaled;
     }
 }
 
