@@ -68,6 +68,9 @@ pub struct Notes {
     k: usize,
 }
 
+/// A compendium matcher and the index generation it was built from.
+type BuiltCompendium = (String, Arc<CompendiumIndex>);
+
 /// What every clone of one campaign's [`Notes`] reads and keeps.
 struct Shared {
     index_dir: PathBuf,
@@ -75,7 +78,7 @@ struct Shared {
     /// The compendium matcher of the index generation it was built from (built once
     /// per ingest, not once per question); rebuilt when an ingest commits a new generation.
     /// Per audience (players first, the GM second): the generation it was built from.
-    compendium: Mutex<[Option<(String, Arc<CompendiumIndex>)>; 2]>,
+    compendium: Mutex<[Option<BuiltCompendium>; 2]>,
     /// Indexes opened for earlier questions, lent to the next ones ([`IndexLease`]). An ingest
     /// writes in place, in transactions, so an open index reads each committed generation.
     open_indexes: Mutex<Vec<Index>>,
