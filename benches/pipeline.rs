@@ -1,7 +1,7 @@
 //! Pipeline benchmark (measures, asserts nothing): corpus split, ingest, unchanged re-ingest
 //! and retrieval latency on generated Spanish campaigns of 100 and 1000 sessions, then the
 //! warm oracle (the bot's case: the process already running, the index open): a whole search
-//! call through `Oracle::search`, and the same with the real e5-small query embedding when its
+//! call through `Notes::search`, and the same with the real e5-small query embedding when its
 //! model file is present.
 //!
 //! Embedding is excluded from the first figures: a feature-hashing embedder stands in for the
@@ -424,7 +424,7 @@ fn rank_chosen_windows(index: &Index, result: &oraculo::retrieve::SearchResult, 
     started.elapsed().as_secs_f64() * 1000.0
 }
 
-/// Whole `Oracle::search` calls (open index lent, compendium, embedding, paths, fusion),
+/// Whole `Notes::search` calls (open index lent, compendium, embedding, paths, fusion),
 /// after one warm-up round: p50 and p95 in ms.
 async fn warm_searches(oracle: &Oracle, questions: &[&str]) -> (f64, f64) {
     let mut wall = Vec::new();

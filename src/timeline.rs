@@ -3,9 +3,9 @@
 //!
 //! Both read only what the audience may read: sessions and mentions through the visibility
 //! filter in their queries, texts through [`Store::fragments_checked`](crate::index::Store::fragments_checked).
-//! The recap is an answer like any other: the session's own fragments go through
-//! [`Oracle::prepare_from_search`] and [`Oracle::generate`] (structured, free, or extractive
-//! when no model can answer), so its citations are checked the same way.
+//! The recap is an answer like any other: the session's own fragments are the pool
+//! [`Oracle::prepare`] is given, and [`Oracle::generate`] writes from them (structured, free,
+//! or extractive when no model can answer), so its citations are checked the same way.
 
 use std::collections::HashMap;
 

@@ -1,7 +1,7 @@
 //! The MCP server over one or several campaigns' oracles, for one audience: seven read-only
 //! tools, each label as a resource, and the prompt that tells a client model the citation rule.
 //!
-//! Every tool goes through the application layer the CLI and the bot use ([`Oracle::search`],
+//! Every tool goes through the application layer the CLI and the bot use (`Notes::search`,
 //! `app::ask_settled`, `timeline::timeline`, …), with the server's audience: what a player
 //! may not read never reaches a tool, a resource, a listing or an error message here,
 //! because nothing here reads the index but through those filtered calls.
