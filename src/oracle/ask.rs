@@ -18,7 +18,7 @@ use crate::answer::AnswerStyle;
 use crate::llm::chat::TokenSink;
 
 use super::instant::settle;
-use super::{Answer, AskError, AskRequest, Oracle, Preparation, Prepared, Settled, Stage, check_question};
+use super::{Answer, AskError, AskRequest, Oracle, Prepared, Settled, Stage, check_question};
 
 /// What a caller sees of a question on its way, in this order: `Stage(Searching)`;
 /// `Prepared` (the fusion's choice); with `chat.instant_answer`, `Instant` (the notes' own
@@ -72,7 +72,7 @@ impl Oracle {
             style = ?self.settings.style
         );
         async move {
-            let question = check_question(request.question)?;
+            check_question(request.question)?;
             if self.settings.style == AnswerStyle::Quotes {
                 return self.answer_with_quotes(request, events, model_turn).await;
             }
@@ -81,10 +81,10 @@ impl Oracle {
                 if let Some(turn) = model_turn {
                     turn.await;
                 }
-                return Ok(Settled::model_alone(self.answer_alone(question, request, events, &on_text).await?));
+                return Ok(Settled::model_alone(self.answer_alone(request, events, &on_text).await?));
             }
             events(AnswerEvent::Stage(Stage::Searching));
-            let prepared = self.prepare_without_model(request).await?;
+            let prepared = self.prepare_to_answer(request, false).await?;
             events(AnswerEvent::Prepared(&prepared));
             let instant = self.instant_answer(&prepared);
             events(AnswerEvent::Instant(instant.as_ref()));
@@ -113,25 +113,12 @@ impl Oracle {
     /// The model's answer with no instant answer before it: search, rerank, context, model.
     async fn answer_alone(
         &self,
-        question: &str,
         request: &AskRequest<'_>,
         events: AnswerEvents<'_>,
         on_text: TokenSink<'_>,
     ) -> Result<Answer, AskError> {
         events(AnswerEvent::Stage(Stage::Searching));
-        let index = self.notes.open_index().await?;
-        let compendium = self.notes.compendium(&index, request.audience)?;
-        let asked = super::InFlight {
-            index: &index,
-            compendium: &compendium,
-            question,
-            request,
-            started: std::time::Instant::now(),
-        };
-        let mut prepared = self.prepare_in(&asked, Preparation::default()).await?;
-        if self.settings.mode_for(self.chat.as_ref()) == crate::answer::AnswerMode::Extractive {
-            self.weigh_quotes(&mut prepared).await;
-        }
+        let prepared = self.prepare_to_answer(request, true).await?;
         events(AnswerEvent::Prepared(&prepared));
         events(AnswerEvent::Stage(Stage::Writing { notes: prepared.context.shown_labels.len() }));
         self.generate(&prepared, Some(on_text)).await

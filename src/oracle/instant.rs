@@ -121,18 +121,14 @@ impl Settled {
 }
 
 impl Oracle {
-    /// Everything before the model, with no call to the chat model: the search, the
-    /// fragments in fusion order (the sessions the question names first), the context, and,
-    /// when no model writes the answer, the quotable sentences weighed by the embedder.
-    /// Nothing here waits for a generation that is running.
-    pub(super) async fn prepare_without_model(&self, request: &AskRequest<'_>) -> Result<Prepared, AskError> {
-        let question = check_question(request.question)?;
-        let index = self.notes.open_index().await?;
-        let compendium = self.notes.compendium(&index, request.audience)?;
-        let asked =
-            super::InFlight { index: &index, compendium: &compendium, question, request, started: Instant::now() };
-        let how = Preparation { pipeline: Pipeline { paths: PathSet::ALL, rerank: false }, pool: None };
-        let mut prepared = self.prepare_in(&asked, how).await?;
+    /// Everything before the model writes ([`Oracle::prepare`], the search's three paths,
+    /// the rerank where `rerank` asks for it) and, when no model writes the answer, the
+    /// quotable sentences weighed by the embedder. With the rerank off nothing here calls the
+    /// chat model: the fragments come in fusion order (the sessions the question names
+    /// first), and nothing waits for a generation that is running.
+    pub(super) async fn prepare_to_answer(&self, request: &AskRequest<'_>, rerank: bool) -> Result<Prepared, AskError> {
+        let pipeline = Pipeline { paths: PathSet::ALL, rerank };
+        let mut prepared = self.prepare(request, Preparation { pipeline, pool: None }).await?;
         // Where the quotes are the answer; before a model's prose they rank by words alone
         // (the model's answer replaces them), and the embedder is asked nothing more.
         if self.settings.mode_for(self.chat.as_ref()) == AnswerMode::Extractive {

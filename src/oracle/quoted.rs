@@ -30,7 +30,7 @@ impl Oracle {
         model_turn: Option<ModelTurn<'_>>,
     ) -> Result<Settled, AskError> {
         events(AnswerEvent::Stage(Stage::Searching));
-        let prepared = self.prepare_without_model(request).await?;
+        let prepared = self.prepare_to_answer(request, false).await?;
         events(AnswerEvent::Prepared(&prepared));
         // An extractive generation: the quotes, or the time notice when only sessions that are
         // not there were asked about; no model is asked ([`Oracle::answer_mode`]).
