@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use oraculo::eval::score::AnswerScore;
 use oraculo::llm::embed::e5::E5Embedder;
-use oraculo::oracle::{AnswerSettings, AskRequest, Oracle};
+use oraculo::oracle::{AnswerOptions, AnswerSettings, AskRequest, Oracle};
 use oraculo::retrieve::Audience;
 
 use crate::bot::{
@@ -184,9 +184,10 @@ async fn measure_the_instant_answer_on_the_sample_campaign() {
     let (mut facts, mut instant_found, mut extractive_found, mut same_text) = (0, 0, 0, 0);
     for question in bank.iter().filter(|q| !q.key_facts.is_empty()) {
         let request = AskRequest { question: &question.question, history: &[], audience: Audience::Player };
-        let settled = oracle.answer(&request, &oraculo::oracle::no_events, None).await.unwrap();
+        let settled = oracle.answer(&request, AnswerOptions::new(&oraculo::oracle::no_events)).await.unwrap();
         let instant = settled.instant.map(|a| a.text).unwrap_or_default();
-        let made = extractive.ask(&request, None).await.unwrap().text;
+        let settled = extractive.answer(&request, AnswerOptions::new(&oraculo::oracle::no_events)).await.unwrap();
+        let made = settled.model.unwrap_or(settled.answer).text;
         facts += question.key_facts.len();
         instant_found += AnswerScore::new(question, &instant, vec![], vec![]).key_facts_found.len();
         extractive_found += AnswerScore::new(question, &made, vec![], vec![]).key_facts_found.len();

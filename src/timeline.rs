@@ -3,9 +3,10 @@
 //!
 //! Both read only what the audience may read: sessions and mentions through the visibility
 //! filter in their queries, texts through [`Store::fragments_checked`](crate::index::Store::fragments_checked).
-//! The recap is an answer like any other: the session's own fragments are the pool
-//! [`Oracle::prepare`] is given, and [`Oracle::generate`] writes from them (structured, free,
-//! or extractive when no model can answer), so its citations are checked the same way.
+//! The recap is an answer like any other, through [`Oracle::answer`]: the session's own
+//! fragments are the pool it is given ([`AnswerOptions::prepared_as`]), and it is written from
+//! them as any answer is (structured, free, or the notes' own sentences when no model writes),
+//! so its citations are checked the same way.
 
 use std::collections::HashMap;
 
@@ -16,7 +17,7 @@ use crate::answer::passages::{EXCERPT_MAX_CHARS, recap_excerpts, render_extracti
 use crate::corpus::{FragmentId, Label, LabelLanguage, SessionNumber};
 use crate::index::IndexError;
 use crate::llm::chat::TokenSink;
-use crate::oracle::{Answer, AskError, AskRequest, Oracle, Pipeline, Preparation};
+use crate::oracle::{Answer, AnswerEvent, AnswerOptions, AskError, AskRequest, Oracle, Pipeline, Preparation};
 use crate::prompt::ANNOTATE_PROMPT_VERSION;
 use crate::retrieve::time::{SessionFragments, TimeDiagnostics, TimeReference, entity_session_fragments};
 use crate::retrieve::{Audience, Candidate, CompendiumIndex, PathRanks, SearchResult, SearchTimings};
@@ -270,13 +271,33 @@ pub async fn recap(
         dense_hits: Vec::new(),
     };
     let request = AskRequest { question: &question, history: &[], audience };
-    let pipeline = Pipeline { rerank: false, ..Pipeline::default() };
-    let prepared = oracle.prepare(&request, Preparation { pipeline, pool: Some(search) }).await?;
-    let mut answer = oracle.generate(&prepared, on_token).await?;
+    // Through the one entry, the session's fragments as the pool, in fusion order (they were
+    // not searched: the rerank has nothing to choose between).
+    let preparation = Preparation { pipeline: Pipeline { rerank: false, ..Pipeline::default() }, pool: Some(search) };
+    let prepared = std::sync::Mutex::new(None);
+    let on_event = |event: AnswerEvent<'_>| match event {
+        AnswerEvent::Prepared(made) => {
+            if let Ok(mut prepared) = prepared.lock() {
+                *prepared = Some(made.clone());
+            }
+        }
+        AnswerEvent::Text(piece) => {
+            if let Some(on_token) = on_token {
+                on_token(piece);
+            }
+        }
+        AnswerEvent::Stage(_) | AnswerEvent::Instant(_) => {}
+    };
+    let settled = oracle.answer(&request, AnswerOptions::new(&on_event).prepared_as(preparation)).await?;
+    // The model's own recap, as it wrote it (nothing of the notes added under it); the notes'
+    // sentences where no model wrote, or it failed.
+    let mut answer = settled.model.unwrap_or(settled.answer);
+    // Every answer that settles was prepared first; none read leaves nothing to tell.
+    let chosen = prepared.into_inner().ok().flatten().map(|prepared| prepared.chosen).unwrap_or_default();
     if answer.mode == AnswerMode::Extractive {
         // No model answered: the session told from beginning to end in its own sentences.
         let texts = index.store.fragments_checked(
-            &prepared.chosen.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect::<Vec<_>>(),
+            &chosen.iter().map(|c| (c.fragment_id, c.content_hash.as_str())).collect::<Vec<_>>(),
             visibility,
         )?;
         let fragments: Vec<(&str, &str)> =

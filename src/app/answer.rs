@@ -2,12 +2,12 @@
 //! `oraculo ask --json` prints it (the MCP server's `ask` gives the same), and an error on one
 //! line.
 
-use crate::oracle::{AskError, AskRequest, Oracle, Settled};
+use crate::oracle::{AnswerOptions, AskError, AskRequest, Oracle, Settled};
 
 /// Answers `request` through the oracle's one entry with nothing streamed: `oraculo ask
 /// --json` and the MCP server's `ask`.
 pub async fn ask_settled(oracle: &Oracle, request: &AskRequest<'_>) -> Result<Settled, AskError> {
-    oracle.answer(request, &crate::oracle::no_events, None).await
+    oracle.answer(request, AnswerOptions::new(&crate::oracle::no_events)).await
 }
 
 /// `oraculo ask --json`'s object: the model's own answer (the notes' sentences when it failed

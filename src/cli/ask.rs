@@ -5,7 +5,7 @@ use anyhow::Context;
 
 use super::{ChatArgs, SearchArgs, render_error};
 use crate::app::open_answerer;
-use crate::oracle::{AnswerEvent, AskRequest, Oracle};
+use crate::oracle::{AnswerEvent, AnswerOptions, AskRequest, Oracle};
 use crate::retrieve::{Audience, Turn, TurnRole};
 
 pub(super) async fn ask(args: &SearchArgs) -> anyhow::Result<()> {
@@ -52,7 +52,7 @@ async fn ask_streaming(oracle: &Oracle, request: &AskRequest<'_>) -> anyhow::Res
         AnswerEvent::Text(piece) => echo.print(piece),
         AnswerEvent::Stage(_) | AnswerEvent::Prepared(_) | AnswerEvent::Instant(None) => {}
     };
-    let settled = oracle.answer(request, &on_event, None).await?;
+    let settled = oracle.answer(request, AnswerOptions::new(&on_event)).await?;
     let streamed = echo.into_printed();
     if let Some(why) = settled.instant_kept {
         println!("\n(the model's answer is not used: {}; the notes' sentences above stand)", instant_kept_reason(why));

@@ -24,7 +24,9 @@ use tracing::Instrument;
 
 use crate::answer::AnswerStyle;
 use crate::index::Index;
-use crate::oracle::{AnswerEvent, AnswerTimings, AskRequest, Oracle, Pipeline, Preparation, Prepared};
+use crate::oracle::{
+    AnswerEvent, AnswerOptions, AnswerTimings, AskRequest, Oracle, Pipeline, Preparation, Prepared, Settled, Writer,
+};
 use crate::retrieve::bm25::Bm25Scoring;
 use crate::retrieve::rerank::RerankDecision;
 use crate::retrieve::{Audience, PathSet, RetrievalPath};
@@ -201,6 +203,33 @@ pub async fn run_eval(
     Ok(EvalReport::from_rows(run, &variant_order, rows))
 }
 
+/// Answers `request` through the one entry every front end calls, read as `preparation` says
+/// and written by `writer`, keeping what was prepared, in order (the fusion's choice first;
+/// the rerank's, when it chose again, last).
+async fn answer_recording(
+    oracle: &Oracle,
+    request: &AskRequest<'_>,
+    preparation: Preparation,
+    writer: Writer,
+) -> anyhow::Result<(Settled, Vec<Prepared>)> {
+    let seen = std::sync::Mutex::new(Vec::new());
+    let on_event = |event: AnswerEvent<'_>| {
+        if let (AnswerEvent::Prepared(prepared), Ok(mut seen)) = (event, seen.lock()) {
+            seen.push(prepared.clone());
+        }
+    };
+    let options = AnswerOptions { writer, ..AnswerOptions::new(&on_event).prepared_as(preparation) };
+    let settled = oracle.answer(request, options).await?;
+    Ok((settled, seen.into_inner().unwrap_or_default()))
+}
+
+/// What the notes read as `preparation` says give the model, the answer left to the notes
+/// alone (no model, nothing embedded): what a retrieval variant scores.
+async fn read_as(oracle: &Oracle, request: &AskRequest<'_>, preparation: Preparation) -> anyhow::Result<Prepared> {
+    let (_, mut seen) = answer_recording(oracle, request, preparation, Writer::NotesAlone).await?;
+    seen.pop().ok_or_else(|| anyhow::anyhow!("the answer prepared nothing"))
+}
+
 async fn eval_question(
     oracle: &Oracle,
     index: &Index,
@@ -218,21 +247,15 @@ async fn eval_question(
     // rerank's, when it chose again, last).
     let full_started = Instant::now();
     let (full, fusion, settled) = if answer {
-        let seen = std::sync::Mutex::new(Vec::new());
-        let on_event = |event: AnswerEvent<'_>| {
-            if let (AnswerEvent::Prepared(prepared), Ok(mut seen)) = (event, seen.lock()) {
-                seen.push(prepared.clone());
-            }
-        };
-        let settled = oracle.answer(&request, &on_event, None).await?;
+        let (settled, mut seen) =
+            answer_recording(oracle, &request, Preparation::default(), Writer::AsConfigured).await?;
         if let (None, Some(failure)) = (&settled.model, &settled.model_failure) {
             anyhow::bail!("the model's answer failed: {failure}");
         }
-        let mut seen = seen.into_inner().unwrap_or_default();
         let full = seen.pop().ok_or_else(|| anyhow::anyhow!("the answer prepared nothing"))?;
         (full, seen.pop(), Some(settled))
     } else {
-        (oracle.prepare(&request, Preparation::default()).await?, None, None)
+        (read_as(oracle, &request, Preparation::default()).await?, None, None)
     };
     variants.insert(FULL_PIPELINE.to_string(), found_in(&expected, &full));
     let mut timings = AnswerTimings::before_generation(&full);
@@ -246,7 +269,7 @@ async fn eval_question(
         Some(fusion) => fusion,
         None => {
             let pipeline = Pipeline { rerank: false, ..Pipeline::default() };
-            oracle.prepare(&request, Preparation { pipeline, pool: Some(full.search.clone()) }).await?
+            read_as(oracle, &request, Preparation { pipeline, pool: Some(full.search.clone()) }).await?
         }
     };
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
@@ -254,12 +277,12 @@ async fn eval_question(
 
     // The time variant: the full pipeline with the time path off.
     let without_time = Pipeline { paths: PathSet::ALL.without_time(), rerank: true };
-    let untimed = oracle.prepare(&request, Preparation { pipeline: without_time, pool: None }).await?;
+    let untimed = read_as(oracle, &request, Preparation { pipeline: without_time, pool: None }).await?;
     variants.insert(WITHOUT_TIME.to_string(), found_in(&expected, &untimed));
     if ablations {
         for paths in path_variants() {
             let pipeline = Pipeline { paths, rerank: false };
-            let prepared = oracle.prepare(&request, Preparation { pipeline, pool: None }).await?;
+            let prepared = read_as(oracle, &request, Preparation { pipeline, pool: None }).await?;
             variants.insert(paths.name(), found_in(&expected, &prepared));
         }
     }

@@ -139,7 +139,11 @@ impl Oracle {
     /// can, the notes' own sentences); its citations are checked against the labels shown.
     /// A prompt the backend refuses as longer than its window is planned again once, for the
     /// window it reports, and tried again; a second refusal leaves the extractive answer.
-    pub async fn generate(&self, prepared: &Prepared, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
+    pub(super) async fn generate(
+        &self,
+        prepared: &Prepared,
+        on_token: Option<TokenSink<'_>>,
+    ) -> Result<Answer, AskError> {
         let generation_started = Instant::now();
         let english = crate::lexicon::language_of(&prepared.question) == LabelLanguage::En;
         let time_notice = prepared.search.time.notice(english);

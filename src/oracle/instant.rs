@@ -16,10 +16,9 @@ use crate::answer::AnswerMode;
 use crate::answer::passages::{Excerpt, QueryTerms, not_said_as_such, render_with_notes_also, sentences};
 use crate::answer::structured::Repeats;
 use crate::corpus::{FragmentId, LabelLanguage};
-use crate::retrieve::PathSet;
 
 use super::generate::MadeAnswer;
-use super::{Answer, AskError, AskRequest, Oracle, Pipeline, Preparation, Prepared, check_question};
+use super::{Answer, AskError, AskRequest, Oracle, Preparation, Prepared, check_question};
 use crate::retrieve::choose::choose;
 
 /// Why the instant answer stays where the model's answer would have gone.
@@ -121,14 +120,17 @@ impl Settled {
 }
 
 impl Oracle {
-    /// Everything before the model writes ([`Oracle::prepare`], the search's three paths,
-    /// the rerank where `rerank` asks for it) and, when no model writes the answer, the
-    /// quotable sentences weighed by the embedder. With the rerank off nothing here calls the
-    /// chat model: the fragments come in fusion order (the sessions the question names
-    /// first), and nothing waits for a generation that is running.
-    pub(super) async fn prepare_to_answer(&self, request: &AskRequest<'_>, rerank: bool) -> Result<Prepared, AskError> {
-        let pipeline = Pipeline { paths: PathSet::ALL, rerank };
-        let mut prepared = self.prepare(request, Preparation { pipeline, pool: None }).await?;
+    /// Everything before the model writes, read as `preparation` says ([`Oracle::prepare`])
+    /// and, when no model writes the answer, the quotable sentences weighed by the embedder.
+    /// With the rerank off nothing here calls the chat model: the fragments come in fusion
+    /// order (the sessions the question names first), and nothing waits for a generation that
+    /// is running.
+    pub(super) async fn prepare_to_answer(
+        &self,
+        request: &AskRequest<'_>,
+        preparation: Preparation,
+    ) -> Result<Prepared, AskError> {
+        let mut prepared = self.prepare(request, preparation).await?;
         // Where the quotes are the answer; before a model's prose they rank by words alone
         // (the model's answer replaces them), and the embedder is asked nothing more.
         if self.settings.mode_for(self.chat.as_ref()) == AnswerMode::Extractive {
@@ -144,9 +146,6 @@ impl Oracle {
         request: &AskRequest<'_>,
         prepared: Prepared,
     ) -> Result<Prepared, AskError> {
-        if !Pipeline::default().rerank {
-            return Ok(prepared);
-        }
         let question = check_question(request.question)?;
         let index = self.notes.open_index().await?;
         let compendium = self.notes.compendium(&index, request.audience)?;

@@ -36,7 +36,7 @@ pub use crate::notes::{
     ArcStory, AskError, AskRequest, FoundPassage, GLIMPSE_WORDS, MAX_QUESTION_CHARS, PASSAGE_WORDS, check_question,
 };
 pub use answer::{Answer, AnswerTimings, CitationSource, EXCERPT_CHARS, ShownSource};
-pub use ask::{AnswerEvent, AnswerEvents, ModelTurn, no_events};
+pub use ask::{AnswerEvent, AnswerEvents, AnswerOptions, ModelTurn, Writer, no_events};
 pub use instant::{InstantKept, Settled, question_language};
 pub use plan::{ContextPlan, DEADLINE_SLACK, FrameCost, PlanInputs, plan_answer};
 
@@ -133,7 +133,7 @@ impl Default for Pipeline {
     }
 }
 
-/// How [`Oracle::prepare`] prepares a question: a player's question is prepared with
+/// How a question's notes are read ([`AnswerOptions::prepared_as`]): a player's question is read with
 /// [`Preparation::default`] (the search's three paths, the rerank).
 #[derive(Debug, Clone, Default)]
 pub struct Preparation {
@@ -143,7 +143,15 @@ pub struct Preparation {
     pub pool: Option<SearchResult>,
 }
 
-/// What [`Oracle::prepare`] decided: the pool, the rerank's choice and the model's context.
+impl Preparation {
+    /// The same reading with the fragments in fusion order: nothing asks the chat model.
+    pub fn without_rerank(self) -> Preparation {
+        Preparation { pipeline: Pipeline { rerank: false, ..self.pipeline }, ..self }
+    }
+}
+
+/// What the reading decided: the pool, the rerank's choice and the model's context (the
+/// [`AnswerEvent::Prepared`] event).
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub question: String,
@@ -271,11 +279,9 @@ impl Oracle {
         &self.chat
     }
 
-    /// Everything before the model writes, prepared as `how` says: the pool, the rerank's
-    /// choice and the context. What [`Oracle::answer`] does before the model's turn; the
-    /// evaluation varies the pipeline and scores what was prepared, and the recap gives the
-    /// pool (a session's own fragments) instead of a search.
-    pub async fn prepare(&self, request: &AskRequest<'_>, how: Preparation) -> Result<Prepared, AskError> {
+    /// Everything before the model writes, prepared as `how` says ([`AnswerOptions`]): the
+    /// pool, the rerank's choice and the context.
+    async fn prepare(&self, request: &AskRequest<'_>, how: Preparation) -> Result<Prepared, AskError> {
         let question = check_question(request.question)?;
         let index = self.notes.open_index().await?;
         let compendium = self.notes.compendium(&index, request.audience)?;

@@ -16,7 +16,7 @@ use crate::llm::{EmbedRole, cosine};
 
 use super::ask::{AnswerEvent, AnswerEvents, ModelTurn};
 use super::generate::quotable_fragments;
-use super::{AskError, AskRequest, Oracle, Prepared, Settled, Stage};
+use super::{AskError, AskRequest, Oracle, Preparation, Prepared, Settled, Stage};
 
 impl Oracle {
     /// [`Oracle::answer`] with the notes' own sentences as the answer: the search and the
@@ -28,9 +28,10 @@ impl Oracle {
         request: &AskRequest<'_>,
         events: AnswerEvents<'_>,
         model_turn: Option<ModelTurn<'_>>,
+        preparation: Preparation,
     ) -> Result<Settled, AskError> {
         events(AnswerEvent::Stage(Stage::Searching));
-        let prepared = self.prepare_to_answer(request, false).await?;
+        let prepared = self.prepare_to_answer(request, preparation.without_rerank()).await?;
         events(AnswerEvent::Prepared(&prepared));
         // An extractive generation: the quotes, or the time notice when only sessions that are
         // not there were asked about; no model is asked ([`Oracle::answer_mode`]).

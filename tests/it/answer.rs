@@ -16,8 +16,8 @@ use oraculo::retrieve::{Audience, Candidate, CompendiumIndex, PathSet, SearchReq
 
 use crate::fake_ollama::{FakeOllama, Fault};
 use crate::harness::{
-    Ingested, Scratch, assert_cited_or_nothing_in_notes, campaign_config, chat_config, ingest_dir, ollama_chat,
-    ollama_embedder, port_campaign, port_oracle_out_of_time,
+    Ingested, Scratch, ThroughTheEntry, assert_cited_or_nothing_in_notes, campaign_config, chat_config, ingest_dir,
+    ollama_chat, ollama_embedder, port_campaign, port_oracle_out_of_time,
 };
 
 async fn pool_of(scratch: &Scratch, embedder: &dyn oraculo::llm::Embedder, question: &str) -> Vec<Candidate> {

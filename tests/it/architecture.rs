@@ -409,6 +409,46 @@ fn no_type_of_the_answering_side_holds_more_than_its_share_of_methods() {
     assert!(over.is_empty(), "give these types' steps types of their own:\n{}", over.join("\n"));
 }
 
+/// One way in: of the oracle's methods only [`Oracle::answer`] does the work and is public
+/// (async); the rest build it or tell how it answers. The eval, the recap and the tests enter
+/// through it too, with `AnswerOptions`, never half-way.
+#[test]
+fn the_oracle_answers_through_one_public_entry() {
+    let entries: Vec<String> = source_texts()
+        .into_iter()
+        .filter(|(file, _)| file.starts_with("oracle/"))
+        .flat_map(|(_, text)| public_async_methods(&text, "Oracle"))
+        .collect();
+    assert_eq!(entries, ["answer"], "the oracle's public ways in");
+}
+
+#[test]
+fn a_second_public_async_method_is_a_second_way_in() {
+    let planted = "impl Oracle {\n    pub async fn answer(&self) {}\n\n    pub async fn prepare(&self) {}\n\n    \
+                   pub(super) async fn generate(&self) {}\n    pub fn settings(&self) {}\n}\n\nimpl Turn {\n    \
+                   pub async fn write(&self) {}\n}\n";
+    assert_eq!(public_async_methods(planted, "Oracle"), ["answer", "prepare"]);
+}
+
+/// The `pub async fn`s (public to every caller, not `pub(super)`) of `type_name`'s top-level
+/// `impl` blocks in `text`.
+fn public_async_methods(text: &str, type_name: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut inside = false;
+    for line in masked_lines(text) {
+        if inside {
+            if line.starts_with('}') {
+                inside = false;
+            } else if line.starts_with("    pub async fn ") {
+                found.extend(method_name(&line));
+            }
+        } else if line.starts_with("impl") && line.trim_end().ends_with('{') {
+            inside = implemented_type(&line).as_deref() == Some(type_name);
+        }
+    }
+    found
+}
+
 /// The types of `texts` with more than [`MAX_ANSWERING_METHODS`] methods over their `impl`
 /// blocks, each with its count.
 fn types_over_their_share(texts: &[&str]) -> Vec<String> {

@@ -20,7 +20,7 @@ use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Preparation};
 use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, search};
 
 use crate::fake_ollama::FakeOllama;
-use crate::harness::{Scratch, ingest_dir, ollama_chat, ollama_embedder, prose};
+use crate::harness::{Scratch, ThroughTheEntry, ingest_dir, ollama_chat, ollama_embedder, prose};
 
 /// (canary, where it hides, whether the GM can search for it: an alias only in front matter
 /// is in no fragment's text, and a note outside the campaign is never read).
@@ -441,7 +441,7 @@ async fn no_canary_reaches_a_player_and_the_gm_finds_each() {
         let found = serde_json::to_string(&(&searched.candidates, &searched.entities)).unwrap();
         assert_no_canary(&format!("{question}: the search"), &found);
         let ask = AskRequest { question, history: &[], audience: Audience::Player };
-        let prepared = oracle.prepare(&ask, Preparation::default()).await.unwrap();
+        let prepared = oracle.read(&ask, Preparation::default()).await.unwrap();
         assert!(!prepared.context.full.is_empty(), "{question}: nothing shown");
         let context = format!("{}{:?}{:?}", prepared.context.text, prepared.context.full, prepared.context.summaries);
         assert_no_canary(&format!("{question}: the context"), &context);

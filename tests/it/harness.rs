@@ -15,7 +15,9 @@ use oraculo::llm::chat::{ChatModel, ChatRequest, ChatResponse, ModelSpeed, Token
 use oraculo::llm::embed::e5::E5Embedder;
 use oraculo::llm::embed::ollama::{OllamaEmbedder, OllamaEmbedderConfig};
 use oraculo::llm::{EmbedRole, Embedder, LlmError};
-use oraculo::oracle::{Answer, AnswerSettings, AskRequest, Oracle};
+use oraculo::oracle::{
+    Answer, AnswerEvent, AnswerOptions, AnswerSettings, AskError, AskRequest, Oracle, Preparation, Prepared,
+};
 use oraculo::retrieve::Audience;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -438,4 +440,55 @@ pub fn assert_cited_or_nothing_in_notes(answer: &Answer) {
         oraculo::answer::passages::render_extractive(&[], LabelLanguage::Es, false),
     ];
     assert!(!answer.citations.is_empty() || nothing.contains(&answer.text), "every claim is cited: {answer:?}");
+}
+
+/// The one entry ([`Oracle::answer`]) as the tests read it: the model's own answer, or what
+/// a question's notes give the model.
+#[allow(async_fn_in_trait, reason = "implemented once, for the tests' own calls")]
+pub trait ThroughTheEntry {
+    /// The question answered as a player's, only the model's text streamed to `on_token`,
+    /// ending in the model's own answer (the notes' sentences when it failed after them).
+    async fn ask(&self, request: &AskRequest<'_>, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError>;
+
+    /// What the notes read as `preparation` says give the model (the answer left to the
+    /// notes alone: no model asked).
+    async fn read(&self, request: &AskRequest<'_>, preparation: Preparation) -> Result<Prepared, AskError>;
+
+    /// The notes read as `preparation` says, and the model's own answer from them.
+    async fn ask_as(&self, request: &AskRequest<'_>, preparation: Preparation) -> Result<(Prepared, Answer), AskError>;
+}
+
+impl ThroughTheEntry for Oracle {
+    async fn ask(&self, request: &AskRequest<'_>, on_token: Option<TokenSink<'_>>) -> Result<Answer, AskError> {
+        let events = |event: AnswerEvent<'_>| {
+            if let (AnswerEvent::Text(piece), Some(on_token)) = (event, on_token) {
+                on_token(piece);
+            }
+        };
+        let settled = self.answer(request, AnswerOptions::new(&events)).await?;
+        Ok(settled.model.unwrap_or(settled.answer))
+    }
+
+    async fn read(&self, request: &AskRequest<'_>, preparation: Preparation) -> Result<Prepared, AskError> {
+        let seen = Mutex::new(None);
+        let events = |event: AnswerEvent<'_>| {
+            if let (AnswerEvent::Prepared(prepared), Ok(mut seen)) = (event, seen.lock()) {
+                *seen = Some(prepared.clone());
+            }
+        };
+        self.answer(request, AnswerOptions::new(&events).prepared_as(preparation).notes_alone()).await?;
+        Ok(seen.into_inner().ok().flatten().expect("an answer that settles was prepared first"))
+    }
+
+    async fn ask_as(&self, request: &AskRequest<'_>, preparation: Preparation) -> Result<(Prepared, Answer), AskError> {
+        let seen = Mutex::new(None);
+        let events = |event: AnswerEvent<'_>| {
+            if let (AnswerEvent::Prepared(prepared), Ok(mut seen)) = (event, seen.lock()) {
+                *seen = Some(prepared.clone());
+            }
+        };
+        let settled = self.answer(request, AnswerOptions::new(&events).prepared_as(preparation)).await?;
+        let prepared = seen.into_inner().ok().flatten().expect("an answer that settles was prepared first");
+        Ok((prepared, settled.model.unwrap_or(settled.answer)))
+    }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use oraculo::oracle::{AnswerEvent, AnswerSettings, AskRequest, InstantKept, Stage, no_events};
+use oraculo::oracle::{AnswerEvent, AnswerOptions, AnswerSettings, AskRequest, InstantKept, Stage, no_events};
 use oraculo::retrieve::Audience;
 use serde_json::Value;
 
@@ -151,7 +151,7 @@ async fn a_model_out_of_time_leaves_the_notes_sentences() {
         AnswerEvent::Stage(Stage::Writing { .. }) => shown.lock().unwrap().push(Some("writing".into())),
         _ => {}
     };
-    let settled = oracle.answer(&request, &on_event, None).await.unwrap();
+    let settled = oracle.answer(&request, AnswerOptions::new(&on_event)).await.unwrap();
     let instant = settled.instant.clone().expect("the notes hold sentences on Tomás");
     let shown = shown.into_inner().unwrap();
     assert_eq!(shown, [Some(instant.text.clone()), Some("writing".into())], "shown before the model answered");
@@ -173,7 +173,7 @@ async fn the_notes_sentences_the_model_did_not_say_stay_under_its_answer() {
     port.fake.enqueue_reply(said);
     let oracle = port.oracle(port.ollama(), AnswerSettings::new(256));
     let request = AskRequest { question: "¿Qué le pasó a Tomás?", history: &[], audience: Audience::Player };
-    let settled = oracle.answer(&request, &no_events, None).await.unwrap();
+    let settled = oracle.answer(&request, AnswerOptions::new(&no_events)).await.unwrap();
     let (instant, model) = (settled.instant.clone(), settled.model.clone().unwrap());
     let instant = instant.expect("the notes hold sentences on Tomás");
     let quoted: Vec<&str> = instant.quoted.iter().map(|excerpt| excerpt.label.as_str()).collect();
@@ -196,7 +196,7 @@ async fn the_notes_sentences_the_model_did_not_say_stay_under_its_answer() {
 
     // The model says nothing the notes hold: their sentences stay, headed by why.
     port.fake.enqueue_reply("No lo sé.");
-    let settled = oracle.answer(&request, &no_events, None).await.unwrap();
+    let settled = oracle.answer(&request, AnswerOptions::new(&no_events)).await.unwrap();
     let instant = settled.instant.clone().unwrap();
     assert_eq!(settled.instant_kept, Some(InstantKept::ModelAbstained));
     assert_eq!(settled.answer.text, format!("Las notas no dicen la respuesta tal cual.\n\n{}", instant.text));

@@ -9,7 +9,7 @@ use oraculo::answer::AnswerStyle;
 use oraculo::answer::passages::links_as_text;
 use oraculo::llm::Embedder;
 use oraculo::llm::chat::NoChat;
-use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Settled, no_events};
+use oraculo::oracle::{AnswerOptions, AnswerSettings, AskRequest, Oracle, Settled, no_events};
 use oraculo::retrieve::Audience;
 
 use crate::harness::{Ingested, Scratch, campaign_config, e5, ingest_dir, sessions};
@@ -35,7 +35,7 @@ async fn ask_quoted(ingested: &Ingested, question: &str) -> Settled {
     let settings = AnswerSettings { style: AnswerStyle::Quotes, ..AnswerSettings::new(256) };
     let oracle = ingested.oracle(ingested.ollama(), settings);
     let request = AskRequest { question, history: &[], audience: Audience::Player };
-    oracle.answer(&request, &no_events, None).await.unwrap()
+    oracle.answer(&request, AnswerOptions::new(&no_events)).await.unwrap()
 }
 
 /// A note as a quote reads it: links as their text, one space between words.
@@ -146,7 +146,7 @@ async fn e5_picks_the_sentence_that_means_the_question() {
     let settings = AnswerSettings { style: AnswerStyle::Quotes, ..AnswerSettings::new(256) };
     let oracle = Oracle::new(&scratch.index_dir(), embedder, Arc::new(NoChat), settings);
     let request = AskRequest { question: "¿Cómo se destruyó la torre?", history: &[], audience: Audience::Player };
-    let settled = oracle.answer(&request, &no_events, None).await.unwrap();
+    let settled = oracle.answer(&request, AnswerOptions::new(&no_events)).await.unwrap();
     let quoted: Vec<&str> = settled.answer.quoted.iter().map(|excerpt| excerpt.text.as_str()).collect();
     assert_eq!(quoted.len(), 3, "{quoted:?}");
     assert!(quoted.contains(&"La torre se derrumba entre llamas y polvo."), "{quoted:?}");

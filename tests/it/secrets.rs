@@ -8,7 +8,7 @@ use oraculo::oracle::{AnswerSettings, AskRequest, Oracle, Pipeline, Preparation}
 use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, search};
 
 use crate::fake_ollama::FakeOllama;
-use crate::harness::{Scratch, campaign_config, ingest_dir, ollama_chat, ollama_embedder};
+use crate::harness::{Scratch, ThroughTheEntry, campaign_config, ingest_dir, ollama_chat, ollama_embedder};
 
 /// A word found only in GM-only text.
 const CANARY: &str = "Umbravela";
@@ -47,22 +47,21 @@ async fn a_reingest_between_search_and_answer_shows_no_secret() {
 
     let ask = AskRequest { question, history: &[], audience: Audience::Player };
     let stale = Preparation { pipeline: Pipeline { paths: PathSet::ALL, rerank: false }, pool: Some(searched) };
-    let prepared = oracle.prepare(&ask, stale).await.unwrap();
+    fake.enqueue_reply("El capitán del faro [Sesión 2] [Sesión 1].");
+    let (prepared, answer) = oracle.ask_as(&ask, stale).await.unwrap();
     assert!(!prepared.context.text.contains(CANARY), "{}", prepared.context.text);
     for shown in &prepared.context.full {
         assert!(!shown.text.contains(CANARY), "{}", shown.text);
     }
     // Nothing the stale search found is shown: each id now holds other text or none.
     assert!(prepared.context.full.is_empty(), "{:?}", prepared.context.full);
-    fake.enqueue_reply("El capitán del faro [Sesión 2] [Sesión 1].");
-    let answer = oracle.generate(&prepared, None).await.unwrap();
     for citation in &answer.citations {
         assert!(!citation.excerpt.as_deref().unwrap_or("").contains(CANARY), "{citation:?}");
     }
 
     // A fresh search after the reingest finds the new player text, never the secret.
     let no_rerank = Pipeline { paths: PathSet::ALL, rerank: false };
-    let fresh = oracle.prepare(&ask, Preparation { pipeline: no_rerank, pool: None }).await.unwrap();
+    let fresh = oracle.read(&ask, Preparation { pipeline: no_rerank, pool: None }).await.unwrap();
     assert!(!fresh.context.text.contains(CANARY), "{}", fresh.context.text);
     assert!(fresh.context.full.iter().any(|shown| shown.label == "Sesión 1"), "{:?}", fresh.context.full);
 }

@@ -17,8 +17,8 @@ use serde_json::json;
 
 use crate::fake_ollama::{FakeOllama, Fault};
 use crate::harness::{
-    FixedSpeed, Ingested, Scratch, ask_streamed, assert_cited_or_nothing_in_notes, campaign_config, chat_config,
-    ingest_dir, ollama_chat, ollama_embedder, sessions, structured,
+    FixedSpeed, Ingested, Scratch, ThroughTheEntry, ask_streamed, assert_cited_or_nothing_in_notes, campaign_config,
+    chat_config, ingest_dir, ollama_chat, ollama_embedder, sessions, structured,
 };
 
 const QUESTION: &str = "¿Qué le pasó a Tomás en el puente?";

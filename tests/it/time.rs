@@ -14,7 +14,7 @@ use oraculo::retrieve::{Audience, CompendiumIndex, PathSet, SearchRequest, Searc
 use oraculo::timeline::{TimeError, recap, timeline};
 
 use crate::fake_ollama::FakeOllama;
-use crate::harness::{Scratch, campaign_config, chat_config, ingest_dir, ollama_embedder};
+use crate::harness::{Scratch, ThroughTheEntry, campaign_config, chat_config, ingest_dir, ollama_embedder};
 
 /// Six player sessions numbered only by their file names, a seventh in the GM's secret folder,
 /// and Baika's sheet. Baika is in sessions 2, 4, 5 and (secretly) 7.
@@ -100,7 +100,7 @@ async fn sessions_numbered_only_in_file_names_are_found_by_the_time_path() {
 async fn a_named_session_is_shown_and_a_missing_one_is_answered_naming_the_last() {
     let bench = bench(time_campaign()).await;
     let request = AskRequest { question: "¿Qué pasó en la sesión 3?", history: &[], audience: Audience::Player };
-    let prepared = bench.oracle.prepare(&request, Default::default()).await.unwrap();
+    let prepared = bench.oracle.read(&request, Default::default()).await.unwrap();
     assert!(prepared.chosen.iter().any(|c| c.label == "Sesión 3"));
     // The context reads in story order: sessions by number, the sheet after them.
     let shown: Vec<Option<u32>> = prepared.context.full.iter().map(|f| f.session.map(|s| s.0)).collect();

@@ -24,7 +24,7 @@ use super::place::Place;
 use super::queue::{Admission, QueueEvent, Slot, Waiting, Withdrawal, WorkerGone};
 use super::{Data, Desk};
 use crate::feedback::{FrontEnd, KeptAnswer};
-use crate::oracle::{Answer, AnswerEvent, AskError, AskRequest, ModelTurn, Settled, Stage};
+use crate::oracle::{Answer, AnswerEvent, AnswerOptions, AskError, AskRequest, ModelTurn, Settled, Stage};
 use crate::retrieve::{Audience, Turn};
 use outlet::EditPace;
 pub use outlet::{
@@ -213,7 +213,7 @@ impl Answering {
                         }
                     });
                     let request = AskRequest { question: &question, history: &history, audience };
-                    oracle.answer(&request, &on_event, Some(model_turn)).await
+                    oracle.answer(&request, AnswerOptions::new(&on_event).in_turn(model_turn)).await
                 })
                 .await
         });
