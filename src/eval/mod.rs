@@ -15,6 +15,7 @@ pub mod bank;
 pub mod baseline;
 pub mod compare;
 pub mod judged;
+mod quoted;
 pub mod score;
 
 use crate::corpus::FragmentId;
@@ -273,7 +274,13 @@ async fn eval_question(
         }
     };
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
-    let answer = settled.map(|settled| score_answer(oracle, question, &expected, &full, &settled));
+    // What the player reads quotes, each checked against its note.
+    let settled_quotes = settled.as_ref().map(|settled| settled.answer.quoted.clone());
+    let mut answer = settled.map(|settled| score_answer(oracle, question, &expected, &full, &settled));
+    if let (Some(score), Some(settled)) = (answer.as_mut(), settled_quotes.as_deref()) {
+        score.quotes = settled.len();
+        score.misquoted = quoted::misquoted(index, settled)?;
+    }
 
     // The time variant: the full pipeline with the time path off.
     let without_time = Pipeline { paths: PathSet::ALL.without_time(), rerank: true };

@@ -66,6 +66,13 @@ pub struct AnswerScore {
     /// (`Prepared::quotable_text`), the most a perfect choice could have quoted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key_facts_in_candidates: Option<Vec<String>>,
+    /// For an answer that quotes the notes: its quotes, and those not found word for word in
+    /// the fragment their label names (links as their text, spaces as one; a quote cut short
+    /// by its last words).
+    #[serde(default)]
+    pub quotes: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub misquoted: Vec<String>,
 }
 
 /// How a player's final answer was made from the model's and the instant one
@@ -153,6 +160,8 @@ impl AnswerScore {
             abstained_with_answer_shown: false,
             nearest_only: false,
             key_facts_in_candidates: None,
+            quotes: 0,
+            misquoted: Vec::new(),
         }
     }
 }
@@ -258,6 +267,11 @@ pub struct AnswerSummary {
     pub nearest_only_unanswerable: usize,
     /// Quoted answers: the key facts in every sentence they chose from (`None`: no answer quoted).
     pub key_facts_in_candidates: Option<usize>,
+    /// Quotes over all answers, and those not word for word in the fragment their label names.
+    #[serde(default)]
+    pub quotes: usize,
+    #[serde(default)]
+    pub misquoted: usize,
     /// Answers the model was stopped in at its deadline.
     pub cut_short: usize,
     /// Seconds per answer's generation, p50 and p95.
@@ -335,6 +349,8 @@ impl AnswerSummary {
                 .iter()
                 .map(|(_, a)| a.key_facts_in_candidates.as_ref().map(Vec::len))
                 .sum::<Option<usize>>(),
+            quotes: answered.iter().map(|(_, answer)| answer.quotes).sum(),
+            misquoted: answered.iter().map(|(_, answer)| answer.misquoted.len()).sum(),
             cut_short: answered.iter().filter(|(_, answer)| answer.cut_short).count(),
             seconds_p50: percentile(&seconds, 0.5),
             seconds_p95: percentile(&seconds, 0.95),

@@ -267,6 +267,15 @@ held {}/{}",
                 a.key_facts
             );
         }
+        if a.quotes > 0 {
+            let _ = writeln!(
+                out,
+                "  word for word        {} of {} quotes are in the note their label names, word for word; {} are not",
+                a.quotes - a.misquoted,
+                a.quotes,
+                a.misquoted
+            );
+        }
         let _ = writeln!(out, "  arc key facts        {}", share(a.arc_key_facts_found, a.arc_key_facts));
         if let (Some(model), Some(arc_model)) = (a.model_key_facts_found, a.arc_model_key_facts_found) {
             let _ = writeln!(
