@@ -818,8 +818,21 @@ pub fn recap_excerpts(fragments: &[(&str, &str)]) -> Vec<Excerpt> {
 /// thing an item, and read together they were one sentence of hundreds of words. A line
 /// that is no item continues the one before (a paragraph wrapped by hand, an item's second line).
 pub(crate) fn sentences(text: &str) -> Vec<String> {
+    sentences_by_section(text).into_iter().map(|(sentence, _)| sentence).collect()
+}
+
+/// [`sentences`], each with the number of the section it is in (the sentences under one
+/// run of headings share it; it changes at each heading), so that what is read together
+/// stays within a section.
+pub(crate) fn sentences_by_section(text: &str) -> Vec<(String, usize)> {
     let mut found = Vec::new();
+    let mut section = 0;
+    let mut headings_before: Option<Vec<&str>> = None;
     for paragraph in paragraphs(text) {
+        if headings_before.as_ref().is_some_and(|before| *before != paragraph.headings) {
+            section += 1;
+        }
+        headings_before = Some(paragraph.headings.clone());
         // The paragraph's items (or its one run of text), each as its lines joined.
         let mut items: Vec<String> = Vec::new();
         for line in paragraph.text.lines() {
@@ -837,10 +850,10 @@ pub(crate) fn sentences(text: &str) -> Vec<String> {
         for item in items {
             let mut start = 0;
             for end in sentence_ends(&item) {
-                push_sentence(&mut found, &item[start..end]);
+                push_sentence(&mut found, &item[start..end], section);
                 start = end;
             }
-            push_sentence(&mut found, &item[start..]);
+            push_sentence(&mut found, &item[start..], section);
         }
     }
     found
@@ -883,10 +896,10 @@ pub(crate) fn is_a_title(sentence: &str) -> bool {
         && inner.chars().any(char::is_alphanumeric)
 }
 
-fn push_sentence(found: &mut Vec<String>, sentence: &str) {
+fn push_sentence(found: &mut Vec<(String, usize)>, sentence: &str, section: usize) {
     let sentence = sentence.split_whitespace().collect::<Vec<_>>().join(" ");
     if sentence.chars().any(char::is_alphanumeric) {
-        found.push(sentence);
+        found.push((sentence, section));
     }
 }
 

@@ -21,6 +21,7 @@ use crate::corpus::Label;
 
 use super::passages::{
     EXCERPT_MAX_CHARS, Excerpt, MAX_EXCERPTS, QueryTerms, is_a_title, leads_into_next, links_as_text, sentences,
+    sentences_by_section,
 };
 use crate::text::shorten;
 
@@ -132,15 +133,19 @@ fn units_of(fragments: &[(&str, &str)]) -> Vec<Unit> {
     let mut units = Vec::new();
     for (fragment, (_, text)) in fragments.iter().enumerate() {
         // Links as their text before the split: `[Jaleas Ocre](https://…)` is words, not a URL.
-        let own = sentences(&links_as_text(text));
-        for (at, sentence) in own.iter().enumerate() {
+        let own = sentences_by_section(&links_as_text(text));
+        for (at, (sentence, section)) in own.iter().enumerate() {
             // A title is no answer: it names a scene and says nothing of it («**El banquete.**»).
             if is_a_title(sentence) {
                 continue;
             }
-            let first = if at > 0 && leans_on_previous(sentence) { at - 1 } else { at };
-            let last = if at + 1 < own.len() && leads_into_next(sentence) { at + 1 } else { at };
-            let text = own[first..=last].join(" ");
+            // What a sentence leans on, or announces, is in its section: a heading between
+            // them is a new subject, and the two are not one quote.
+            let same_section = |other: usize| own[other].1 == *section;
+            let first = if at > 0 && leans_on_previous(sentence) && same_section(at - 1) { at - 1 } else { at };
+            let last =
+                if at + 1 < own.len() && leads_into_next(sentence) && same_section(at + 1) { at + 1 } else { at };
+            let text = own[first..=last].iter().map(|(sentence, _)| sentence.as_str()).collect::<Vec<_>>().join(" ");
             units.push(Unit { fragment, first, last, text, own: sentence.clone() });
         }
     }
@@ -370,6 +375,22 @@ mod tests {
             leans_on_previous("Él huyó.") && leans_on_previous("Then they left.") && leans_on_previous("«Allí, nada.")
         );
         assert!(!leans_on_previous("El archiduque huyó.") && !leans_on_previous("Italia queda lejos."));
+    }
+
+    #[test]
+    fn a_sentence_leans_on_the_one_before_only_within_its_section() {
+        let notes = [(
+            "Sesión 14",
+            "## The council\n\nThe council learns of the horn.\n\n## Pre-show\n\n\
+             There will be a giveaway at 3500 subscribers.\n",
+        )];
+        check(
+            &notes,
+            "What giveaway will there be?",
+            &[],
+            &[],
+            &["Sesión 14: There will be a giveaway at 3500 subscribers."],
+        );
     }
 
     #[test]
