@@ -274,13 +274,16 @@ async fn eval_question(
         }
     };
     variants.insert(FUSION_ONLY.to_string(), found_in(&expected, &fusion));
-    // What the player reads quotes, each checked against its note.
-    let settled_quotes = settled.as_ref().map(|settled| settled.answer.quoted.clone());
-    let mut answer = settled.map(|settled| score_answer(oracle, question, &expected, &full, &settled));
-    if let (Some(score), Some(settled)) = (answer.as_mut(), settled_quotes.as_deref()) {
-        score.quotes = settled.len();
-        score.misquoted = quoted::misquoted(index, settled)?;
-    }
+    let answer = match settled {
+        Some(settled) => {
+            let mut score = score_answer(oracle, question, &expected, &full, &settled);
+            // What the player reads quotes, each checked against its note.
+            score.quotes = settled.answer.quoted.len();
+            score.misquoted = quoted::misquoted(index, &settled.answer.quoted)?;
+            Some(score)
+        }
+        None => None,
+    };
 
     // The time variant: the full pipeline with the time path off.
     let without_time = Pipeline { paths: PathSet::ALL.without_time(), rerank: true };

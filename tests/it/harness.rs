@@ -16,7 +16,7 @@ use oraculo::llm::embed::e5::E5Embedder;
 use oraculo::llm::embed::ollama::{OllamaEmbedder, OllamaEmbedderConfig};
 use oraculo::llm::{EmbedRole, Embedder, LlmError};
 use oraculo::oracle::{
-    Answer, AnswerEvent, AnswerOptions, AnswerSettings, AskError, AskRequest, Oracle, Preparation, Prepared,
+    Answer, AnswerEvent, AnswerOptions, AnswerSettings, AskError, AskRequest, Oracle, Preparation, Prepared, Settled,
 };
 use oraculo::retrieve::Audience;
 use serde_json::{Value, json};
@@ -470,25 +470,31 @@ impl ThroughTheEntry for Oracle {
     }
 
     async fn read(&self, request: &AskRequest<'_>, preparation: Preparation) -> Result<Prepared, AskError> {
-        let seen = Mutex::new(None);
-        let events = |event: AnswerEvent<'_>| {
-            if let (AnswerEvent::Prepared(prepared), Ok(mut seen)) = (event, seen.lock()) {
-                *seen = Some(prepared.clone());
-            }
-        };
-        self.answer(request, AnswerOptions::new(&events).prepared_as(preparation).notes_alone()).await?;
-        Ok(seen.into_inner().ok().flatten().expect("an answer that settles was prepared first"))
+        let options = AnswerOptions::new(&oraculo::oracle::no_events).prepared_as(preparation).notes_alone();
+        Ok(answered_keeping_prepared(self, request, options).await?.0)
     }
 
     async fn ask_as(&self, request: &AskRequest<'_>, preparation: Preparation) -> Result<(Prepared, Answer), AskError> {
-        let seen = Mutex::new(None);
-        let events = |event: AnswerEvent<'_>| {
-            if let (AnswerEvent::Prepared(prepared), Ok(mut seen)) = (event, seen.lock()) {
-                *seen = Some(prepared.clone());
-            }
-        };
-        let settled = self.answer(request, AnswerOptions::new(&events).prepared_as(preparation)).await?;
-        let prepared = seen.into_inner().ok().flatten().expect("an answer that settles was prepared first");
+        let options = AnswerOptions::new(&oraculo::oracle::no_events).prepared_as(preparation);
+        let (prepared, settled) = answered_keeping_prepared(self, request, options).await?;
         Ok((prepared, settled.model.unwrap_or(settled.answer)))
     }
+}
+
+/// `request` answered with `options`, its events replaced by one that keeps the last
+/// `Prepared` (the rerank's choice, when it chose again).
+async fn answered_keeping_prepared(
+    oracle: &Oracle,
+    request: &AskRequest<'_>,
+    options: AnswerOptions<'_>,
+) -> Result<(Prepared, Settled), AskError> {
+    let seen = Mutex::new(None);
+    let events = |event: AnswerEvent<'_>| {
+        if let (AnswerEvent::Prepared(prepared), Ok(mut seen)) = (event, seen.lock()) {
+            *seen = Some(prepared.clone());
+        }
+    };
+    let settled = oracle.answer(request, AnswerOptions { events: &events, ..options }).await?;
+    let prepared = seen.into_inner().ok().flatten().expect("an answer that settles was prepared first");
+    Ok((prepared, settled))
 }
