@@ -115,14 +115,16 @@ pub fn sentence_ends(text: &str) -> Vec<usize> {
         .collect()
 }
 
-/// Quotation marks that open and close with different signs, so that a reader can tell
-/// whether a point stands inside one: Spanish guillemets and curly double quotes. (Straight
-/// `"` opens and closes alike, and `'` is an apostrophe as often as a quote.)
-const QUOTATION_MARKS: [(char, char); 2] = [('«', '»'), ('“', '”')];
+/// Marks that open and close with different signs, so that a reader can tell whether a point
+/// stands inside them: Spanish guillemets and curly double quotes, and the parentheses of an
+/// aside. (Straight `"` opens and closes alike, and `'` is an apostrophe as often as a quote.)
+const QUOTATION_MARKS: [(char, char); 3] = [('«', '»'), ('“', '”'), ('(', ')')];
 
-/// Whether byte offset `at` of `text` stands inside a quotation that closes later on its
-/// line: «dijo: «Amaranta. Soy Sor Amaranta».» is one sentence, what someone said in it
-/// included. A mark left open on its line quotes nothing: the point ends its sentence.
+/// Whether byte offset `at` of `text` stands inside a quotation, or an aside, that closes
+/// later on its line: «dijo: «Amaranta. Soy Sor Amaranta».» is one sentence, what someone
+/// said in it included, and so is «(Odo ganó la apuesta. Rook pagó en cobre.)», which split
+/// at its first point was quoted with its parenthesis left open. A mark left open on its line
+/// quotes nothing: the point ends its sentence.
 fn inside_a_quotation(text: &str, at: usize) -> bool {
     let line_start = text[..at].rfind('\n').map_or(0, |newline| newline + 1);
     let line_end = text[at..].find('\n').map_or(text.len(), |newline| at + newline);
@@ -263,7 +265,7 @@ mod tests {
     }
 
     #[test]
-    fn a_point_inside_a_quotation_closed_on_its_line_ends_no_sentence() {
+    fn a_point_inside_a_quotation_or_an_aside_closed_on_its_line_ends_no_sentence() {
         fn ends(text: &str) -> Vec<String> {
             let mut start = 0;
             sentence_ends(text)
@@ -292,6 +294,11 @@ mod tests {
         }
         // A closed quotation before the point leaves it the end it was.
         assert_eq!(ends("Lo llamó «el Tuerto». Él calló."), ["Lo llamó «el Tuerto».", "Él calló."]);
+        // An aside of two sentences is one, its parentheses closed.
+        assert_eq!(
+            ends("Fin. (Odo ganó la apuesta. Rook pagó en cobre.) Todos rieron."),
+            ["Fin.", "(Odo ganó la apuesta. Rook pagó en cobre.)", "Todos rieron."]
+        );
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! scores them against the question (its terms, and the embedder's similarity); this module
 //! picks and renders.
 
-use crate::answer::passages::{EXCERPT_MAX_CHARS, fold_words, leads_into_next, sentences};
+use crate::answer::passages::{EXCERPT_MAX_CHARS, leads_into_next, sentences};
+use crate::answer::terms::fold_words;
 use crate::corpus::{FragmentId, Label, SessionNumber};
 use crate::text::shorten;
 

@@ -40,6 +40,7 @@ pub mod provenance;
 pub mod quotes;
 pub mod structured;
 pub mod support;
+pub mod terms;
 pub mod windows;
 
 /// How the model is asked to answer (`chat.answer_mode`), and how an answer was made.

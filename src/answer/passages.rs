@@ -10,14 +10,14 @@
 //!
 //! Pure: text in, text out; the oracle decides when each is used.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ops::Range;
 
 use crate::corpus::{Label, LabelLanguage};
-use crate::lexicon::is_stopword;
-use crate::text::fold;
 
 use crate::text::{ends_sentence, sentence_ends, shorten};
+
+use super::terms::{QueryTerms, content_words};
 
 /// Excerpts an extractive answer gives at most: enough to show where the answer is, few
 /// enough to read at a glance.
@@ -30,9 +30,6 @@ const EXCERPTS_PER_FRAGMENT: usize = 2;
 pub const EXCERPT_MAX_CHARS: usize = 280;
 /// A sentence shorter than this is read with the next one ("Llegan al puerto. Allí…").
 const EXCERPT_MIN_CHARS: usize = 60;
-/// A term matches a longer or shorter word when they share a prefix of at least this many
-/// characters: "archiduque" finds "archiduques", "traicion" finds "traicionó".
-const STEM_CHARS: usize = 5;
 /// What lying in the fragment's best dense window adds to a paragraph's score: as much as a
 /// question word, less than an entity's name (2), so words and names still lead.
 const DENSE_MATCH_WEIGHT: u32 = 1;
@@ -43,231 +40,6 @@ const DENSE_MATCH_WEIGHT: u32 = 1;
 const PIECE_MAX_WORDS: usize = 80;
 /// What a gap between two selected paragraphs looks like in the material.
 pub const GAP_MARK: &str = "(…)";
-
-/// The words a question is about, folded: its content words and the names of the entities
-/// it mentions (worth twice as much: a name is the surest sign a passage is on topic).
-#[derive(Debug, Clone, Default)]
-pub struct QueryTerms {
-    terms: Vec<(String, u32)>,
-    /// Each term's Snowball stems (`text::stems`), by the term: a sentence holding another
-    /// form of the word («expulsado» for «expulsaron») holds the term.
-    stems: HashMap<String, Vec<String>>,
-    /// The question asks how much or how many: a sentence stating a number answers it.
-    asks_quantity: bool,
-    /// The question asks when («¿Cuándo…?», "When…?"): a date or a session's number answers it.
-    asks_when: bool,
-}
-
-/// Words that name a session, folded; before a number they name which («la sesión 140»).
-const SESSION_WORDS: [&str; 5] = ["sesion", "sesiones", "session", "sessions", "partida"];
-
-/// Words of a question that ask for a session's story rather than for something in it,
-/// folded, besides [`SESSION_WORDS`]: «¿Qué pasó en la sesión 27?», «Resume la sesión 33»,
-/// "What happened last session?". Every sentence of the session answers those; a sentence
-/// saying «sesión» or «pasó» is no better than the others.
-const ASKS_FOR_THE_STORY: [&str; 11] = [
-    "resume",
-    "resumen",
-    "resumir",
-    "summarize",
-    "summary",
-    "recap",
-    "paso",
-    "ocurrio",
-    "sucedio",
-    "happened",
-    "happen",
-];
-/// What a word of a name the question names weighs among its terms: double its own words,
-/// since the name says whom it asks about.
-const NAME_WEIGHT: u32 = 2;
-/// Words that ask for a quantity, folded: «¿cuánto pagó?», "how many arrows".
-const QUANTITY_WORDS: [&str; 8] = ["cuanto", "cuanta", "cuantos", "cuantas", "much", "many", "precio", "cost"];
-
-impl QueryTerms {
-    pub fn new(question: &str, entity_names: &[&str]) -> QueryTerms {
-        let mut terms: Vec<(String, u32)> = Vec::new();
-        let mut add = |word: String, weight: u32| match terms.iter_mut().find(|(term, _)| *term == word) {
-            Some(existing) => existing.1 = existing.1.max(weight),
-            None => terms.push((word, weight)),
-        };
-        for name in entity_names {
-            for word in content_words(name) {
-                add(word, NAME_WEIGHT);
-            }
-        }
-        let named_sessions = named_session_numbers(question);
-        for word in content_words(question).filter(|word| !asks_for_the_session(word) && !named_sessions.contains(word))
-        {
-            add(word, 1);
-        }
-        let mut stems: HashMap<String, Vec<String>> = HashMap::new();
-        for raw in entity_names.iter().chain(std::iter::once(&question)).flat_map(|text| raw_words(text)) {
-            let folded = fold(raw);
-            if terms.iter().any(|(term, _)| *term == folded) {
-                let known = stems.entry(folded).or_default();
-                for stem in crate::text::stems(raw) {
-                    if !known.contains(&stem) {
-                        known.push(stem);
-                    }
-                }
-            }
-        }
-        let asks_quantity = fold_words(question).any(|word| QUANTITY_WORDS.contains(&word.as_str()));
-        QueryTerms { terms, stems, asks_quantity, asks_when: asks_when(question) }
-    }
-
-    /// Whether a number in a sentence answers the question: it asks how much, how many or when.
-    pub fn asks_number(&self) -> bool {
-        self.asks_quantity || self.asks_when
-    }
-
-    /// Whether the question asks something beyond the names of the entities it names: a word
-    /// of its own, or a quantity.
-    pub fn asks_beyond_names(&self) -> bool {
-        self.asks_quantity || self.terms.iter().any(|(_, weight)| *weight == 1)
-    }
-
-    /// How much of what the question asks beyond the entities it names `text` holds: the
-    /// question's own words (not a name's), and a number when it asks how much or how many.
-    /// «¿Cuánto ofreció el archiduque?»: the line with «300 coronas» scores; the five that
-    /// only name the archduke do not.
-    pub fn asked_score(&self, text: &str) -> u32 {
-        let words = TextWords::of(text);
-        self.asked_words_in(&words) + u32::from(self.holds_asked_number(&words))
-    }
-
-    /// The question asks how much or how many and `words` hold a number.
-    fn holds_asked_number(&self, words: &TextWords) -> bool {
-        self.asks_quantity && words.folded.iter().any(|word| word.chars().any(|c| c.is_ascii_digit()))
-    }
-
-    /// What `text` holds of the question, its words read (and stemmed) once: what
-    /// [`QueryTerms::asked_score`] and [`QueryTerms::score`] give, and the asked words alone.
-    pub fn held_by(&self, text: &str) -> Held {
-        let words = TextWords::of(text);
-        let asked_words = self.asked_words_in(&words);
-        let asked = asked_words + u32::from(self.holds_asked_number(&words));
-        Held { asked, asked_words, all: self.score_in(&words) }
-    }
-
-    fn asked_words_in(&self, words: &TextWords) -> u32 {
-        self.terms.iter().filter(|(term, weight)| *weight == 1 && self.holds(words, term)).count() as u32
-    }
-
-    /// Whether `words` hold `term`: the word itself, a word it begins (or that begins it,
-    /// [`same_stem`]), or another form of it (a shared Snowball stem).
-    fn holds(&self, words: &TextWords, term: &str) -> bool {
-        words.folded.iter().any(|word| same_stem(term, word))
-            || self.stems.get(term).is_some_and(|stems| stems.iter().any(|stem| words.stems.contains(stem)))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
-    }
-
-    /// Whether `text` holds a word of a name the question names (an entity's, weighed double).
-    pub fn names_in(&self, text: &str) -> bool {
-        let words = TextWords::of(text);
-        self.terms.iter().any(|(term, weight)| *weight == NAME_WEIGHT && self.holds(&words, term))
-    }
-
-    /// These terms without the words of `names`: what a question asks of an entity, once
-    /// every candidate names it («¿qué pasó con el archiduque?» asks «pasó»).
-    pub fn without_words_of(&self, names: &[&str]) -> QueryTerms {
-        let dropped: HashSet<String> = names.iter().flat_map(|name| content_words(name)).collect();
-        QueryTerms {
-            terms: self.terms.iter().filter(|(term, _)| !dropped.contains(term)).cloned().collect(),
-            stems: self.stems.clone(),
-            asks_quantity: self.asks_quantity,
-            asks_when: self.asks_when,
-        }
-    }
-
-    /// How much `text` is about the question: the weights of the distinct terms it holds.
-    pub fn score(&self, text: &str) -> u32 {
-        self.score_in(&TextWords::of(text))
-    }
-
-    fn score_in(&self, words: &TextWords) -> u32 {
-        self.terms.iter().filter(|(term, _)| self.holds(words, term)).map(|(_, weight)| weight).sum()
-    }
-}
-
-/// What a text holds of a question ([`QueryTerms::held_by`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Held {
-    /// [`QueryTerms::asked_score`]: its own words, and a number where one is asked.
-    pub asked: u32,
-    /// Its own words alone.
-    pub asked_words: u32,
-    /// [`QueryTerms::score`]: every term, names included, by weight.
-    pub all: u32,
-}
-
-/// Whether `question` asks when: «cuándo» with its accent (without it, «cuando» is a
-/// conjunction), or an English question opening with "when".
-fn asks_when(question: &str) -> bool {
-    let mut words = question.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty());
-    let opens_with_when = words.clone().next().is_some_and(|word| word.eq_ignore_ascii_case("when"));
-    opens_with_when || words.any(|word| word.to_lowercase() == "cuándo")
-}
-
-/// Whether a folded word of a question asks for a session's story ([`SESSION_WORDS`],
-/// [`ASKS_FOR_THE_STORY`]).
-fn asks_for_the_session(word: &str) -> bool {
-    SESSION_WORDS.contains(&word) || ASKS_FOR_THE_STORY.contains(&word)
-}
-
-/// The numbers a question names sessions by («¿Qué pasó en la sesión 140?»: «140»): the
-/// session is found by the time path, and its number is no word a sentence must hold.
-fn named_session_numbers(question: &str) -> HashSet<String> {
-    let words: Vec<String> = fold_words(question).collect();
-    words
-        .windows(2)
-        .filter(|pair| SESSION_WORDS.contains(&pair[0].as_str()) && pair[1].chars().all(|c| c.is_ascii_digit()))
-        .map(|pair| pair[1].clone())
-        .collect()
-}
-
-/// Folded words of three letters or more that are not stopwords.
-fn content_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    fold_words(text).filter(|word| word.chars().count() >= 3 && !is_stopword(word))
-}
-
-pub(crate) fn fold_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    raw_words(text).map(fold)
-}
-
-fn raw_words(text: &str) -> impl Iterator<Item = &str> + '_ {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty())
-}
-
-/// A text's words as [`QueryTerms`] matches them: folded, and their stems.
-struct TextWords {
-    folded: HashSet<String>,
-    stems: HashSet<String>,
-}
-
-impl TextWords {
-    fn of(text: &str) -> TextWords {
-        let mut words = TextWords { folded: HashSet::new(), stems: HashSet::new() };
-        for raw in raw_words(text) {
-            if words.folded.insert(fold(raw)) {
-                words.stems.extend(crate::text::stems(raw));
-            }
-        }
-        words
-    }
-}
-
-fn same_stem(term: &str, word: &str) -> bool {
-    if term == word {
-        return true;
-    }
-    let (short, long) = if term.len() <= word.len() { (term, word) } else { (word, term) };
-    short.chars().count() >= STEM_CHARS && long.starts_with(short)
-}
 
 /// One paragraph of a fragment with the headings above it.
 #[derive(Debug)]
@@ -930,70 +702,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_question_for_a_sessions_story_asks_no_word_of_it() {
-        // Every way of asking for a session's story, in both languages, for sessions 1 to 999:
-        // nothing is asked beyond the session (its number neither), so its scenes answer
-        // (`recap_excerpts`).
-        let forms = [
-            "¿Qué pasó en la sesión {n}?",
-            "¿Qué ocurrió en la sesión {n}?",
-            "¿Qué sucedió en la partida {n}?",
-            "Resume la sesión {n}",
-            "Resumen de la sesión {n}",
-            "What happened in session {n}?",
-            "What happens in session {n}?",
-            "Summarize session {n}",
-            "Recap of sessions {n}",
-            "Summary of the session {n}",
-        ];
-        for n in 1..1000 {
-            for form in forms {
-                let question = form.replace("{n}", &n.to_string());
-                let terms = QueryTerms::new(&question, &[]);
-                assert!(terms.is_empty() && !terms.asks_beyond_names(), "{question}");
-            }
-        }
-        // A question about something in a session still asks it, and a number that names no
-        // session is still asked.
-        assert!(QueryTerms::new("¿Qué pasó con el faro en la sesión 33?", &[]).asks_beyond_names());
-        let paid = QueryTerms::new("¿Quién pagó 140 coronas en la sesión 120?", &[]);
-        let asked: Vec<&str> = paid.terms.iter().map(|(term, _)| term.as_str()).collect();
-        assert!(asked.contains(&"140") && !asked.contains(&"120"), "{asked:?}");
-        assert!(!QueryTerms::new("¿Qué pasó en la sesión 140?", &[]).asks_beyond_names());
-    }
-
-    #[test]
-    fn a_word_of_stance_asks_nothing_in_any_place_of_a_who_question() {
-        let spanish = [
-            "en realidad",
-            "realmente",
-            "de verdad",
-            "verdaderamente",
-            "exactamente",
-            "concretamente",
-            "precisamente",
-            "justamente",
-        ];
-        let english = ["actually", "really", "exactly", "truly", "precisely", "indeed", "in reality"];
-        let mut questions = Vec::new();
-        for stance in spanish {
-            questions.push(format!("¿Quién es {stance} el Penitente?"));
-            questions.push(format!("¿{stance} quién es el Penitente?"));
-            questions.push(format!("¿Quién es el Penitente, {stance}?"));
-        }
-        for stance in english {
-            questions.push(format!("Who is the Penitente {stance}?"));
-            questions.push(format!("Who {stance} is the Penitente?"));
-        }
-        for question in questions {
-            let terms = QueryTerms::new(&question, &["Penitente"]);
-            assert!(!terms.asks_beyond_names(), "{question}");
-        }
-        // A word asked beside one is still asked.
-        assert!(QueryTerms::new("¿Qué robó en realidad el Penitente?", &["Penitente"]).asks_beyond_names());
-    }
-
-    #[test]
     fn a_recap_spreads_the_scenes_openings_from_the_first_to_the_last() {
         let scene = |n: usize| format!("La escena {n} empieza en el muelle con toda la compañía reunida. Luego sigue.");
         let text = format!(
@@ -1248,15 +956,6 @@ Compran cuerdas y pan en la lonja.
         );
         // Nothing fits whole: the best paragraph, cut at a word.
         check_passages("archiduque", &[], 6, "El archiduque Aldric los (…)");
-    }
-
-    #[test]
-    fn terms_drop_stopwords_and_weigh_names_double() {
-        let terms = QueryTerms::new("¿Qué hizo el archiduque con la corona?", &["Aldric Voss"]);
-        assert_eq!(terms.score("Aldric"), 2);
-        assert_eq!(terms.score("la corona del archiduque"), 2);
-        assert_eq!(terms.score("qué hizo con la"), 0);
-        assert!(QueryTerms::new("¿y qué?", &[]).is_empty());
     }
 
     #[test]

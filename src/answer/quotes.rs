@@ -20,9 +20,10 @@
 use crate::corpus::Label;
 
 use super::passages::{
-    EXCERPT_MAX_CHARS, Excerpt, MAX_EXCERPTS, QueryTerms, is_a_title, leads_into_next, links_as_text, sentences,
+    EXCERPT_MAX_CHARS, Excerpt, MAX_EXCERPTS, is_a_title, leads_into_next, links_as_text, sentences,
     sentences_by_section,
 };
+use super::terms::{QueryTerms, states_quantity};
 use crate::text::shorten;
 
 /// RRF damping, as the retrieval paths are fused (`retrieve::fuse`): 60 is the standard value
@@ -83,6 +84,8 @@ struct Signals {
     own_holds_term: bool,
     /// Its own sentence names an entity the question names.
     names: bool,
+    /// The question asks how much or how many, and it states a quantity ([`states_quantity`]).
+    quantity: bool,
 }
 
 /// The quoted answer's sentences, and whether they answer.
@@ -166,6 +169,7 @@ fn signals_of(unit: &Unit, terms: &QueryTerms, similarity: &dyn Fn(&str) -> Opti
         number: terms.asks_number() && holds_number(&unit.text),
         own_holds_term: terms.score(&unit.own) > 0,
         names: terms.names_in(&unit.own),
+        quantity: terms.asks_quantity() && states_quantity(&unit.text),
     }
 }
 
@@ -179,8 +183,14 @@ fn is_eligible(signals: &Signals) -> bool {
 
 /// Whether the unit answers what the question asks beyond its names: it holds a word of it,
 /// or the number asked beside a name or word of the question («¿Cuántos hijos tiene Celia?»
-/// is not answered by «6 frascos»).
-fn answers(signals: &Signals) -> bool {
+/// is not answered by «6 frascos»). A question asking how many is answered only by a
+/// quantity beside a word of it: «hijos de salineros» says no number, and «desde la sesión
+/// 11» names a session (`eval/README.md`, «Quoted answers»: three unanswerable questions of
+/// the five banks quoted sentences like these as their answer).
+fn answers(signals: &Signals, asks_quantity: bool) -> bool {
+    if asks_quantity {
+        return signals.quantity && signals.asked_words > 0;
+    }
     signals.asked_words > 0 || (signals.number && signals.all_terms > 0)
 }
 
@@ -244,7 +254,7 @@ pub fn rank_quotes(fragments: &[(&str, &str)], terms: &QueryTerms, similarity: &
         near.fold(None, |best: Option<f32>, x| Some(best.map_or(x, |best| best.max(x))))
     };
     tracing::debug!(nearest_asked = ?nearest(true), nearest_unasked = ?nearest(false), "sentences weighed");
-    let answered = !terms.asks_beyond_names() || signals.iter().any(answers);
+    let answered = !terms.asks_beyond_names() || signals.iter().any(|signal| answers(signal, terms.asks_quantity()));
     if !answered {
         tracing::debug!(n_units = units.len(), "no sentence holds what the question asks");
         if !signals.iter().any(|signal| signal.names) {
@@ -356,6 +366,36 @@ mod tests {
                 "Sesión 2: El archiduque ofrece 300 coronas por las caravanas perdidas.",
             ],
         );
+    }
+
+    #[test]
+    fn a_question_asking_how_many_is_answered_only_by_a_quantity_beside_its_words() {
+        let question = "¿Cuántos hijos tiene la abadesa Celia Urquijo?";
+        // Its word without a number, a number naming a session: the nearest, not an answer.
+        let abbey = [(
+            "Mundo: Monasterio",
+            "La comunidad la dirige la abadesa Celia Urquijo. Los acólitos suelen ser hijos de salineros. \
+             La abadesa Celia volvió a verlos en la sesión 11.",
+        )];
+        let terms = QueryTerms::new(question, &["Celia Urquijo"]);
+        assert!(rank_quotes(&abbey, &terms, &|_| None).nearest_only());
+        // A number, in digits or in words, beside the word asked answers it.
+        for told in ["Celia Urquijo tuvo dos hijos.", "Celia Urquijo tuvo 2 hijos."] {
+            check(&[("Ficha: Celia", told)], question, &["Celia Urquijo"], &[], &[&format!("Ficha: Celia: {told}")]);
+        }
+        assert!(states_quantity("a dozen arrows") && states_quantity("ofrece 300 coronas"));
+        assert!(!states_quantity("desde la sesión 11") && !states_quantity("Session 80 was long."));
+        // "how many" asks for a number; "The Many" is no answer to it, "many-eyed" asks none.
+        check(
+            &[("Sesión 98", "The Mines of the Many is the fourteenth episode.")],
+            "How many siblings?",
+            &[],
+            &[],
+            &[],
+        );
+        assert!(QueryTerms::new("How many siblings does Yeza have?", &[]).asks_quantity());
+        assert!(!QueryTerms::new("When did the many-eyed monster strike?", &[]).asks_quantity());
+        assert_eq!(QueryTerms::new("whats the name of the village", &[]).score("whats up"), 0);
     }
 
     #[test]

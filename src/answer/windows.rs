@@ -14,7 +14,8 @@ use crate::corpus::FragmentId;
 use crate::text::ends_sentence;
 
 use super::context::ContextFragment;
-use super::passages::{GAP_MARK, QueryTerms, select_passages};
+use super::passages::{GAP_MARK, select_passages};
+use super::terms::QueryTerms;
 
 /// Share of a time-planned material budget the chosen fragments may take; the rest is for
 /// the one-line summaries of the leftovers.

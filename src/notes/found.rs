@@ -8,7 +8,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::answer::passages::{QueryTerms, select_passages};
+use crate::answer::passages::select_passages;
+use crate::answer::terms::QueryTerms;
 use crate::corpus::{FragmentId, Label, NoteKind, SessionNumber};
 use crate::index::StoredFragment;
 use crate::retrieve::{PathRanks, SearchResult};

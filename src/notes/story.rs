@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use tracing::Instrument;
 
 use crate::answer::arc::{ArcFragment, ArcSentence, arc_sentences};
-use crate::answer::passages::QueryTerms;
+use crate::answer::terms::QueryTerms;
 use crate::index::Index;
 use crate::lexicon::changes_told_of;
 use crate::llm::EmbedRole;

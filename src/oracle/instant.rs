@@ -13,8 +13,9 @@ use serde::Serialize;
 use tracing::Instrument;
 
 use crate::answer::AnswerMode;
-use crate::answer::passages::{Excerpt, QueryTerms, not_said_as_such, render_with_notes_also, sentences};
+use crate::answer::passages::{Excerpt, not_said_as_such, render_with_notes_also, sentences};
 use crate::answer::structured::Repeats;
+use crate::answer::terms::QueryTerms;
 use crate::corpus::{FragmentId, LabelLanguage};
 
 use super::generate::MadeAnswer;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::answer::grounding::NameBook;
-use crate::answer::passages::QueryTerms;
+use crate::answer::terms::QueryTerms;
 use crate::answer::{AnswerMode, AnswerStyle, Context, ContextFragment};
 use crate::index::{Index, StoredFragment};
 use crate::llm::Embedder;

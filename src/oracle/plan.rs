@@ -18,8 +18,8 @@
 use serde::Serialize;
 
 use crate::answer::arc::{ARC_MAX_SESSIONS, ArcBlock, choose_arc_lines};
-use crate::answer::passages::QueryTerms;
 use crate::answer::structured::{MAX_SENTENCE_CHARS, MAX_SENTENCES};
+use crate::answer::terms::QueryTerms;
 use crate::answer::{AnswerMode, Context, ContextBudget, ContextFragment, build_context, narrow_to_windows};
 use crate::llm::LlmError;
 use crate::llm::chat::{ChatMessage, ChatModel, ContextWindow, ModelSpeed, WindowSource};
