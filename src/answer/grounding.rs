@@ -395,6 +395,12 @@ fn number_forms(value: u64) -> Vec<String> {
     forms
 }
 
+/// The value of a single spelled-out number word, folded, in either language («dieciseis»,
+/// "twenty"); «once» is none (Spanish 11, and the English adverb).
+pub(crate) fn spelled_number(folded_word: &str) -> Option<u32> {
+    spelled_values().get(folded_word).copied()
+}
+
 /// Single spelled-out words and their values, both languages (for the sentence side).
 fn spelled_values() -> &'static HashMap<&'static str, u32> {
     static VALUES: std::sync::LazyLock<HashMap<&'static str, u32>> = std::sync::LazyLock::new(|| {

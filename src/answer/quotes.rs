@@ -255,18 +255,21 @@ pub fn rank_quotes(fragments: &[(&str, &str)], terms: &QueryTerms, similarity: &
     };
     tracing::debug!(nearest_asked = ?nearest(true), nearest_unasked = ?nearest(false), "sentences weighed");
     let answered = !terms.asks_beyond_names() || signals.iter().any(|signal| answers(signal, terms.asks_quantity()));
+    // Where none answers, the nearest are those naming what the question names; for a
+    // question asking how many, those holding a word of it too: the notes speak of it, with
+    // no number («the Thunderbird» for "how much did we get for the thunderbird").
+    let is_nearest = |signal: &Signals| signal.names || (terms.asks_quantity() && signal.asked_words > 0);
     if !answered {
         tracing::debug!(n_units = units.len(), "no sentence holds what the question asks");
-        if !signals.iter().any(|signal| signal.names) {
+        if !signals.iter().any(is_nearest) {
             return Quotes::Answer(Vec::new());
         }
     }
     let fused = fused_scores(&units, &signals);
     // A sentence only naming the entity may come along with those that answer: kept only to
     // answers, it lost key facts on the sample bank (two, 61 → 59 of 121: across languages
-    // the answer often shares only the name), `eval/README.md`. Where none answers, only
-    // those naming what the question names are the nearest.
-    let may_quote = |signal: &Signals| if answered { is_eligible(signal) } else { signal.names };
+    // the answer often shares only the name), `eval/README.md`.
+    let may_quote = |signal: &Signals| if answered { is_eligible(signal) } else { is_nearest(signal) };
     let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| may_quote(&signals[at])).collect();
     ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
     // The nearest point at where the notes speak of whom it names; they are no answer.
@@ -383,7 +386,13 @@ mod tests {
         for told in ["Celia Urquijo tuvo dos hijos.", "Celia Urquijo tuvo 2 hijos."] {
             check(&[("Ficha: Celia", told)], question, &["Celia Urquijo"], &[], &[&format!("Ficha: Celia: {told}")]);
         }
+        // Its word with no number anywhere: the notes speak of it, so the nearest, not «nothing».
+        let ship = [("Sesión 25", "The party takes the Thunderbird in tow. Rulkorf has heard of the Thunderbird.")];
+        let terms = QueryTerms::new("how much did we get for the thunderbird", &[]);
+        assert_eq!(rank_quotes(&ship, &terms, &|_| None).excerpts().len(), 2);
+        assert!(rank_quotes(&ship, &terms, &|_| None).nearest_only());
         assert!(states_quantity("a dozen arrows") && states_quantity("ofrece 300 coronas"));
+        assert!(!states_quantity("he once saw one ship"));
         assert!(!states_quantity("desde la sesión 11") && !states_quantity("Session 80 was long."));
         // "how many" asks for a number; "The Many" is no answer to it, "many-eyed" asks none.
         check(

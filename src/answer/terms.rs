@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::grounding::spelled_number;
 use crate::lexicon::is_stopword;
 use crate::text::fold;
 
@@ -60,54 +61,13 @@ const HOW_QUANTITY: [&str; 2] = ["much", "many"];
 /// a number, and "The Mines of the Many" holds none ("How many siblings does Yeza have?"
 /// quoted it); "whats", "whos" are how players type "what's", "who's".
 const ONLY_ASKING: [&str; 8] = ["much", "many", "whats", "whos", "wheres", "hows", "whens", "whys"];
-/// Number words that state a quantity, folded: «dos hijos», "a dozen arrows". «uno», "one"
-/// and their forms are left out: as articles and pronouns they are in most sentences.
-const NUMBER_WORDS: [&str; 44] = [
-    "dos",
-    "tres",
-    "cuatro",
-    "cinco",
-    "seis",
-    "siete",
-    "ocho",
-    "nueve",
-    "diez",
-    "once",
-    "doce",
-    "veinte",
-    "treinta",
-    "cuarenta",
-    "cincuenta",
-    "cien",
-    "ciento",
-    "cientos",
-    "mil",
-    "docena",
-    "media",
-    "mitad",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "twenty",
-    "thirty",
-    "forty",
-    "fifty",
-    "hundred",
-    "hundreds",
-    "thousand",
-    "thousands",
-    "dozen",
-    "half",
-    "pair",
-];
+/// Words that state a quantity besides the spelled numbers ([`spelled_number`]), folded:
+/// "a dozen arrows", «la mitad del oro».
+const QUANTITY_NOUNS: [&str; 11] =
+    ["docena", "docenas", "dozen", "mil", "thousand", "thousands", "hundred", "hundreds", "cientos", "mitad", "half"];
+/// The least spelled number that states a quantity: «uno», «una», "one" are articles and
+/// pronouns as often as numbers, in most sentences.
+const MIN_SPELLED_QUANTITY: u32 = 2;
 
 impl QueryTerms {
     pub fn new(question: &str, entity_names: &[&str]) -> QueryTerms {
@@ -255,12 +215,15 @@ fn asks_quantity(question: &str) -> bool {
 }
 
 /// Whether `text` states a quantity: a number that names no session («desde la sesión 11»
-/// says when, not how many), or a number word ([`NUMBER_WORDS`]).
+/// says when, not how many), a spelled number from two («dos hijos», "twenty men"), or a
+/// word of quantity ([`QUANTITY_NOUNS`]).
 pub fn states_quantity(text: &str) -> bool {
     let words: Vec<String> = fold_words(text).collect();
     words.iter().enumerate().any(|(at, word)| {
         let names_a_session = at > 0 && SESSION_WORDS.contains(&words[at - 1].as_str());
-        (word.chars().any(|c| c.is_ascii_digit()) && !names_a_session) || NUMBER_WORDS.contains(&word.as_str())
+        (word.chars().any(|c| c.is_ascii_digit()) && !names_a_session)
+            || spelled_number(word).is_some_and(|value| value >= MIN_SPELLED_QUANTITY)
+            || QUANTITY_NOUNS.contains(&word.as_str())
     })
 }
 
