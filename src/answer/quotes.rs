@@ -187,9 +187,12 @@ fn is_eligible(signals: &Signals) -> bool {
 /// quantity beside a word of it: «hijos de salineros» says no number, and «desde la sesión
 /// 11» names a session (`eval/README.md`, «Quoted answers»: three unanswerable questions of
 /// the five banks quoted sentences like these as their answer).
-fn answers(signals: &Signals, asks_quantity: bool) -> bool {
+fn answers(signals: &Signals, asks_quantity: bool, words_held: bool) -> bool {
     if asks_quantity {
-        return signals.quantity && signals.asked_words > 0;
+        // Where no sentence holds a word it asks (asked in another language than the notes'),
+        // a quantity beside a name it names: "How much did the archduke pay?" of «El archiduque
+        // ofrece 300 coronas».
+        return signals.quantity && (signals.asked_words > 0 || (!words_held && signals.names));
     }
     signals.asked_words > 0 || (signals.number && signals.all_terms > 0)
 }
@@ -254,7 +257,9 @@ pub fn rank_quotes(fragments: &[(&str, &str)], terms: &QueryTerms, similarity: &
         near.fold(None, |best: Option<f32>, x| Some(best.map_or(x, |best| best.max(x))))
     };
     tracing::debug!(nearest_asked = ?nearest(true), nearest_unasked = ?nearest(false), "sentences weighed");
-    let answered = !terms.asks_beyond_names() || signals.iter().any(|signal| answers(signal, terms.asks_quantity()));
+    let words_held = signals.iter().any(|signal| signal.asked_words > 0);
+    let answered =
+        !terms.asks_beyond_names() || signals.iter().any(|signal| answers(signal, terms.asks_quantity(), words_held));
     // Where none answers, the nearest are those naming what the question names; for a
     // question asking how many, those holding a word of it too: the notes speak of it, with
     // no number («the Thunderbird» for "how much did we get for the thunderbird").
@@ -386,6 +391,15 @@ mod tests {
         for told in ["Celia Urquijo tuvo dos hijos.", "Celia Urquijo tuvo 2 hijos."] {
             check(&[("Ficha: Celia", told)], question, &["Celia Urquijo"], &[], &[&format!("Ficha: Celia: {told}")]);
         }
+        // Asked in another language than the notes', no word of it can be held: a quantity
+        // beside a name it names answers.
+        check(
+            &[("Sesión 1", "El archiduque ofrece 300 coronas.")],
+            "How much did the archduke pay?",
+            &["archiduque"],
+            &[],
+            &["Sesión 1: El archiduque ofrece 300 coronas."],
+        );
         // Its word with no number anywhere: the notes speak of it, so the nearest, not «nothing».
         let ship = [("Sesión 25", "The party takes the Thunderbird in tow. Rulkorf has heard of the Thunderbird.")];
         let terms = QueryTerms::new("how much did we get for the thunderbird", &[]);
