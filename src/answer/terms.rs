@@ -57,10 +57,10 @@ const NAME_WEIGHT: u32 = 2;
 const QUANTITY_WORDS: [&str; 6] = ["cuanto", "cuanta", "cuantos", "cuantas", "precio", "cost"];
 /// The words after "how" that ask for a quantity, folded.
 const HOW_QUANTITY: [&str; 2] = ["much", "many"];
-/// Words of a question that only ask, never what is asked, folded: after "how" they ask for
-/// a number, and "The Mines of the Many" holds none ("How many siblings does Yeza have?"
-/// quoted it); "whats", "whos" are how players type "what's", "who's".
-const ONLY_ASKING: [&str; 8] = ["much", "many", "whats", "whos", "wheres", "hows", "whens", "whys"];
+/// Words of a question that only ask, never what is asked, folded, besides [`HOW_QUANTITY`]
+/// (after "how" they ask for a number, and "The Mines of the Many" holds none: "How many
+/// siblings does Yeza have?" quoted it): how players type "what's", "who's"…
+const ONLY_ASKING: [&str; 6] = ["whats", "whos", "wheres", "hows", "whens", "whys"];
 /// Words that state a quantity besides the spelled numbers ([`spelled_number`]), folded:
 /// "a dozen arrows", «la mitad del oro».
 const QUANTITY_NOUNS: [&str; 11] =
@@ -83,7 +83,8 @@ impl QueryTerms {
         }
         let named_sessions = named_session_numbers(question);
         let asked = |word: &String| {
-            !asks_for_the_session(word) && !named_sessions.contains(word) && !ONLY_ASKING.contains(&word.as_str())
+            let only_asks = HOW_QUANTITY.contains(&word.as_str()) || ONLY_ASKING.contains(&word.as_str());
+            !asks_for_the_session(word) && !named_sessions.contains(word) && !only_asks
         };
         for word in content_words(question).filter(asked) {
             add(word, 1);
@@ -100,8 +101,7 @@ impl QueryTerms {
                 }
             }
         }
-        let asks_quantity = asks_quantity(question);
-        QueryTerms { terms, stems, asks_quantity, asks_when: asks_when(question) }
+        QueryTerms { terms, stems, asks_quantity: asks_quantity(question), asks_when: asks_when(question) }
     }
 
     /// Whether a number in a sentence answers the question: it asks how much, how many or when.
