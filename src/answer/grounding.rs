@@ -386,7 +386,7 @@ fn numbers_in(sentence: &str) -> Vec<StatedNumber> {
 }
 
 /// How a value may be written in the notes: digits, and its Spanish and English words.
-fn number_forms(value: u64) -> Vec<String> {
+pub(crate) fn number_forms(value: u64) -> Vec<String> {
     let mut forms = vec![value.to_string()];
     if let Ok(small) = u32::try_from(value) {
         forms.extend(spanish_words(small));
@@ -395,10 +395,26 @@ fn number_forms(value: u64) -> Vec<String> {
     forms
 }
 
-/// The value of a single spelled-out number word, folded, in either language («dieciseis»,
-/// "twenty"); «once» is none (Spanish 11, and the English adverb).
-pub(crate) fn spelled_number(folded_word: &str) -> Option<u32> {
-    spelled_values().get(folded_word).copied()
+/// The words that join a spelled number's parts and say no number: «treinta y dos», "a
+/// hundred and five".
+const NUMBER_JOINERS: [&str; 3] = ["y", "and", "a"];
+
+/// Whether a folded word is a word of a spelled-out number from 2 to [`MAX_SPELLED`], in
+/// either language, as [`number_forms`] writes them («dos», «veintiun», «ciento», "twenty",
+/// "hundred"): not «uno», «una», "one" (articles and pronouns as often as numbers), not the
+/// [`NUMBER_JOINERS`], not «once» (Spanish 11, and the English adverb).
+pub(crate) fn is_number_word(folded_word: &str) -> bool {
+    static WORDS: std::sync::LazyLock<HashSet<String>> = std::sync::LazyLock::new(|| {
+        let words_of = |values: std::ops::RangeInclusive<u64>| -> HashSet<String> {
+            let forms = values.flat_map(|value| number_forms(value).into_iter().skip(1));
+            forms.flat_map(|form| form.split(' ').map(str::to_string).collect::<Vec<_>>()).collect()
+        };
+        let not_counting = words_of(0..=1);
+        let mut words = words_of(2..=u64::from(MAX_SPELLED));
+        words.retain(|word| !not_counting.contains(word) && !NUMBER_JOINERS.contains(&word.as_str()) && word != "once");
+        words
+    });
+    WORDS.contains(folded_word)
 }
 
 /// Single spelled-out words and their values, both languages (for the sentence side).

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::grounding::spelled_number;
+use super::grounding::is_number_word;
 use crate::lexicon::is_stopword;
 use crate::text::fold;
 
@@ -61,13 +61,9 @@ const HOW_QUANTITY: [&str; 2] = ["much", "many"];
 /// (after "how" they ask for a number, and "The Mines of the Many" holds none: "How many
 /// siblings does Yeza have?" quoted it): how players type "what's", "who's"…
 const ONLY_ASKING: [&str; 6] = ["whats", "whos", "wheres", "hows", "whens", "whys"];
-/// Words that state a quantity besides the spelled numbers ([`spelled_number`]), folded:
-/// "a dozen arrows", «la mitad del oro».
-const QUANTITY_NOUNS: [&str; 11] =
-    ["docena", "docenas", "dozen", "mil", "thousand", "thousands", "hundred", "hundreds", "cientos", "mitad", "half"];
-/// The least spelled number that states a quantity: «uno», «una», "one" are articles and
-/// pronouns as often as numbers, in most sentences.
-const MIN_SPELLED_QUANTITY: u32 = 2;
+/// Words that state a quantity besides the spelled numbers ([`is_number_word`]), folded:
+/// "a dozen arrows", «la mitad del oro», «cientos de flechas».
+const QUANTITY_NOUNS: [&str; 8] = ["docena", "docenas", "dozen", "thousands", "hundreds", "cientos", "mitad", "half"];
 
 impl QueryTerms {
     pub fn new(question: &str, entity_names: &[&str]) -> QueryTerms {
@@ -215,14 +211,14 @@ fn asks_quantity(question: &str) -> bool {
 }
 
 /// Whether `text` states a quantity: a number that names no session («desde la sesión 11»
-/// says when, not how many), a spelled number from two («dos hijos», "twenty men"), or a
-/// word of quantity ([`QUANTITY_NOUNS`]).
+/// says when, not how many), a word of a spelled number from two («dos hijos», "twenty
+/// men", «ciento uno»), or a word of quantity ([`QUANTITY_NOUNS`]).
 pub fn states_quantity(text: &str) -> bool {
     let words: Vec<String> = fold_words(text).collect();
     words.iter().enumerate().any(|(at, word)| {
         let names_a_session = at > 0 && SESSION_WORDS.contains(&words[at - 1].as_str());
         (word.chars().any(|c| c.is_ascii_digit()) && !names_a_session)
-            || spelled_number(word).is_some_and(|value| value >= MIN_SPELLED_QUANTITY)
+            || is_number_word(word)
             || QUANTITY_NOUNS.contains(&word.as_str())
     })
 }
@@ -286,6 +282,7 @@ fn same_stem(term: &str, word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::answer::grounding::number_forms;
 
     #[test]
     fn a_question_for_a_sessions_story_asks_no_word_of_it() {
@@ -358,5 +355,46 @@ mod tests {
         assert_eq!(terms.score("la corona del archiduque"), 2);
         assert_eq!(terms.score("qué hizo con la"), 0);
         assert!(QueryTerms::new("¿y qué?", &[]).is_empty());
+    }
+
+    #[test]
+    fn a_session_s_number_is_never_a_quantity_and_every_how_many_shape_asks_one() {
+        for n in 0..=1000 {
+            for word in ["sesión", "sesiones", "session", "sessions", "partida", "Sesión"] {
+                let told = format!("Volvieron desde la {word} {n}.");
+                assert!(!states_quantity(&told), "{told}");
+            }
+        }
+        let nouns = ["hijos", "coronas", "siblings", "gold", "arrows", "flechas"];
+        let openers = ["¿Cuántos", "¿Cuántas", "¿Cuánto", "¿Cuánta", "¿cuantos", "How many", "how much", "HOW MANY"];
+        for opener in openers {
+            for noun in nouns {
+                let terms = QueryTerms::new(&format!("{opener} {noun} tiene Odo?"), &["Odo"]);
+                assert!(terms.asks_quantity(), "{opener} {noun}");
+                // What it asks is the noun, never the words that ask.
+                let asked: Vec<&str> = terms.terms.iter().map(|(term, _)| term.as_str()).collect();
+                assert!(!asked.iter().any(|term| ["many", "much", "how"].contains(term)), "{opener}: {asked:?}");
+            }
+        }
+        // «many», «much» anywhere else ask no number.
+        for question in ["When did the many-eyed monster strike?", "Who said so much?", "Why so many guards?"] {
+            assert!(!QueryTerms::new(question, &[]).asks_quantity(), "{question}");
+        }
+    }
+
+    #[test]
+    fn every_number_from_two_written_any_way_states_a_quantity() {
+        for word in ["y", "and", "a", "uno", "una", "un", "one", "once", "de", "the"] {
+            assert!(!is_number_word(word), "{word}");
+        }
+        // The class the quoted answer reads a «how many» by: every value from 2 to 1,000 in
+        // every form the notes may write it (digits, Spanish and English words), in a sentence.
+        for value in 2..=1000 {
+            for form in number_forms(value) {
+                let told = format!("Tenían {form} hijos.");
+                // «once» (11) is left out on purpose: "he once saw her" states no number.
+                assert!(states_quantity(&told) || form == "once", "{told}");
+            }
+        }
     }
 }
