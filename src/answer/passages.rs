@@ -676,7 +676,7 @@ fn push_sentence(found: &mut Vec<(String, usize)>, sentence: &str, section: usiz
 }
 
 /// `[[Target|shown]]` → `shown`, `[[Target]]` → `Target`; other brackets become parentheses.
-fn unlink(line: &str) -> String {
+pub(crate) fn unlink(line: &str) -> String {
     let mut plain = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(open) = rest.find("[[") {

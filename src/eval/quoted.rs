@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::answer::passages::{Excerpt, links_as_text};
+use crate::answer::passages::{Excerpt, links_as_text, unlink};
 use crate::index::{Index, IndexError};
 use crate::retrieve::Audience;
 
@@ -28,24 +28,20 @@ pub(super) fn misquoted(index: &Index, quoted: &[Excerpt]) -> Result<Vec<String>
 }
 
 /// A note as a quote reads it: each line without its quote marks (`>`) and list bullet
-/// (`- `, `* `, `+ `, `1. `, `1) `), wiki links as their shown text, Markdown links as
-/// their text, the lines joined; then [`plain`].
+/// (`- `, `* `, `+ `, `1. `, `1) `), Markdown links as their text, then wiki links as their
+/// shown text (`passages::unlink`), as the quotes are made; the lines joined; then [`plain`].
 fn as_quoted(note: &str) -> String {
-    static WIKI_LINK: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"\[\[(?:[^\]|\n]*\|)?(?P<shown>[^\]\n]*)\]\]").expect("the wiki link pattern is valid")
-    });
     static BULLET: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"^(?:[-*+]|\d{1,3}[.)])\s+").expect("the bullet pattern is valid")
     });
-    let lines: Vec<String> = note
+    let lines: Vec<String> = links_as_text(note)
         .lines()
         .map(|line| {
             let unquoted = line.trim().trim_start_matches(|c: char| c == '>' || c.is_whitespace());
-            BULLET.replace(unquoted, "").into_owned()
+            unlink(&BULLET.replace(unquoted, ""))
         })
         .collect();
-    let text = links_as_text(&WIKI_LINK.replace_all(&lines.join("\n"), "$shown"));
-    plain(&text)
+    plain(&lines.join("\n"))
 }
 
 /// What of a quote the note must hold: all of it, or, cut short, its words before the cut
