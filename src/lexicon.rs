@@ -321,6 +321,8 @@ const SPANISH: &[&[&str]] = &[
         "podra", "podria", "pueda", "puedan", "podido", "saber", "sabe", "sabes", "sabemos", "saben", "sabia",
         "sabian", "sabido",
     ],
+    // How players type in a chat: «q paso con Odo», «xq se fue», «porfa».
+    &["q", "xq", "pq", "porfa", "porfi", "xfa", "tb", "tmb"],
 ];
 
 /// English, by word class.
@@ -363,6 +365,13 @@ const ENGLISH: &[&[&str]] = &[
         "happen", "happens", "happened", "happening", "say", "says", "said", "tell", "tells", "told", "get",
         "gets", "got", "make", "makes", "made", "go", "goes", "went", "gone", "know", "knows", "knew", "known",
         "let", "lets",
+    ],
+    // How players type in a chat: the contractions above without their apostrophe ("whats
+    // calebs moms name" holds no other word of either language), and "pls".
+    &[
+        "whats", "whos", "wheres", "whens", "whys", "hows", "thats", "theres", "dont", "doesnt", "didnt", "isnt",
+        "wasnt", "arent", "werent", "cant", "couldnt", "wouldnt", "shouldnt", "hasnt", "havent", "hadnt", "im",
+        "ive", "youre", "theyre", "please", "pls", "plz",
     ],
 ];
 
@@ -487,6 +496,11 @@ mod tests {
             ("Who is Baika?", LabelLanguage::En),
             ("Baika", LabelLanguage::Es),
             ("", LabelLanguage::Es),
+            // As players type in a chat (the players' banks: these were answered in Spanish).
+            ("whats calebs moms name", LabelLanguage::En),
+            ("recap session 37 pls", LabelLanguage::En),
+            ("q paso con odo", LabelLanguage::Es),
+            ("xq se fue Nela", LabelLanguage::Es),
         ] {
             assert_eq!(language_of(question), expect, "{question:?}");
         }

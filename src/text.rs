@@ -108,11 +108,31 @@ pub fn ends_sentence(word: &str) -> bool {
 /// follows. The one rule of where a sentence ends, for splitting notes into sentences,
 /// describing an entity by its first sentences and cutting a long Discord message.
 pub fn sentence_ends(text: &str) -> Vec<usize> {
-    word_spans(text)
-        .into_iter()
-        .filter(|&(start, end)| ends_sentence(&text[start..end]) && !inside_a_quotation(text, end))
-        .map(|(_, end)| end)
+    let spans = word_spans(text);
+    spans
+        .iter()
+        .enumerate()
+        .filter(|&(at, &(start, end))| {
+            let trails_off_into = spans.get(at + 1).is_some_and(|&(next, next_end)| {
+                trails_off(&text[start..end]) && goes_on(&text[next..next_end]) && !text[end..next].contains('\n')
+            });
+            ends_sentence(&text[start..end]) && !inside_a_quotation(text, end) && !trails_off_into
+        })
+        .map(|(_, &(_, end))| end)
         .collect()
+}
+
+/// Whether `word` ends in an ellipsis («an...», «pero…»): before a word in lowercase on its
+/// line the sentence goes on ("ran into an... ally, a strange dragonborn" was split at the
+/// dots and its second half quoted alone).
+fn trails_off(word: &str) -> bool {
+    let word = word.trim_end_matches(SENTENCE_CLOSERS);
+    word.ends_with("...") || word.ends_with('…')
+}
+
+/// Whether `word` opens in lowercase: it goes on with what came before it.
+pub fn goes_on(word: &str) -> bool {
+    word.chars().find(|c| c.is_alphanumeric()).is_some_and(char::is_lowercase)
 }
 
 /// Marks that open and close with different signs, so that a reader can tell whether a point
@@ -292,6 +312,12 @@ mod tests {
                 [format!("Dijo {open}vete."), "Y se fue.".into(), format!("El día{close} acabó.")]
             );
         }
+        // An ellipsis before a word in lowercase trails off inside the sentence; before a
+        // capital, or at a line's end, it ends it.
+        assert_eq!(
+            ends("They ran into an... ally, a dragonborn. Then… Nothing. Pero…\ny luego."),
+            ["They ran into an... ally, a dragonborn.", "Then…", "Nothing.", "Pero…", "y luego."]
+        );
         // A closed quotation before the point leaves it the end it was.
         assert_eq!(ends("Lo llamó «el Tuerto». Él calló."), ["Lo llamó «el Tuerto».", "Él calló."]);
         // An aside of two sentences is one, its parentheses closed.

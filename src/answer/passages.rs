@@ -13,9 +13,9 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use crate::corpus::{Label, LabelLanguage};
+use crate::corpus::{Label, LabelLanguage, is_fence};
 
-use crate::text::{ends_sentence, sentence_ends, shorten};
+use crate::text::{ends_sentence, goes_on, sentence_ends, shorten};
 
 use super::terms::{QueryTerms, content_words};
 
@@ -561,9 +561,26 @@ pub fn recap_excerpts(fragments: &[(&str, &str)]) -> Vec<Excerpt> {
             })
         })
         .collect();
-    // A lone name in bold («**Rook**») heads what follows; it tells nothing, unless nothing else does.
-    let telling: Vec<(&str, String)> =
-        openings.iter().filter(|(_, opening)| opening.split_whitespace().count() >= RECAP_MIN_WORDS).cloned().collect();
+    // A list in lowercase («- el faro sobre una ola…») goes on with the sentence announcing
+    // it: it opens no scene, and the announcing opening is read with its first item.
+    let mut joined: Vec<(&str, String)> = Vec::with_capacity(openings.len());
+    for (label, opening) in openings {
+        match joined.last_mut() {
+            Some((last_label, last)) if *last_label == label && goes_on(&opening) && leads_into_next(last) => {
+                last.push(' ');
+                last.push_str(&opening);
+            }
+            _ => joined.push((label, opening)),
+        }
+    }
+    let openings = joined;
+    // A lone name in bold («**Rook**») heads what follows; it tells nothing, unless nothing else
+    // does; nor does a paragraph going on with one before it.
+    let telling: Vec<(&str, String)> = openings
+        .iter()
+        .filter(|(_, opening)| opening.split_whitespace().count() >= RECAP_MIN_WORDS && !goes_on(opening))
+        .cloned()
+        .collect();
     let openings = if telling.is_empty() { openings } else { telling };
     if openings.is_empty() {
         return Vec::new();
@@ -600,6 +617,9 @@ pub(crate) fn sentences_by_section(text: &str) -> Vec<(String, usize)> {
     let mut found = Vec::new();
     let mut section = 0;
     let mut headings_before: Option<Vec<&str>> = None;
+    // Fenced code (an Obsidian `dataview` query, a stat block's YAML) is no sentence; a fence
+    // may hold blank lines, so whether one is open carries from paragraph to paragraph.
+    let mut in_code = false;
     for paragraph in paragraphs(text) {
         if headings_before.as_ref().is_some_and(|before| *before != paragraph.headings) {
             section += 1;
@@ -608,6 +628,13 @@ pub(crate) fn sentences_by_section(text: &str) -> Vec<(String, usize)> {
         // The paragraph's items (or its one run of text), each as its lines joined.
         let mut items: Vec<String> = Vec::new();
         for line in paragraph.text.lines() {
+            if is_fence(line) {
+                in_code = !in_code;
+                continue;
+            }
+            if in_code {
+                continue;
+            }
             let line = line.trim().trim_start_matches('>').trim_start();
             let item = list_item_text(line);
             let plain = unlink(item.unwrap_or(line));
@@ -640,7 +667,10 @@ fn list_item_text(line: &str) -> Option<&str> {
             .then(|| line[digits..].strip_prefix(". ").or_else(|| line[digits..].strip_prefix(") ")))
             .flatten()
     })?;
-    Some(rest.trim_start())
+    // A task's box («- [x] Question the banshee») is the list's mark, not its words.
+    let rest = rest.trim_start();
+    let unboxed = ["[ ] ", "[x] ", "[X] "].iter().find_map(|task_box| rest.strip_prefix(task_box));
+    Some(unboxed.unwrap_or(rest).trim_start())
 }
 
 /// Digits a numbered item's number has at most: «12. » numbers an item; «1999. » opens a
@@ -723,6 +753,17 @@ mod tests {
         assert!(excerpts.iter().all(|e| e.label == "Sesión 9"));
         assert_eq!(recap_excerpts(&[("Sesión 1", "Solo una frase.")]).len(), 1);
         assert!(recap_excerpts(&[("Sesión 1", "# Solo un título")]).is_empty());
+        // A list in lowercase goes on with the sentence announcing it; alone it opens no scene.
+        let list = "La reunión es en el refectorio, con tres banderas detrás:\n\n- el faro de la Orden;\n- el ancla.\n\n\
+            - la sal de los monjes del monasterio;\n\nEl abad habla primero y todos callan.";
+        let texts: Vec<String> = recap_excerpts(&[("Sesión 36", list)]).into_iter().map(|e| e.text).collect();
+        assert_eq!(
+            texts,
+            [
+                "La reunión es en el refectorio, con tres banderas detrás: el faro de la Orden; el ancla.",
+                "El abad habla primero y todos callan."
+            ]
+        );
     }
 
     #[test]
@@ -872,6 +913,18 @@ Rook se queda fuera vigilando los carros.";
         assert_eq!(sentences("Uno dos\ntres cuatro. Cinco."), ["Uno dos tres cuatro.", "Cinco."]);
         // A year opening a line numbers no item.
         assert_eq!(sentences("1999. Fue un año malo."), ["1999.", "Fue un año malo."]);
+        // A task's box is the list's mark.
+        for task_box in ["[ ]", "[x]", "[X]"] {
+            let notes = format!("- {task_box} Question the banshee Agatha\n- {task_box} Find a guide.");
+            assert_eq!(sentences(&notes), ["Question the banshee Agatha", "Find a guide."], "{notes:?}");
+        }
+    }
+
+    #[test]
+    fn fenced_code_is_no_sentence_even_with_blank_lines_inside() {
+        let notes = "Kleb keeps a journal.\n```dataview\nTABLE WITHOUT ID arc AS \"Story Arc\"\n\nFROM \"sessions\"\n```\n\n\
+            ~~~statblock\nname: Flameskull\n~~~\nThe party rests.";
+        assert_eq!(sentences(notes), ["Kleb keeps a journal.", "The party rests."]);
     }
 
     #[test]

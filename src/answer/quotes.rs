@@ -24,7 +24,7 @@ use super::passages::{
     sentences_by_section,
 };
 use super::terms::{QueryTerms, states_quantity};
-use crate::text::shorten;
+use crate::text::{goes_on, shorten};
 
 /// RRF damping, as the retrieval paths are fused (`retrieve::fuse`): 60 is the standard value
 /// and the one measured there.
@@ -145,7 +145,11 @@ fn units_of(fragments: &[(&str, &str)]) -> Vec<Unit> {
             // What a sentence leans on, or announces, is in its section: a heading between
             // them is a new subject, and the two are not one quote.
             let same_section = |other: usize| own[other].1 == *section;
-            let first = if at > 0 && leans_on_previous(sentence) && same_section(at - 1) { at - 1 } else { at };
+            let first = if at > 0 && leans_on_previous(sentence) && same_section(at - 1) {
+                at - 1
+            } else {
+                announced_by(&own, at).unwrap_or(at)
+            };
             let last =
                 if at + 1 < own.len() && leads_into_next(sentence) && same_section(at + 1) { at + 1 } else { at };
             let text = own[first..=last].iter().map(|(sentence, _)| sentence.as_str()).collect::<Vec<_>>().join(" ");
@@ -153,6 +157,30 @@ fn units_of(fragments: &[(&str, &str)]) -> Vec<Unit> {
         }
     }
     units
+}
+
+/// Where a sentence opening in lowercase continues the one announcing its list («…con tres
+/// banderas colgadas detrás de la mesa larga:» before «- el faro sobre una ola…»): that
+/// announcing sentence, in its section, when it and the items between fit in a quote. Alone
+/// such an item says what it is but not of what («el faro… que trae la capitana Brisa
+/// Aldana»).
+fn announced_by(own: &[(String, usize)], at: usize) -> Option<usize> {
+    let (sentence, section) = &own[at];
+    if !goes_on(sentence) {
+        return None;
+    }
+    let mut chars = sentence.chars().count();
+    for before in (0..at).rev() {
+        let (text, its_section) = &own[before];
+        chars += text.chars().count() + 1;
+        if its_section != section || chars > QUOTE_MAX_CHARS {
+            return None;
+        }
+        if leads_into_next(text) {
+            return Some(before);
+        }
+    }
+    None
 }
 
 fn holds_number(text: &str) -> bool {
@@ -468,6 +496,32 @@ mod tests {
             &["Sesión 10: Lucio cuenta que el archiduque tenía pesadillas: Soñaba con un pozo lleno de sal."],
         );
         assert!(leads_into_next("Lucio cuenta: ") && !leads_into_next("Hora: las tres."));
+    }
+
+    #[test]
+    fn a_list_item_in_lowercase_is_quoted_with_the_sentence_announcing_its_list() {
+        let notes = "**El refectorio**\n\nLa reunión es en el refectorio, con tres banderas detrás de la mesa:\n\n\
+            - el faro de la **Orden del Faro**, que trae la capitana Brisa Aldana;\n\
+            - el ancla negra de la Hermandad, que trae a Nela Nieto;\n\
+            - el cristal de Oruela, con la abadesa Celia Urquijo presidiendo.\n\n\
+            Celia habla primero.\n\n- Pan y sal.";
+        check(
+            &[("Sesión 36", notes)],
+            "¿Quién presidía con el cristal de Oruela?",
+            &[],
+            &[],
+            &[
+                "Sesión 36: La reunión es en el refectorio, con tres banderas detrás de la mesa: el faro de la **Orden del \
+               Faro**, que trae la capitana Brisa Aldana; el ancla negra de la Hermandad, que trae a Nela Nieto; el \
+               cristal de Oruela, con la abadesa Celia Urquijo presidiendo.",
+            ],
+        );
+        let own = sentences_by_section(notes);
+        let at = |start: &str| own.iter().position(|(sentence, _)| sentence.starts_with(start)).expect(start);
+        assert_eq!(announced_by(&own, at("el ancla")), Some(at("La reunión")));
+        // An item in capitals stands alone; so does one no sentence announces.
+        assert_eq!(announced_by(&own, at("Pan y sal")), None);
+        assert_eq!(announced_by(&own, at("Celia habla")), None);
     }
 
     #[test]

@@ -55,12 +55,11 @@ const NAME_WEIGHT: u32 = 2;
 /// Words that ask for a quantity, folded: «¿cuánto pagó?», «el precio». English asks with
 /// "how" before [`HOW_QUANTITY`] ("how many arrows"); "a many-eyed monster" asks none.
 const QUANTITY_WORDS: [&str; 6] = ["cuanto", "cuanta", "cuantos", "cuantas", "precio", "cost"];
-/// The words after "how" that ask for a quantity, folded.
+/// The words after "how" that ask for a quantity, folded: they only ask, never what is asked
+/// ("The Mines of the Many" holds no number: "How many siblings does Yeza have?" quoted it).
+/// How players type "what's" and "who's" («whats», «whos») only asks too: those are
+/// stopwords (`lexicon`), as "what" is.
 const HOW_QUANTITY: [&str; 2] = ["much", "many"];
-/// Words of a question that only ask, never what is asked, folded, besides [`HOW_QUANTITY`]
-/// (after "how" they ask for a number, and "The Mines of the Many" holds none: "How many
-/// siblings does Yeza have?" quoted it): how players type "what's", "who's"…
-const ONLY_ASKING: [&str; 6] = ["whats", "whos", "wheres", "hows", "whens", "whys"];
 /// Words that state a quantity besides the spelled numbers ([`is_number_word`]), folded:
 /// "a dozen arrows", «la mitad del oro», «cientos de flechas».
 const QUANTITY_NOUNS: [&str; 8] = ["docena", "docenas", "dozen", "thousands", "hundreds", "cientos", "mitad", "half"];
@@ -79,8 +78,7 @@ impl QueryTerms {
         }
         let named_sessions = named_session_numbers(question);
         let asked = |word: &String| {
-            let only_asks = HOW_QUANTITY.contains(&word.as_str()) || ONLY_ASKING.contains(&word.as_str());
-            !asks_for_the_session(word) && !named_sessions.contains(word) && !only_asks
+            !asks_for_the_session(word) && !named_sessions.contains(word) && !HOW_QUANTITY.contains(&word.as_str())
         };
         for word in content_words(question).filter(asked) {
             add(word, 1);

@@ -33,6 +33,7 @@ mod session;
 mod split;
 pub mod windows;
 
+pub(crate) use markdown::is_fence;
 pub use note::{parse_campaign, parse_note};
 pub(crate) use secrets::phrase_words;
 pub use secrets::{DEFAULT_SECRET_WORDS, SecretNotes, default_secret_words};

@@ -14,7 +14,7 @@ use super::markdown::{diagnostic, is_fence};
 use super::{
     Block, CorpusConfig, Diagnostic, Fragment, Label, Note, NoteKind, OVERLAP_WORDS, SESSION_MAX_WORDS, Visibility,
 };
-use crate::text::{word_count, word_spans};
+use crate::text::{sentence_ends, word_count, word_spans};
 
 /// Labels and sizes every block of every note. Labels shared by several blocks become
 /// `"{label} ({disambiguator})"` for all of them, with a diagnostic on each; nothing is
@@ -171,23 +171,30 @@ fn piece_from_lines(lines: &[SourceLine<'_>]) -> Option<Piece> {
     Some(Piece { text, line_start: kept[0].number, line_end: kept[kept.len() - 1].number })
 }
 
-/// Blind windows of `SESSION_MAX_WORDS` words over one section too long to keep whole;
-/// window starts step by `SESSION_MAX_WORDS - OVERLAP_WORDS`, so consecutive windows share
-/// exactly `OVERLAP_WORDS` words. Text between a window's first and last word is kept as it
-/// was, line breaks included.
+/// Windows of at most `SESSION_MAX_WORDS` words over one section too long to keep whole,
+/// consecutive windows sharing about `OVERLAP_WORDS` words. Each window ends at a sentence
+/// ([`sentence_ends`], the one splitter) or a paragraph's end within its last `OVERLAP_WORDS`
+/// words, and the next starts at a sentence's start at most `OVERLAP_WORDS` words before
+/// its nominal start: a fragment cut mid-sentence was embedded, shown to the model and
+/// quoted mid-sentence («a hobby in textile work…», CRD3's blind windows: 42 of its 444
+/// fragments opened so). Only where no sentence ends near a cut is it blind. Text between a
+/// window's first and last word is kept as it was, line breaks included.
 fn windows(lines: &[SourceLine<'_>]) -> Vec<Piece> {
-    let words: Vec<(usize, usize, usize)> = lines
-        .iter()
-        .enumerate()
-        .flat_map(|(line_idx, line)| word_spans(line.text).into_iter().map(move |(start, end)| (line_idx, start, end)))
-        .collect();
-    let step = SESSION_MAX_WORDS - OVERLAP_WORDS;
+    let words = section_words(lines);
+    let ends_after = |at: usize| words[at].3;
+    let n = words.len();
     let mut pieces = Vec::new();
     let mut window_start = 0;
-    while window_start < words.len() {
-        let window_end = (window_start + SESSION_MAX_WORDS).min(words.len());
-        let (first_line, first_offset, _) = words[window_start];
-        let (last_line, _, last_offset) = words[window_end - 1];
+    while window_start < n {
+        let nominal_end = (window_start + SESSION_MAX_WORDS).min(n);
+        let window_end = if nominal_end == n {
+            n
+        } else {
+            let earliest = nominal_end - OVERLAP_WORDS + 1;
+            (earliest..=nominal_end).rev().find(|&end| ends_after(end - 1)).unwrap_or(nominal_end)
+        };
+        let (first_line, first_offset, _, _) = words[window_start];
+        let (last_line, _, last_offset, _) = words[window_end - 1];
         let text = if first_line == last_line {
             lines[first_line].text[first_offset..last_offset].to_string()
         } else {
@@ -201,12 +208,38 @@ fn windows(lines: &[SourceLine<'_>]) -> Vec<Piece> {
             text
         };
         pieces.push(Piece { text, line_start: lines[first_line].number, line_end: lines[last_line].number });
-        if window_end == words.len() {
+        if window_end == n {
             break;
         }
-        window_start += step;
+        // The window ends at least `SESSION_MAX_WORDS - OVERLAP_WORDS` words past its start,
+        // so the next start, `OVERLAP_WORDS` before that end or up to as many more, is past it.
+        let nominal_next = window_end - OVERLAP_WORDS;
+        let starts_sentence = |at: usize| at > window_start && ends_after(at - 1);
+        window_start = (nominal_next - OVERLAP_WORDS..=nominal_next)
+            .rev()
+            .find(|&at| starts_sentence(at))
+            .or_else(|| (nominal_next + 1..window_end).find(|&at| starts_sentence(at)))
+            .unwrap_or(nominal_next);
     }
     pieces
+}
+
+/// The words of a section's lines: (line, start byte, end byte, whether a sentence or a
+/// paragraph ends after it: the next line is blank, a list item or none).
+fn section_words(lines: &[SourceLine<'_>]) -> Vec<(usize, usize, usize, bool)> {
+    let mut words = Vec::new();
+    for (line_idx, line) in lines.iter().enumerate() {
+        let ends = sentence_ends(line.text);
+        let next = lines.get(line_idx + 1).map(|next| next.text.trim_start());
+        let paragraph_ends =
+            next.is_none_or(|next| next.is_empty() || ["- ", "* ", "+ "].iter().any(|bullet| next.starts_with(bullet)));
+        let spans = word_spans(line.text);
+        let last = spans.len().saturating_sub(1);
+        for (at, (start, end)) in spans.into_iter().enumerate() {
+            words.push((line_idx, start, end, ends.contains(&end) || (at == last && paragraph_ends)));
+        }
+    }
+    words
 }
 
 /// The Markdown headings of a block, to answer which ones enclose a line. Only the block's
@@ -451,6 +484,32 @@ mod tests {
         assert_eq!(rebuilt, original);
         let spans: Vec<(u32, u32)> = pieces.iter().map(|piece| (piece.line_start, piece.line_end)).collect();
         assert_eq!(spans, [(10, 181), (164, 335), (318, 438)]);
+    }
+
+    #[test]
+    fn windows_start_and_end_at_sentences_where_the_text_has_them() {
+        // 300 sentences of nine words, five to a line, no blank line: one section of 2,700
+        // words that must be windowed, with a sentence end every ninth word.
+        let sentences: Vec<String> =
+            (1..=300).map(|j| (1..=9).map(|i| format!("s{j}w{i}")).collect::<Vec<_>>().join(" ") + ".").collect();
+        let text = sentences.chunks(5).map(|line| line.join(" ")).collect::<Vec<_>>().join("\n");
+        let pieces = windows(&source_lines(&text, 1));
+        let windows: Vec<Vec<&str>> = pieces.iter().map(|piece| piece.text.split_whitespace().collect()).collect();
+        assert!(windows.len() >= 3, "{} windows", windows.len());
+        for window in &windows {
+            assert!(window.len() <= SESSION_MAX_WORDS);
+            assert!(window[0].ends_with("w1"), "a window opens mid-sentence: {:?}", window[0]);
+            assert!(window[window.len() - 1].ends_with("w9."), "a window ends mid-sentence: {:?}", window.last());
+        }
+        let mut rebuilt: Vec<&str> = windows[0].clone();
+        for pair in windows.windows(2) {
+            let overlap =
+                pair[0].len() - pair[0].iter().position(|word| *word == pair[1][0]).expect("the windows overlap");
+            assert!((OVERLAP_WORDS..=2 * OVERLAP_WORDS).contains(&overlap), "overlap of {overlap} words");
+            assert_eq!(pair[0][pair[0].len() - overlap..], pair[1][..overlap]);
+            rebuilt.extend(&pair[1][overlap..]);
+        }
+        assert_eq!(rebuilt, text.split_whitespace().collect::<Vec<_>>());
     }
 
     #[test]
