@@ -16,6 +16,8 @@
 //! - `quotes`: the quoted answer, the notes' own sentences ranked sentence by sentence (the
 //!   question's words, its names, the embedder's similarity passed in, a number when it asks
 //!   how much or when, the fragment's rank), fused by reciprocal rank.
+//! - `compare`: a question comparing two events in time («¿qué pasó antes: A o B?»), answered
+//!   by each event's sentence in the order their sessions tell them.
 //! - `structured`: the JSON schema of a structured answer, its check, its rendering as
 //!   cited text, and the sentences picked out of it while it streams.
 //! - `grounding`: every sentence of a structured answer backed by the notes it cites (its
@@ -33,6 +35,7 @@
 
 pub mod arc;
 pub mod citations;
+pub mod compare;
 pub mod context;
 pub mod grounding;
 pub mod passages;

@@ -319,6 +319,46 @@ pub fn rank_quotes(fragments: &[(&str, &str)], terms: &QueryTerms, similarity: &
     if answered { Quotes::Answer(excerpts) } else { Quotes::Nearest(excerpts) }
 }
 
+/// A sentence holding what a question asks ([`asked_sentences`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AskedSentence {
+    /// How much of the question it holds: its terms' weights, names counting double.
+    pub held: u32,
+    /// Its fragment's place among those given, and its own (first) sentence's within it.
+    pub fragment: usize,
+    pub sentence: usize,
+    pub excerpt: Excerpt,
+}
+
+/// The sentences of `fragments` (label, text; best first) holding a word `terms` asks beyond
+/// its names (or, when it asks nothing more, naming them), best first by the quotes' ranking:
+/// what a comparison of two events picks each event's sentence from (`answer::compare`).
+/// «el regreso del archiduque» is not told by «la hermana del archiduque».
+pub fn asked_sentences(
+    fragments: &[(&str, &str)],
+    terms: &QueryTerms,
+    similarity: &dyn Fn(&str) -> Option<f32>,
+) -> Vec<AskedSentence> {
+    let units = units_of(fragments);
+    let signals: Vec<Signals> = units.iter().map(|unit| signals_of(unit, terms, similarity)).collect();
+    let fused = fused_scores(&units, &signals);
+    let holds = |signal: &Signals| if terms.asks_beyond_names() { signal.asked_words > 0 } else { signal.names };
+    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| holds(&signals[at])).collect();
+    ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
+    ranked
+        .into_iter()
+        .map(|at| AskedSentence {
+            held: signals[at].all_terms,
+            fragment: units[at].fragment,
+            sentence: units[at].first,
+            excerpt: Excerpt {
+                label: Label::new(fragments[units[at].fragment].0),
+                text: shorten(&units[at].text, QUOTE_MAX_CHARS),
+            },
+        })
+        .collect()
+}
+
 /// The characters of a picked span: its units' texts as the fragment holds them (at most
 /// what a quote shows).
 fn span_chars(units: &[Unit], (fragment, first, last): (usize, usize, usize)) -> usize {
@@ -522,6 +562,21 @@ mod tests {
         // An item in capitals stands alone; so does one no sentence announces.
         assert_eq!(announced_by(&own, at("Pan y sal")), None);
         assert_eq!(announced_by(&own, at("Celia habla")), None);
+    }
+
+    #[test]
+    fn the_sentences_holding_an_event_are_those_holding_a_word_it_asks_best_first() {
+        let notes = [
+            ("Sesión 14", "Llueve en el puerto. Arde La Gaviota Coja por el incendio. Gaspar mira."),
+            ("Sesión 21", "El incendio de la Gaviota aún humea en la memoria de todos."),
+        ];
+        let terms = QueryTerms::new("el incendio de La Gaviota Coja", &[]);
+        let found = asked_sentences(&notes, &terms, &|_| None);
+        let places: Vec<(usize, usize, u32)> = found.iter().map(|s| (s.fragment, s.sentence, s.held)).collect();
+        // «Llueve…» and «Gaspar mira.» hold none of its words; the sentence holding three
+        // leads the one holding two.
+        assert_eq!(places, [(0, 1, 3), (1, 0, 2)]);
+        assert_eq!(found[0].excerpt.text, "Arde La Gaviota Coja por el incendio.");
     }
 
     #[test]

@@ -170,6 +170,11 @@ impl QueryTerms {
         }
     }
 
+    /// The weights of all its terms: what a text holding every one of them scores.
+    pub fn weight(&self) -> u32 {
+        self.terms.iter().map(|(_, weight)| weight).sum()
+    }
+
     /// How much `text` is about the question: the weights of the distinct terms it holds.
     pub fn score(&self, text: &str) -> u32 {
         self.score_in(&TextWords::of(text))

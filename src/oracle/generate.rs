@@ -486,6 +486,12 @@ impl Prepared {
     /// `fallback`: why the model's answer is not used, when it was asked.
     pub(super) fn extract(&self, fallback: Option<String>) -> MadeAnswer {
         let _span = tracing::info_span!("answer.extract", n_chosen = self.chosen.len()).entered();
+        // Two events compared in time: each one's sentence, the order said by their sessions.
+        if let Some((text, quoted)) = self.compared().filter(|_| fallback.is_none()) {
+            let mut made = MadeAnswer::new(text, AnswerMode::Extractive);
+            made.quoted = quoted;
+            return made;
+        }
         let language = crate::lexicon::language_of(&self.question);
         let quotes = self.extractive_excerpts();
         let nearest_only = quotes.nearest_only();

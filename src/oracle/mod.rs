@@ -8,6 +8,7 @@
 
 mod answer;
 mod ask;
+mod compared;
 mod generate;
 mod instant;
 mod plan;
