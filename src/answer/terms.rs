@@ -27,6 +27,9 @@ pub struct QueryTerms {
     asks_quantity: bool,
     /// The question asks when («¿Cuándo…?», "When…?"): a date or a session's number answers it.
     asks_when: bool,
+    /// The notes are written in another language than the question: a word holds a term when
+    /// it is its cognate too ([`cognates`]).
+    across_languages: bool,
 }
 
 /// Words that name a session, folded; before a number they name which («la sesión 140»).
@@ -95,7 +98,20 @@ impl QueryTerms {
                 }
             }
         }
-        QueryTerms { terms, stems, asks_quantity: asks_quantity(question), asks_when: asks_when(question) }
+        QueryTerms {
+            terms,
+            stems,
+            asks_quantity: asks_quantity(question),
+            asks_when: asks_when(question),
+            across_languages: false,
+        }
+    }
+
+    /// These terms for notes written in another language than the question: a cognate holds
+    /// a term («desintegró» for "disintegrated", «archimaga» for "archmage").
+    pub fn across_languages(mut self) -> QueryTerms {
+        self.across_languages = true;
+        self
     }
 
     /// Whether a number in a sentence answers the question: it asks how much, how many or when.
@@ -146,6 +162,7 @@ impl QueryTerms {
     fn holds(&self, words: &TextWords, term: &str) -> bool {
         words.folded.iter().any(|word| same_stem(term, word))
             || self.stems.get(term).is_some_and(|stems| stems.iter().any(|stem| words.stems.contains(stem)))
+            || (self.across_languages && words.folded.iter().any(|word| cognates(term, word)))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -167,6 +184,7 @@ impl QueryTerms {
             stems: self.stems.clone(),
             asks_quantity: self.asks_quantity,
             asks_when: self.asks_when,
+            across_languages: self.across_languages,
         }
     }
 
@@ -274,6 +292,41 @@ impl TextWords {
     }
 }
 
+/// Letters a word needs to be read as another language's cognate: shorter words of Spanish
+/// and English meet by chance ("party", «parte»).
+const COGNATE_MIN_CHARS: usize = 6;
+/// The letters of two words compared for a cognate: their beginnings, where the root is
+/// («desintegr-ó», "disintegr-ated").
+const COGNATE_CHARS: usize = 9;
+
+/// Whether two folded words of different languages are cognates: both of at least
+/// [`COGNATE_MIN_CHARS`] letters, opening with the same letter, and their first letters (up
+/// to [`COGNATE_CHARS`]) an edit or two apart, one in four at most («criatura» / "creature",
+/// «archimaga» / "archmage").
+fn cognates(term: &str, word: &str) -> bool {
+    let (term, word): (Vec<char>, Vec<char>) = (term.chars().collect(), word.chars().collect());
+    let n = term.len().min(word.len()).min(COGNATE_CHARS);
+    if n < COGNATE_MIN_CHARS || term[0] != word[0] || term[0].is_ascii_digit() {
+        return false;
+    }
+    edit_distance(&term[..n], &word[..n]) * 4 <= n
+}
+
+/// Levenshtein distance of two short words.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 fn same_stem(term: &str, word: &str) -> bool {
     if term == word {
         return true;
@@ -286,6 +339,18 @@ fn same_stem(term: &str, word: &str) -> bool {
 mod tests {
     use super::*;
     use crate::answer::grounding::number_forms;
+
+    #[test]
+    fn across_languages_a_cognate_holds_a_term_and_only_then() {
+        let asked = QueryTerms::new("¿Qué criatura desintegró a Kleb?", &["Kleb"]);
+        let text = "A beholder creature disintegrated Kleb with a death ray.";
+        assert_eq!(asked.held_by(text).asked_words, 0);
+        assert_eq!(asked.clone().across_languages().held_by(text).asked_words, 2);
+        assert!(cognates("archimaga", "archmage") && cognates("criatura", "creature"));
+        // Short words, other first letters and unrelated words are no cognates.
+        assert!(!cognates("parte", "party") && !cognates("desintegro", "integrated"));
+        assert!(!cognates("caballero", "cabbages") && !cognates("muelles", "mullets"));
+    }
 
     #[test]
     fn a_question_for_a_sessions_story_asks_no_word_of_it() {

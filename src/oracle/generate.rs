@@ -580,12 +580,16 @@ impl Prepared {
 /// language, as the sample keeps Sesión 28 in English); `None` when none was chosen or
 /// the two languages tie.
 fn notes_language(prepared: &Prepared) -> Option<LabelLanguage> {
-    let fragments = quotable_fragments(prepared);
-    let of = |(_, text): &(&str, &str)| {
-        crate::lexicon::language_of(&text.chars().take(NOTES_LANGUAGE_SAMPLE_CHARS).collect::<String>())
-    };
-    let english = fragments.iter().filter(|fragment| of(fragment) == LabelLanguage::En).count();
-    let spanish = fragments.len() - english;
+    language_of_notes(quotable_fragments(prepared).into_iter().map(|(_, text)| text))
+}
+
+/// The language most of `texts` are written in (`notes_language`).
+pub(super) fn language_of_notes<'a>(texts: impl Iterator<Item = &'a str>) -> Option<LabelLanguage> {
+    let of =
+        |text: &str| crate::lexicon::language_of(&text.chars().take(NOTES_LANGUAGE_SAMPLE_CHARS).collect::<String>());
+    let languages: Vec<LabelLanguage> = texts.map(of).collect();
+    let english = languages.iter().filter(|language| **language == LabelLanguage::En).count();
+    let spanish = languages.len() - english;
     match english.cmp(&spanish) {
         std::cmp::Ordering::Greater => Some(LabelLanguage::En),
         std::cmp::Ordering::Less => Some(LabelLanguage::Es),

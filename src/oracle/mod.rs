@@ -324,6 +324,13 @@ impl Oracle {
         let entity_names: Vec<&str> =
             search.entities.iter().flat_map(|entity| [entity.name.as_str(), entity.alias.as_str()]).collect();
         let terms = QueryTerms::new(question, &entity_names);
+        // Notes in another language than the question share no word with it but cognates.
+        let notes_language = generate::language_of_notes(
+            chosen.iter().filter_map(|candidate| Some(texts.get(&candidate.fragment_id)?.fragment.text.as_str())),
+        );
+        let asked_in = crate::lexicon::language_of(question);
+        let terms =
+            if notes_language.is_some_and(|notes| notes != asked_in) { terms.across_languages() } else { terms };
         // A leftover's headline: its model annotation, else the extractive one made at ingest
         // (its most central sentences), so a CPU with no annotations still shows summaries.
         let headline = |candidate: &Candidate| {
