@@ -113,10 +113,12 @@ pub fn sentence_ends(text: &str) -> Vec<usize> {
         .iter()
         .enumerate()
         .filter(|&(at, &(start, end))| {
-            let trails_off_into = spans.get(at + 1).is_some_and(|&(next, next_end)| {
-                trails_off(&text[start..end]) && goes_on(&text[next..next_end]) && !text[end..next].contains('\n')
-            });
-            ends_sentence(&text[start..end]) && !inside_a_quotation(text, end) && !trails_off_into
+            let trails_off_into = || {
+                spans.get(at + 1).is_some_and(|&(next, next_end)| {
+                    trails_off(&text[start..end]) && goes_on(&text[next..next_end]) && !text[end..next].contains('\n')
+                })
+            };
+            ends_sentence(&text[start..end]) && !inside_a_quotation(text, end) && !trails_off_into()
         })
         .map(|(_, &(_, end))| end)
         .collect()
@@ -134,6 +136,26 @@ fn trails_off(word: &str) -> bool {
 pub fn goes_on(word: &str) -> bool {
     word.chars().find(|c| c.is_alphanumeric()).is_some_and(char::is_lowercase)
 }
+
+/// The text of `line` when it is a list item (`- `, `* `, `+ `, or `1. ` / `1) `, its mark
+/// taken off, and a task's box), else `None`. The one reading of a list item: the sentence
+/// splitter's and the fragment cutter's.
+pub fn list_item_text(line: &str) -> Option<&str> {
+    let rest = ["- ", "* ", "+ "].iter().find_map(|bullet| line.strip_prefix(bullet)).or_else(|| {
+        let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        (digits > 0 && digits <= MAX_ITEM_NUMBER_DIGITS)
+            .then(|| line[digits..].strip_prefix(". ").or_else(|| line[digits..].strip_prefix(") ")))
+            .flatten()
+    })?;
+    // A task's box («- [x] Question the banshee») is the list's mark, not its words.
+    let rest = rest.trim_start();
+    let unboxed = ["[ ] ", "[x] ", "[X] "].iter().find_map(|task_box| rest.strip_prefix(task_box));
+    Some(unboxed.unwrap_or(rest).trim_start())
+}
+
+/// Digits a numbered item's number has at most: «12. » numbers an item; «1999. » opens a
+/// sentence about a year.
+const MAX_ITEM_NUMBER_DIGITS: usize = 3;
 
 /// Marks that open and close with different signs, so that a reader can tell whether a point
 /// stands inside them: Spanish guillemets and curly double quotes, and the parentheses of an

@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use crate::corpus::{Label, LabelLanguage, is_fence};
 
-use crate::text::{ends_sentence, goes_on, sentence_ends, shorten};
+use crate::text::{ends_sentence, goes_on, list_item_text, sentence_ends, shorten};
 
 use super::terms::{QueryTerms, content_words};
 
@@ -657,25 +657,6 @@ pub(crate) fn sentences_by_section(text: &str) -> Vec<(String, usize)> {
     }
     found
 }
-
-/// The text of `line` when it is a list item (`- `, `* `, `+ `, or `1. ` / `1) `, its mark
-/// taken off), else `None`.
-fn list_item_text(line: &str) -> Option<&str> {
-    let rest = ["- ", "* ", "+ "].iter().find_map(|bullet| line.strip_prefix(bullet)).or_else(|| {
-        let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        (digits > 0 && digits <= MAX_ITEM_NUMBER_DIGITS)
-            .then(|| line[digits..].strip_prefix(". ").or_else(|| line[digits..].strip_prefix(") ")))
-            .flatten()
-    })?;
-    // A task's box («- [x] Question the banshee») is the list's mark, not its words.
-    let rest = rest.trim_start();
-    let unboxed = ["[ ] ", "[x] ", "[X] "].iter().find_map(|task_box| rest.strip_prefix(task_box));
-    Some(unboxed.unwrap_or(rest).trim_start())
-}
-
-/// Digits a numbered item's number has at most: «12. » numbers an item; «1999. » opens a
-/// sentence about a year.
-const MAX_ITEM_NUMBER_DIGITS: usize = 3;
 
 /// Whether `sentence` announces what follows it («Lucio cuenta que tenía pesadillas:» before a
 /// list): alone it promises something it does not say, so it is read with the next one.

@@ -246,17 +246,24 @@ fn fused_scores(units: &[Unit], signals: &[Signals]) -> Vec<f64> {
     fused
 }
 
+/// The units whose signals `keep` accepts, best first by [`fused_scores`] (ties in reading
+/// order): the one ranking the quotes, the sentences worth embedding and an event's
+/// sentences are all taken from.
+fn best_first(units: &[Unit], signals: &[Signals], keep: impl Fn(&Signals) -> bool) -> Vec<usize> {
+    let fused = fused_scores(units, signals);
+    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| keep(&signals[at])).collect();
+    ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
+    ranked
+}
+
 /// The units of `fragments` worth embedding for the question: those that may be quoted,
 /// the best [`EMBEDDED_QUOTES_MAX`] by the signals without meaning. The caller embeds them
 /// and passes the similarities to [`rank_quotes`].
 pub fn quote_candidates(fragments: &[(&str, &str)], terms: &QueryTerms) -> Vec<String> {
     let units = units_of(fragments);
     let signals: Vec<Signals> = units.iter().map(|unit| signals_of(unit, terms, &|_| None)).collect();
-    let fused = fused_scores(&units, &signals);
-    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| is_eligible(&signals[at])).collect();
-    ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
     let mut texts: Vec<String> = Vec::new();
-    for at in ranked {
+    for at in best_first(&units, &signals, is_eligible) {
         if texts.len() == EMBEDDED_QUOTES_MAX {
             break;
         }
@@ -298,13 +305,11 @@ pub fn rank_quotes(fragments: &[(&str, &str)], terms: &QueryTerms, similarity: &
             return Quotes::Answer(Vec::new());
         }
     }
-    let fused = fused_scores(&units, &signals);
     // A sentence only naming the entity may come along with those that answer: kept only to
     // answers, it lost key facts on the sample bank (two, 61 → 59 of 121: across languages
     // the answer often shares only the name), `eval/README.md`.
     let may_quote = |signal: &Signals| if answered { is_eligible(signal) } else { is_nearest(signal) };
-    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| may_quote(&signals[at])).collect();
-    ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
+    let ranked = best_first(&units, &signals, may_quote);
     // The nearest point at where the notes speak of whom it names; they are no answer.
     let most = if answered { MAX_SHORT_QUOTES } else { NEAREST_QUOTES };
     let picked = pick_units(&units, &ranked, most);
@@ -341,11 +346,8 @@ pub fn asked_sentences(
 ) -> Vec<AskedSentence> {
     let units = units_of(fragments);
     let signals: Vec<Signals> = units.iter().map(|unit| signals_of(unit, terms, similarity)).collect();
-    let fused = fused_scores(&units, &signals);
     let holds = |signal: &Signals| if terms.asks_beyond_names() { signal.asked_words > 0 } else { signal.names };
-    let mut ranked: Vec<usize> = (0..units.len()).filter(|&at| holds(&signals[at])).collect();
-    ranked.sort_by(|&a, &b| fused[b].total_cmp(&fused[a]).then(a.cmp(&b)));
-    ranked
+    best_first(&units, &signals, holds)
         .into_iter()
         .map(|at| AskedSentence {
             held: signals[at].all_terms,

@@ -14,7 +14,7 @@ use super::markdown::{diagnostic, is_fence};
 use super::{
     Block, CorpusConfig, Diagnostic, Fragment, Label, Note, NoteKind, OVERLAP_WORDS, SESSION_MAX_WORDS, Visibility,
 };
-use crate::text::{sentence_ends, word_count, word_spans};
+use crate::text::{list_item_text, sentence_ends, word_count, word_spans};
 
 /// Labels and sizes every block of every note. Labels shared by several blocks become
 /// `"{label} ({disambiguator})"` for all of them, with a diagnostic on each; nothing is
@@ -229,14 +229,14 @@ fn windows(lines: &[SourceLine<'_>]) -> Vec<Piece> {
 fn section_words(lines: &[SourceLine<'_>]) -> Vec<(usize, usize, usize, bool)> {
     let mut words = Vec::new();
     for (line_idx, line) in lines.iter().enumerate() {
+        // In order, as the words are: each is looked up by halving, not by a scan of the line.
         let ends = sentence_ends(line.text);
         let next = lines.get(line_idx + 1).map(|next| next.text.trim_start());
-        let paragraph_ends =
-            next.is_none_or(|next| next.is_empty() || ["- ", "* ", "+ "].iter().any(|bullet| next.starts_with(bullet)));
+        let paragraph_ends = next.is_none_or(|next| next.is_empty() || list_item_text(next).is_some());
         let spans = word_spans(line.text);
         let last = spans.len().saturating_sub(1);
         for (at, (start, end)) in spans.into_iter().enumerate() {
-            words.push((line_idx, start, end, ends.contains(&end) || (at == last && paragraph_ends)));
+            words.push((line_idx, start, end, ends.binary_search(&end).is_ok() || (at == last && paragraph_ends)));
         }
     }
     words
