@@ -507,6 +507,26 @@ mod tests {
     }
 
     #[test]
+    fn every_contraction_typed_without_its_apostrophe_is_an_english_function_word() {
+        // Generated from the pieces an apostrophe leaves: «didn't» typed «didnt», «what's»
+        // typed «whats». "won't" stays out: «wont» is a word of its own; "been" and "can" are
+        // whole words, "can't" typed «cant» all the same.
+        let auxiliaries = ENGLISH.iter().find(|group| group.contains(&"didn")).expect("the auxiliaries' group");
+        let pieces = auxiliaries.iter().copied();
+        let negations: Vec<String> = pieces
+            .filter(|piece| piece.ends_with('n') && !["won", "been"].contains(piece))
+            .map(|piece| format!("{piece}t"))
+            .collect();
+        let is_words: Vec<String> =
+            ["what", "who", "where", "when", "why", "how", "that", "there"].iter().map(|w| format!("{w}s")).collect();
+        assert!(negations.len() >= 10, "{negations:?}");
+        for typed in negations.iter().chain(&is_words) {
+            assert!(ENGLISH_WORDS.contains(typed.as_str()), "{typed} is not read as English");
+            assert_eq!(language_of(&format!("{typed} calebs moms name")), LabelLanguage::En, "{typed}");
+        }
+    }
+
+    #[test]
     fn stopwords_are_stored_folded_and_once() {
         let mut seen = HashSet::new();
         for word in SPANISH.iter().chain(ENGLISH).flat_map(|group| group.iter()) {

@@ -193,6 +193,42 @@ mod tests {
         }
     }
 
+    #[test]
+    fn every_way_of_asking_which_came_first_reads_the_same_two_events() {
+        // Generated: each opener, with or without its colon or comma, each connector, in
+        // both languages, around the same two events.
+        let (first, second) = ("la caída de Gaspar", "el incendio de la posada");
+        let openers = [
+            "¿Qué pasó antes",
+            "¿Qué ocurrió primero",
+            "¿Qué sucedió antes",
+            "¿Qué fue primero",
+            "¿Cuál fue antes",
+            "Which came first",
+            "Which happened first",
+            "What happened first",
+            "What came first",
+        ];
+        for opener in openers {
+            for separator in [":", ",", ""] {
+                for connector in ["o", "or"] {
+                    let question = format!("{opener}{separator} {first} {connector} {second}?");
+                    let expect = Comparison::WhichFirst { first: first.into(), second: second.into() };
+                    assert_eq!(comparison_of(&question), Some(expect), "{question}");
+                }
+            }
+        }
+        for connector in
+            ["antes o después de", "después o antes de", "antes o después de que", "before or after", "after or before"]
+        {
+            for (opening, closing) in [("¿", "?"), ("", "?"), ("", ""), ("¡", "!")] {
+                let question = format!("{opening}Conocieron a Yusuf {connector} {first}{closing}");
+                let expect = Comparison::BeforeOrAfter { event: "Conocieron a Yusuf".into(), other: first.into() };
+                assert_eq!(comparison_of(&question), Some(expect), "{question}");
+            }
+        }
+    }
+
     fn asked(held: u32, fragment: usize, sentence: usize, label: &str, text: &str) -> AskedSentence {
         AskedSentence { held, fragment, sentence, excerpt: Excerpt { label: Label::new(label), text: text.into() } }
     }
